@@ -1,0 +1,36 @@
+// Package deps pins the module graph while the packages that use these imports are written.
+// It is removed once every import below is used by real code.
+package deps
+
+import (
+	_ "github.com/google/go-cmp/cmp"
+	_ "github.com/hetznercloud/hcloud-go/v2/hcloud"
+	_ "github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
+	_ "github.com/open-policy-agent/opa/v1/ast"
+	_ "github.com/open-policy-agent/opa/v1/rego"
+	_ "github.com/open-policy-agent/opa/v1/tester"
+	_ "github.com/open-policy-agent/opa/v1/topdown"
+	_ "github.com/open-policy-agent/opa/v1/topdown/print"
+	_ "github.com/prometheus/client_golang/prometheus"
+	_ "github.com/tetratelabs/wazero"
+	_ "github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	_ "github.com/tetratelabs/wazero/imports/assemblyscript"
+	_ "k8s.io/api/core/v1"
+	_ "k8s.io/apimachinery/pkg/apis/meta/v1"
+	_ "k8s.io/client-go/informers"
+	_ "k8s.io/client-go/kubernetes"
+	_ "k8s.io/client-go/kubernetes/fake"
+	_ "k8s.io/client-go/tools/clientcmd"
+	_ "k8s.io/client-go/tools/record"
+	_ "k8s.io/cloud-provider"
+	_ "k8s.io/cloud-provider/app"
+	_ "k8s.io/cloud-provider/app/config"
+	_ "k8s.io/cloud-provider/names"
+	_ "k8s.io/cloud-provider/options"
+	_ "k8s.io/component-base/cli"
+	_ "k8s.io/component-base/cli/flag"
+	_ "k8s.io/component-base/metrics"
+	_ "k8s.io/component-base/metrics/legacyregistry"
+	_ "k8s.io/klog/v2"
+	_ "sigs.k8s.io/yaml"
+)

@@ -1,0 +1,164 @@
+package policy
+
+import "context"
+
+// InputVersion is the version of the Input schema. It changes only when a field changes meaning
+// or disappears; new optional fields keep the version.
+//
+// It MUST not change for additive changes: operators' policies match on it.
+const InputVersion = "v1"
+
+// Actions: the stable names of mutation kinds, used in Input.Action, metrics and events.
+// They MUST not change: operators' policies match on them.
+const (
+	ActionLoadBalancerCreate = "loadbalancer.create"
+	ActionLoadBalancerUpdate = "loadbalancer.update"
+	ActionLoadBalancerDelete = "loadbalancer.delete"
+	ActionRouteCreate        = "route.create"
+	ActionRouteDelete        = "route.delete"
+)
+
+// Input is the document a policy decides on: one mutation of Hetzner Cloud.
+//
+// Field names are the policy contract (see docs/policy.md); they MUST not be renamed.
+type Input struct {
+	// Version is InputVersion.
+	Version string `json:"version"`
+	// Action is one of the Action* constants.
+	Action string `json:"action"`
+	// Operation is the concrete Hetzner operation: "create", "delete", "update" (name/labels),
+	// "add_service", "update_service", "delete_service", "add_target", "remove_target",
+	// "attach_to_network", "detach_from_network", "enable_public_interface",
+	// "disable_public_interface", "change_algorithm", "change_type", "change_dns_ptr",
+	// "add_route", "delete_route".
+	Operation string `json:"operation"`
+	// Cluster describes the cluster the CCM runs for.
+	Cluster Cluster `json:"cluster"`
+	// Service is the Kubernetes Service a load balancer mutation is for; nil for routes.
+	Service *Service `json:"service"`
+	// LoadBalancer is the desired load balancer after the mutation; nil for routes.
+	LoadBalancer *LoadBalancer `json:"load_balancer"`
+	// Current is the load balancer before the mutation; nil on create and for routes.
+	Current *LoadBalancer `json:"current"`
+	// Route is the route being created or deleted; nil for load balancer mutations.
+	Route *Route `json:"route"`
+}
+
+// Cluster describes the cluster.
+type Cluster struct {
+	Name        string   `json:"name"`
+	ClusterCIDR string   `json:"cluster_cidr"`
+	Network     *Network `json:"network"`
+}
+
+// Network is the cluster's private Hetzner network (HCLOUD_NETWORK); nil when none is configured.
+type Network struct {
+	ID      int64  `json:"id"`
+	Name    string `json:"name"`
+	IPRange string `json:"ip_range"`
+}
+
+// Service is the Kubernetes Service behind a load balancer.
+type Service struct {
+	Namespace                string            `json:"namespace"`
+	Name                     string            `json:"name"`
+	UID                      string            `json:"uid"`
+	Labels                   map[string]string `json:"labels"`
+	Annotations              map[string]string `json:"annotations"`
+	Ports                    []ServicePort     `json:"ports"`
+	LoadBalancerSourceRanges []string          `json:"load_balancer_source_ranges"`
+	ExternalTrafficPolicy    string            `json:"external_traffic_policy"`
+	// NamespaceLabels are the labels of the Service's namespace, when the CCM could read them.
+	NamespaceLabels map[string]string `json:"namespace_labels"`
+}
+
+// ServicePort is one port of a Service.
+type ServicePort struct {
+	Name     string `json:"name"`
+	Protocol string `json:"protocol"`
+	Port     int32  `json:"port"`
+	NodePort int32  `json:"node_port"`
+}
+
+// LoadBalancer is a Hetzner load balancer as policies see it.
+type LoadBalancer struct {
+	ID              int64             `json:"id,omitempty"`
+	Name            string            `json:"name"`
+	Type            string            `json:"type"`
+	Location        string            `json:"location"`
+	NetworkZone     string            `json:"network_zone"`
+	Algorithm       string            `json:"algorithm"`
+	PublicInterface bool              `json:"public_interface"`
+	IPv6            bool              `json:"ipv6"`
+	Network         *LBNetwork        `json:"network"`
+	Services        []LBService       `json:"services"`
+	Targets         []LBTarget        `json:"targets"`
+	Labels          map[string]string `json:"labels"`
+	Protected       bool              `json:"protected"`
+}
+
+// LBNetwork is the load balancer's attachment to the private network.
+type LBNetwork struct {
+	ID        int64  `json:"id"`
+	IPRange   string `json:"ip_range"`
+	PrivateIP string `json:"private_ip"`
+}
+
+// LBService is one listener of a load balancer.
+type LBService struct {
+	Protocol        string `json:"protocol"`
+	ListenPort      int    `json:"listen_port"`
+	DestinationPort int    `json:"destination_port"`
+	Proxyprotocol   bool   `json:"proxyprotocol"`
+}
+
+// LBTarget is one target of a load balancer.
+type LBTarget struct {
+	Type         string `json:"type"`
+	ServerID     int64  `json:"server_id,omitempty"`
+	IP           string `json:"ip,omitempty"`
+	UsePrivateIP bool   `json:"use_private_ip"`
+}
+
+// Route is a route of the private network.
+type Route struct {
+	Destination string `json:"destination"`
+	Gateway     string `json:"gateway"`
+	Node        string `json:"node"`
+}
+
+// Message is one message of a decision: a deny reason or a warning.
+type Message struct {
+	Msg  string `json:"msg"`
+	Code string `json:"code,omitempty"`
+}
+
+// Decision is the result of deciding one Input.
+type Decision struct {
+	// Allowed is false when a deny message is enforced (mode enforce) or evaluation failed closed.
+	Allowed bool
+	// Deny holds the deny messages, also in dry-run mode where they do not block.
+	Deny []Message
+	// Warn holds the warnings.
+	Warn []Message
+	// Revision is the policy revision that decided ("" when no policy is configured).
+	Revision string
+	// DryRun is true when deny messages were reported but not enforced.
+	DryRun bool
+	// Err is set when evaluation failed; Allowed then follows the failure mode.
+	Err error
+}
+
+// Decider decides mutations. Implementations are safe for concurrent use.
+//
+// Decide never returns an error: evaluation failures are reported in Decision.Err and resolved to
+// allow or deny by the configured failure mode.
+type Decider interface {
+	Decide(ctx context.Context, in Input) Decision
+}
+
+// AllowAll is the Decider used when no policy is configured: every mutation is allowed.
+type AllowAll struct{}
+
+// Decide allows in.
+func (AllowAll) Decide(context.Context, Input) Decision { return Decision{Allowed: true} }
