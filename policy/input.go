@@ -1,6 +1,12 @@
 package policy
 
-import "context"
+import (
+	"context"
+	"errors"
+)
+
+// ErrDenied is wrapped by errors of mutations a policy denied; callers test it with errors.Is.
+var ErrDenied = errors.New("denied by policy")
 
 // InputVersion is the version of the Input schema. It changes only when a field changes meaning
 // or disappears; new optional fields keep the version.
