@@ -1,0 +1,94 @@
+package ccm
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// Options are the CCM's own command-line flags, next to the upstream cloud-provider flags.
+// Everything Hetzner-specific is configured by environment variables (see ccm/config), as in
+// the official CCM; these flags configure the policy gate and the plugins.
+type Options struct {
+	// PolicyDir is a directory of Rego policies and data files (for example a mounted ConfigMap).
+	PolicyDir string
+	// PolicyConfigMap is "namespace/name" of a ConfigMap holding policies, watched through the API.
+	PolicyConfigMap string
+	// PolicyMode is "enforce" (a deny blocks the mutation) or "dryrun" (a deny is only reported).
+	PolicyMode string
+	// PolicyFailureMode is "closed" (an evaluation error denies) or "open" (it allows).
+	PolicyFailureMode string
+	// NodeLabelsPlugin is the path of a .wasm or .wasm.gz module implementing node_labels.
+	NodeLabelsPlugin string
+	// LoadBalancerNamePlugin is the path of a module implementing load_balancer_name.
+	LoadBalancerNamePlugin string
+	// PluginsOptional makes a plugin that fails to load a Warning instead of a startup error.
+	PluginsOptional bool
+	// PluginTimeout is the deadline of one plugin call.
+	PluginTimeout time.Duration
+	// NodeLabelResync is how often plugin labels are re-applied to every node (0 disables the
+	// periodic pass; changes to nodes still trigger it).
+	NodeLabelResync time.Duration
+}
+
+// NewOptions returns the defaults.
+func NewOptions() *Options {
+	return &Options{
+		PolicyMode:        "enforce",
+		PolicyFailureMode: "closed",
+		PluginTimeout:     100 * time.Millisecond,
+		NodeLabelResync:   5 * time.Minute,
+	}
+}
+
+// AddFlags registers the options on fs.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.PolicyDir, "policy-dir", o.PolicyDir, "Directory of Rego policies (*.rego) and data files (*.json, *.yaml), reloaded on change. Empty: no directory source.")
+	fs.StringVar(&o.PolicyConfigMap, "policy-configmap", o.PolicyConfigMap, "ConfigMap \"namespace/name\" holding Rego policies and data files, watched through the API and reloaded within a second. Empty: no ConfigMap source.")
+	fs.StringVar(&o.PolicyMode, "policy-mode", o.PolicyMode, "\"enforce\": a deny blocks the mutation; \"dryrun\": a deny is reported (event, metric, log) but the mutation runs.")
+	fs.StringVar(&o.PolicyFailureMode, "policy-failure-mode", o.PolicyFailureMode, "What a policy evaluation error means: \"closed\" denies the mutation, \"open\" allows it.")
+	fs.StringVar(&o.NodeLabelsPlugin, "plugin-node-labels", o.NodeLabelsPlugin, "Path of a wasm module (.wasm or .wasm.gz) implementing the node_labels hook.")
+	fs.StringVar(&o.LoadBalancerNamePlugin, "plugin-load-balancer-name", o.LoadBalancerNamePlugin, "Path of a wasm module (.wasm or .wasm.gz) implementing the load_balancer_name hook.")
+	fs.BoolVar(&o.PluginsOptional, "plugins-optional", o.PluginsOptional, "Start without a plugin that fails to load (logged as a warning) instead of exiting.")
+	fs.DurationVar(&o.PluginTimeout, "plugin-timeout", o.PluginTimeout, "Deadline of one plugin call; a plugin that takes longer falls back to the built-in behaviour.")
+	fs.DurationVar(&o.NodeLabelResync, "node-label-resync", o.NodeLabelResync, "How often the node label plugin is re-applied to every node; 0 disables the periodic pass.")
+}
+
+// Validate reports every problem at once, naming the flag and the fix.
+func (o *Options) Validate() error {
+	var errs []error
+	switch o.PolicyMode {
+	case "enforce", "dryrun":
+	default:
+		errs = append(errs, fmt.Errorf("invalid value for --policy-mode: %q (expect one of: enforce, dryrun)", o.PolicyMode))
+	}
+	switch o.PolicyFailureMode {
+	case "closed", "open":
+	default:
+		errs = append(errs, fmt.Errorf("invalid value for --policy-failure-mode: %q (expect one of: closed, open)", o.PolicyFailureMode))
+	}
+	if o.PolicyConfigMap != "" {
+		if _, _, err := o.PolicyConfigMapRef(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if o.PluginTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("invalid value for --plugin-timeout: %s (expect a positive duration such as 100ms)", o.PluginTimeout))
+	}
+	if o.NodeLabelResync < 0 {
+		errs = append(errs, fmt.Errorf("invalid value for --node-label-resync: %s (expect 0 or a positive duration such as 5m)", o.NodeLabelResync))
+	}
+	return errors.Join(errs...)
+}
+
+// PolicyConfigMapRef splits PolicyConfigMap into namespace and name.
+func (o *Options) PolicyConfigMapRef() (namespace, name string, err error) {
+	ns, n, ok := strings.Cut(o.PolicyConfigMap, "/")
+	if !ok || ns == "" || n == "" || strings.Contains(n, "/") {
+		return "", "", fmt.Errorf("invalid value for --policy-configmap: %q (expect namespace/name, for example kube-system/hcloud-ccm-policies)", o.PolicyConfigMap)
+	}
+	return ns, n, nil
+}

@@ -1,0 +1,63 @@
+package ccm_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm"
+)
+
+func TestOptions_Validate(t *testing.T) {
+	tests := []struct {
+		name    string
+		tweak   func(o *ccm.Options)
+		wantErr []string
+	}{
+		{name: "the defaults are valid", tweak: func(*ccm.Options) {}},
+		{
+			name:  "a dry-run mode with a ConfigMap source is valid",
+			tweak: func(o *ccm.Options) { o.PolicyMode = "dryrun"; o.PolicyConfigMap = "kube-system/policies" },
+		},
+		{
+			name:    "an unknown policy mode names the flag and the accepted values",
+			tweak:   func(o *ccm.Options) { o.PolicyMode = "audit" },
+			wantErr: []string{`--policy-mode: "audit" (expect one of: enforce, dryrun)`},
+		},
+		{
+			name:    "a ConfigMap without a namespace is rejected with an example",
+			tweak:   func(o *ccm.Options) { o.PolicyConfigMap = "policies" },
+			wantErr: []string{`--policy-configmap: "policies" (expect namespace/name`},
+		},
+		{
+			name: "every problem is reported at once",
+			tweak: func(o *ccm.Options) {
+				o.PolicyFailureMode = "maybe"
+				o.PluginTimeout = 0
+				o.NodeLabelResync = -time.Second
+			},
+			wantErr: []string{"--policy-failure-mode", "--plugin-timeout", "--node-label-resync"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := ccm.NewOptions()
+			tc.tweak(o)
+			err := o.Validate()
+			if len(tc.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want errors containing %q", tc.wantErr)
+			}
+			for _, want := range tc.wantErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("Validate() = %q, want it to contain %q", err, want)
+				}
+			}
+		})
+	}
+}
