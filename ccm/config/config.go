@@ -12,6 +12,13 @@ type Config struct {
 	ServerCache  ServerCache
 	Metrics      Metrics
 	LoadBalancer LoadBalancer
+	Robot        Robot
+}
+
+// Robot records whether Robot (dedicated server) support was asked for. This CCM does not
+// support Robot; [Config.Validate] rejects Enabled.
+type Robot struct {
+	Enabled bool // ROBOT_ENABLED
 }
 
 // HCloud configures the Hetzner Cloud API client.

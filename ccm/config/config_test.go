@@ -1,0 +1,441 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+)
+
+// env returns a lookup function over m.
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// valid is a Config that passes Validate: the defaults plus a token.
+func valid(tweaks ...func(*config.Config)) config.Config {
+	c := config.Default()
+	c.HCloud.Token = strings.Repeat("t", 64)
+	for _, tweak := range tweaks {
+		tweak(&c)
+	}
+	return c
+}
+
+func TestRead(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("  file-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	missingFile := filepath.Join(t.TempDir(), "missing")
+
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    func(*config.Config)
+		wantErr []string
+	}{
+		{
+			name: "no variables give the official defaults",
+			env:  map[string]string{},
+			want: func(c *config.Config) {},
+		},
+		{
+			name: "HCLOUD_TOKEN is read as is",
+			env:  map[string]string{"HCLOUD_TOKEN": "abc"},
+			want: func(c *config.Config) { c.HCloud.Token = "abc" },
+		},
+		{
+			name: "HCLOUD_TOKEN_FILE is read and trimmed when HCLOUD_TOKEN is unset",
+			env:  map[string]string{"HCLOUD_TOKEN_FILE": tokenFile},
+			want: func(c *config.Config) { c.HCloud.Token = "file-token" },
+		},
+		{
+			name: "HCLOUD_TOKEN wins over HCLOUD_TOKEN_FILE",
+			env:  map[string]string{"HCLOUD_TOKEN": "plain", "HCLOUD_TOKEN_FILE": missingFile},
+			want: func(c *config.Config) { c.HCloud.Token = "plain" },
+		},
+		{
+			name:    "an unreadable HCLOUD_TOKEN_FILE is an error naming the variable",
+			env:     map[string]string{"HCLOUD_TOKEN_FILE": missingFile},
+			want:    func(c *config.Config) {},
+			wantErr: []string{`reading the file named by "HCLOUD_TOKEN_FILE": open ` + missingFile + `: no such file or directory (mount the file or set HCLOUD_TOKEN instead)`},
+		},
+		{
+			name: "HCLOUD_ENDPOINT is read",
+			env:  map[string]string{"HCLOUD_ENDPOINT": "http://127.0.0.1:4000/v1"},
+			want: func(c *config.Config) { c.HCloud.Endpoint = "http://127.0.0.1:4000/v1" },
+		},
+		{
+			name: "HCLOUD_DEBUG is a bool",
+			env:  map[string]string{"HCLOUD_DEBUG": "true"},
+			want: func(c *config.Config) { c.HCloud.Debug = true },
+		},
+		{
+			name:    "HCLOUD_DEBUG that is no bool is an error",
+			env:     map[string]string{"HCLOUD_DEBUG": "yes"},
+			want:    func(c *config.Config) {},
+			wantErr: []string{`invalid value for "HCLOUD_DEBUG": "yes" (expect a boolean: true or false)`},
+		},
+		{
+			name: "HCLOUD_POLL_INTERVAL, HCLOUD_RETRY_INTERVAL and HCLOUD_HTTP_TIMEOUT are durations",
+			env:  map[string]string{"HCLOUD_POLL_INTERVAL": "50ms", "HCLOUD_RETRY_INTERVAL": "2s", "HCLOUD_HTTP_TIMEOUT": "1m"},
+			want: func(c *config.Config) {
+				c.HCloud.PollInterval = 50 * time.Millisecond
+				c.HCloud.RetryInterval = 2 * time.Second
+				c.HCloud.Timeout = time.Minute
+			},
+		},
+		{
+			name: "every malformed duration is reported at once",
+			env: map[string]string{
+				"HCLOUD_POLL_INTERVAL": "fast", "HCLOUD_RETRY_INTERVAL": "1", "HCLOUD_HTTP_TIMEOUT": "x",
+				"HCLOUD_SERVER_CACHE_MAX_AGE": "old", "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL": "often",
+				"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT": "long",
+			},
+			want: func(c *config.Config) {},
+			wantErr: []string{
+				`invalid value for "HCLOUD_POLL_INTERVAL": "fast" (expect a duration such as 500ms, 10s or 1m)`,
+				`invalid value for "HCLOUD_RETRY_INTERVAL": "1"`,
+				`invalid value for "HCLOUD_HTTP_TIMEOUT": "x"`,
+				`invalid value for "HCLOUD_SERVER_CACHE_MAX_AGE": "old"`,
+				`invalid value for "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL": "often"`,
+				`invalid value for "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT": "long"`,
+			},
+		},
+		{
+			name: "HCLOUD_NETWORK enables routes by default",
+			env:  map[string]string{"HCLOUD_NETWORK": "k8s"},
+			want: func(c *config.Config) { c.Network.NameOrID = "k8s"; c.Network.RoutesEnabled = true },
+		},
+		{
+			name: "HCLOUD_NETWORK_ROUTES_ENABLED=false disables routes",
+			env:  map[string]string{"HCLOUD_NETWORK": "1", "HCLOUD_NETWORK_ROUTES_ENABLED": "false"},
+			want: func(c *config.Config) { c.Network.NameOrID = "1" },
+		},
+		{
+			name: "HCLOUD_NETWORK_ROUTES_ENABLED has no effect without HCLOUD_NETWORK",
+			env:  map[string]string{"HCLOUD_NETWORK_ROUTES_ENABLED": "true"},
+			want: func(c *config.Config) {},
+		},
+		{
+			name:    "HCLOUD_NETWORK_ROUTES_ENABLED that is no bool is an error",
+			env:     map[string]string{"HCLOUD_NETWORK_ROUTES_ENABLED": "on"},
+			want:    func(c *config.Config) {},
+			wantErr: []string{`invalid value for "HCLOUD_NETWORK_ROUTES_ENABLED": "on"`},
+		},
+		{
+			name: "HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK is a bool",
+			env:  map[string]string{"HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK": "1"},
+			want: func(c *config.Config) { c.Network.DisableAttachedCheck = true },
+		},
+		{
+			name:    "HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK that is no bool is an error",
+			env:     map[string]string{"HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK": "maybe"},
+			want:    func(c *config.Config) {},
+			wantErr: []string{`invalid value for "HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK": "maybe"`},
+		},
+		{
+			name: "HCLOUD_INSTANCES_ADDRESS_FAMILY is read as is (Validate checks it)",
+			env:  map[string]string{"HCLOUD_INSTANCES_ADDRESS_FAMILY": "ipv5"},
+			want: func(c *config.Config) { c.Instances.AddressFamily = "ipv5" },
+		},
+		{
+			name: "HCLOUD_INSTANCES_ZONE_LABEL_ENABLED=false turns the zone off",
+			env:  map[string]string{"HCLOUD_INSTANCES_ZONE_LABEL_ENABLED": "false"},
+			want: func(c *config.Config) { c.Instances.ZoneLabelEnabled = false },
+		},
+		{
+			name:    "HCLOUD_INSTANCES_ZONE_LABEL_ENABLED that is no bool is an error",
+			env:     map[string]string{"HCLOUD_INSTANCES_ZONE_LABEL_ENABLED": "no way"},
+			want:    func(c *config.Config) {},
+			wantErr: []string{`invalid value for "HCLOUD_INSTANCES_ZONE_LABEL_ENABLED": "no way"`},
+		},
+		{
+			name: "HCLOUD_SERVER_CACHE_MODE and HCLOUD_SERVER_CACHE_MAX_AGE are read",
+			env:  map[string]string{"HCLOUD_SERVER_CACHE_MODE": "one", "HCLOUD_SERVER_CACHE_MAX_AGE": "1m"},
+			want: func(c *config.Config) { c.ServerCache.Mode = "one"; c.ServerCache.MaxAge = time.Minute },
+		},
+		{
+			name: "HCLOUD_METRICS_ENABLED and HCLOUD_METRICS_ADDRESS are read",
+			env:  map[string]string{"HCLOUD_METRICS_ENABLED": "false", "HCLOUD_METRICS_ADDRESS": "127.0.0.1:9000"},
+			want: func(c *config.Config) { c.Metrics.Enabled = false; c.Metrics.Address = "127.0.0.1:9000" },
+		},
+		{
+			name:    "HCLOUD_METRICS_ENABLED that is no bool is an error",
+			env:     map[string]string{"HCLOUD_METRICS_ENABLED": "enabled"},
+			want:    func(c *config.Config) {},
+			wantErr: []string{`invalid value for "HCLOUD_METRICS_ENABLED": "enabled"`},
+		},
+		{
+			name: "every HCLOUD_LOAD_BALANCERS_ variable is read",
+			env: map[string]string{
+				"HCLOUD_LOAD_BALANCERS_ENABLED":                 "false",
+				"HCLOUD_LOAD_BALANCERS_LOCATION":                "fsn1",
+				"HCLOUD_LOAD_BALANCERS_NETWORK_ZONE":            "eu-central",
+				"HCLOUD_LOAD_BALANCERS_TYPE":                    "lb21",
+				"HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE":          "least_connections",
+				"HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK":  "false",
+				"HCLOUD_LOAD_BALANCERS_DISABLE_PRIVATE_INGRESS": "true",
+				"HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP":          "true",
+				"HCLOUD_LOAD_BALANCERS_DISABLE_IPV6":            "true",
+				"HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE": "10.0.0.0/24",
+				"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL":   "5s",
+				"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT":    "3s",
+				"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES":    "7",
+				"HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL":      "true",
+			},
+			want: func(c *config.Config) {
+				c.LoadBalancer = config.LoadBalancer{
+					Enabled:               false,
+					Location:              "fsn1",
+					NetworkZone:           "eu-central",
+					Type:                  "lb21",
+					AlgorithmType:         "least_connections",
+					DisablePublicNetwork:  ptr(false),
+					DisablePrivateIngress: true,
+					UsePrivateIP:          true,
+					DisableIPv6:           true,
+					PrivateSubnetIPRange:  "10.0.0.0/24",
+					HealthCheckInterval:   5 * time.Second,
+					HealthCheckTimeout:    3 * time.Second,
+					HealthCheckRetries:    7,
+					UsesProxyProtocol:     ptr(true),
+				}
+			},
+		},
+		{
+			name: "every malformed HCLOUD_LOAD_BALANCERS_ bool and int is reported at once",
+			env: map[string]string{
+				"HCLOUD_LOAD_BALANCERS_ENABLED":                 "y",
+				"HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK":  "y",
+				"HCLOUD_LOAD_BALANCERS_DISABLE_PRIVATE_INGRESS": "y",
+				"HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP":          "y",
+				"HCLOUD_LOAD_BALANCERS_DISABLE_IPV6":            "y",
+				"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES":    "three",
+				"HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL":      "y",
+			},
+			want: func(c *config.Config) {},
+			wantErr: []string{
+				`invalid value for "HCLOUD_LOAD_BALANCERS_ENABLED": "y"`,
+				`invalid value for "HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK": "y"`,
+				`invalid value for "HCLOUD_LOAD_BALANCERS_DISABLE_PRIVATE_INGRESS": "y"`,
+				`invalid value for "HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP": "y"`,
+				`invalid value for "HCLOUD_LOAD_BALANCERS_DISABLE_IPV6": "y"`,
+				`invalid value for "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES": "three" (expect an integer)`,
+				`invalid value for "HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL": "y"`,
+			},
+		},
+		{
+			name: "ROBOT_ENABLED is read (Validate rejects it)",
+			env:  map[string]string{"ROBOT_ENABLED": "true"},
+			want: func(c *config.Config) { c.Robot.Enabled = true },
+		},
+		{
+			name:    "ROBOT_ENABLED that is no bool is an error",
+			env:     map[string]string{"ROBOT_ENABLED": "robots"},
+			want:    func(c *config.Config) {},
+			wantErr: []string{`invalid value for "ROBOT_ENABLED": "robots"`},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := config.Read(env(tc.env))
+			checkErrors(t, err, tc.wantErr)
+			want := config.Default()
+			tc.want(&want)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Read() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestConfig_Validate(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     config.Config
+		wantErr []string
+	}{
+		{
+			name: "the defaults with a token are valid",
+			cfg:  valid(),
+		},
+		{
+			name: "every allowed enum value is valid",
+			cfg: valid(func(c *config.Config) {
+				c.Instances.AddressFamily = config.AddressFamilyDualStack
+				c.ServerCache.Mode = "off"
+				c.LoadBalancer.AlgorithmType = "least_connections"
+				c.LoadBalancer.PrivateSubnetIPRange = "10.0.1.0/24"
+				c.HCloud.Endpoint = "http://127.0.0.1:4000/v1"
+			}),
+		},
+		{
+			name:    "a missing token is an error naming both variables",
+			cfg:     valid(func(c *config.Config) { c.HCloud.Token = "" }),
+			wantErr: []string{`"HCLOUD_TOKEN" is required: set it, or HCLOUD_TOKEN_FILE, to an API token`},
+		},
+		{
+			name:    "an endpoint that is no http URL is an error",
+			cfg:     valid(func(c *config.Config) { c.HCloud.Endpoint = "api.hetzner.cloud" }),
+			wantErr: []string{`invalid value for "HCLOUD_ENDPOINT": "api.hetzner.cloud" (expect an http or https URL`},
+		},
+		{
+			name: "zero poll and retry intervals and timeout are errors",
+			cfg: valid(func(c *config.Config) {
+				c.HCloud.PollInterval = 0
+				c.HCloud.RetryInterval = -time.Second
+				c.HCloud.Timeout = 0
+			}),
+			wantErr: []string{
+				`invalid value for "HCLOUD_POLL_INTERVAL": "0s" (expect a positive duration such as 1s)`,
+				`invalid value for "HCLOUD_RETRY_INTERVAL": "-1s"`,
+				`invalid value for "HCLOUD_HTTP_TIMEOUT": "0s"`,
+			},
+		},
+		{
+			name:    "an unknown address family is an error listing the allowed values",
+			cfg:     valid(func(c *config.Config) { c.Instances.AddressFamily = "ipv5" }),
+			wantErr: []string{`invalid value for "HCLOUD_INSTANCES_ADDRESS_FAMILY": "ipv5" (expect one of: ipv4, ipv6, dualstack)`},
+		},
+		{
+			name:    "an unknown cache mode is an error listing the allowed values",
+			cfg:     valid(func(c *config.Config) { c.ServerCache.Mode = "some" }),
+			wantErr: []string{`invalid value for "HCLOUD_SERVER_CACHE_MODE": "some" (expect one of: all, one, off)`},
+		},
+		{
+			name:    "a negative cache max age is an error",
+			cfg:     valid(func(c *config.Config) { c.ServerCache.MaxAge = -time.Second }),
+			wantErr: []string{`invalid value for "HCLOUD_SERVER_CACHE_MAX_AGE": "-1s" (expect a duration of 0s or more)`},
+		},
+		{
+			name:    "an empty metrics address with metrics enabled is an error",
+			cfg:     valid(func(c *config.Config) { c.Metrics.Address = "" }),
+			wantErr: []string{`"HCLOUD_METRICS_ADDRESS" is empty while metrics are enabled`},
+		},
+		{
+			name: "an empty metrics address with metrics disabled is valid",
+			cfg:  valid(func(c *config.Config) { c.Metrics.Address = ""; c.Metrics.Enabled = false }),
+		},
+		{
+			name: "location and network zone together are an error",
+			cfg: valid(func(c *config.Config) {
+				c.LoadBalancer.Location = "fsn1"
+				c.LoadBalancer.NetworkZone = "eu-central"
+			}),
+			wantErr: []string{`"HCLOUD_LOAD_BALANCERS_LOCATION" and "HCLOUD_LOAD_BALANCERS_NETWORK_ZONE" exclude each other: set only one of them`},
+		},
+		{
+			name:    "an unknown algorithm is an error listing the allowed values",
+			cfg:     valid(func(c *config.Config) { c.LoadBalancer.AlgorithmType = "random" }),
+			wantErr: []string{`invalid value for "HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE": "random" (expect one of: round_robin, least_connections)`},
+		},
+		{
+			name:    "a private subnet that is no CIDR is an error",
+			cfg:     valid(func(c *config.Config) { c.LoadBalancer.PrivateSubnetIPRange = "10.0.0.0" }),
+			wantErr: []string{`invalid value for "HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE": "10.0.0.0" (expect a CIDR such as 10.0.0.0/24)`},
+		},
+		{
+			name: "negative health check values are errors",
+			cfg: valid(func(c *config.Config) {
+				c.LoadBalancer.HealthCheckInterval = -time.Second
+				c.LoadBalancer.HealthCheckTimeout = -time.Second
+				c.LoadBalancer.HealthCheckRetries = -1
+			}),
+			wantErr: []string{
+				`invalid value for "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL": "-1s"`,
+				`invalid value for "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT": "-1s"`,
+				`invalid value for "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES": "-1" (expect an integer of 0 or more)`,
+			},
+		},
+		{
+			name:    "Robot is an error telling to unset ROBOT_ENABLED",
+			cfg:     valid(func(c *config.Config) { c.Robot.Enabled = true }),
+			wantErr: []string{"Robot (dedicated servers) is not supported by this CCM; unset ROBOT_ENABLED"},
+		},
+		{
+			name: "every broken rule is reported at once",
+			cfg: valid(func(c *config.Config) {
+				c.HCloud.Token = ""
+				c.Instances.AddressFamily = "ipv5"
+				c.ServerCache.Mode = "some"
+				c.Robot.Enabled = true
+			}),
+			wantErr: []string{`"HCLOUD_TOKEN" is required`, `"HCLOUD_INSTANCES_ADDRESS_FAMILY"`, `"HCLOUD_SERVER_CACHE_MODE"`, "ROBOT_ENABLED"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			checkErrors(t, tc.cfg.Validate(), tc.wantErr)
+		})
+	}
+}
+
+func TestConfig_Warnings(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  config.Config
+		want []string
+	}{
+		{name: "the defaults with a 64 character token give no warning", cfg: valid()},
+		{
+			name: "a short token and cache mode one give a warning each",
+			cfg:  valid(func(c *config.Config) { c.HCloud.Token = "short"; c.ServerCache.Mode = "one" }),
+			want: []string{
+				"HCLOUD_TOKEN is 5 characters long; Hetzner Cloud API tokens have 64",
+				"HCLOUD_SERVER_CACHE_MODE=one reads servers one by one; mode all costs one paginated list per refresh",
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.cfg.Warnings()); diff != "" {
+				t.Errorf("Warnings() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDefault_matchesOfficialCCM pins the defaults that make this CCM a drop-in replacement.
+func TestDefault_matchesOfficialCCM(t *testing.T) {
+	c := config.Default()
+	got := []any{c.Instances.AddressFamily, c.Instances.ZoneLabelEnabled, c.ServerCache.Mode, c.ServerCache.MaxAge,
+		c.Metrics.Enabled, c.Metrics.Address, c.LoadBalancer.Enabled, c.HCloud.Timeout}
+	want := []any{config.AddressFamilyIPv4, true, "all", 10 * time.Second, true, ":8233", true, 15 * time.Second}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Default() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// checkErrors fails unless err contains every string of want, or err is nil and want is empty.
+func checkErrors(t *testing.T, err error, want []string) {
+	t.Helper()
+	if len(want) == 0 {
+		if err != nil {
+			t.Fatalf("unexpected error: %v", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("error = nil, want one containing %q", want)
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not contain %q", err, w)
+		}
+	}
+	if n := strings.Count(err.Error(), "\n") + 1; n != len(want) {
+		t.Errorf("error has %d lines, want %d:\n%s", n, len(want), err)
+	}
+}

@@ -1,0 +1,226 @@
+package config
+
+//go:generate go run ./internal/gendoc -src envs.go -out ../../docs/reference/env.md
+
+// Environment variables read by [Read]. The names and defaults are those of the official
+// hcloud-cloud-controller-manager, so its manifests and Secrets work unchanged; the variables
+// marked "this CCM only" are our own additions.
+//
+// Each constant's doc comment ends with trailers that docs/reference/env.md is generated from
+// (go generate ./ccm/config): "Type:" and "Default:". Keep them when editing.
+const (
+	// EnvHCloudToken is the Hetzner Cloud API token; it needs read and write access.
+	// A token that is not 64 characters long is reported as a warning, not an error.
+	// If it is unset, the file named by HCLOUD_TOKEN_FILE is read and trimmed.
+	//
+	// Type: string
+	// Default: none (required)
+	EnvHCloudToken = "HCLOUD_TOKEN"
+
+	// EnvHCloudTokenFile names a file holding the API token (for example a mounted Secret).
+	// It is read only when HCLOUD_TOKEN is unset; surrounding whitespace is trimmed.
+	//
+	// Type: path
+	// Default: unset
+	EnvHCloudTokenFile = "HCLOUD_TOKEN_FILE"
+
+	// EnvHCloudEndpoint overrides the base URL of the Hetzner Cloud API, for example
+	// http://127.0.0.1:4000/v1 for the emulator.
+	//
+	// Type: URL
+	// Default: https://api.hetzner.cloud/v1
+	EnvHCloudEndpoint = "HCLOUD_ENDPOINT"
+
+	// EnvHCloudDebug writes every API request and response to stderr (the token is redacted).
+	//
+	// Type: bool
+	// Default: false
+	EnvHCloudDebug = "HCLOUD_DEBUG"
+
+	// EnvHCloudPollInterval is the first wait before an action's status is polled. Each later
+	// wait doubles, up to 2s (or this value, if it is larger). The official CCM polls every
+	// 500ms; the exponential wait needs fewer polls for actions that take seconds. This CCM only.
+	//
+	// Type: duration
+	// Default: 250ms
+	EnvHCloudPollInterval = "HCLOUD_POLL_INTERVAL"
+
+	// EnvHCloudRetryInterval is the first wait before a failed request is retried (conflict,
+	// rate limit, gateway errors, timeouts). Each later wait doubles, with jitter, up to 1m;
+	// at most 5 retries. This CCM only.
+	//
+	// Type: duration
+	// Default: 1s
+	EnvHCloudRetryInterval = "HCLOUD_RETRY_INTERVAL"
+
+	// EnvHCloudHTTPTimeout is the timeout of one HTTP request to the API. This CCM only.
+	//
+	// Type: duration
+	// Default: 15s
+	EnvHCloudHTTPTimeout = "HCLOUD_HTTP_TIMEOUT"
+
+	// EnvHCloudNetwork is the name or ID of the private network. Nodes get their IP in this
+	// network as InternalIP, load balancers can attach to it, and routes are written to it.
+	//
+	// Type: string (name or ID)
+	// Default: unset (no network)
+	EnvHCloudNetwork = "HCLOUD_NETWORK"
+
+	// EnvHCloudNetworkDisableAttachedCheck skips the check, through the metadata service, that
+	// the host running the CCM is attached to HCLOUD_NETWORK.
+	//
+	// Type: bool
+	// Default: false
+	EnvHCloudNetworkDisableAttachedCheck = "HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK"
+
+	// EnvHCloudNetworkRoutesEnabled enables the route controller's cloud side. It only has an
+	// effect when HCLOUD_NETWORK is set.
+	//
+	// Type: bool
+	// Default: true
+	EnvHCloudNetworkRoutesEnabled = "HCLOUD_NETWORK_ROUTES_ENABLED"
+
+	// EnvHCloudInstancesAddressFamily selects which public IPs become ExternalIP node addresses:
+	// ipv4 (the public IPv4), ipv6 (the first address of the server's /64) or dualstack (both,
+	// IPv4 first).
+	//
+	// Type: ipv4 | ipv6 | dualstack
+	// Default: ipv4
+	EnvHCloudInstancesAddressFamily = "HCLOUD_INSTANCES_ADDRESS_FAMILY"
+
+	// EnvHCloudInstancesZoneLabelEnabled sets topology.kubernetes.io/zone on nodes, with the
+	// legacy datacenter name of the server's location (fsn1 → fsn1-dc14).
+	//
+	// Type: bool
+	// Default: true
+	EnvHCloudInstancesZoneLabelEnabled = "HCLOUD_INSTANCES_ZONE_LABEL_ENABLED"
+
+	// EnvHCloudServerCacheMode is how servers are read: all (one paginated list of every server
+	// in the project, shared by all lookups), one (one request per server) or off (no caching).
+	//
+	// Type: all | one | off
+	// Default: all
+	EnvHCloudServerCacheMode = "HCLOUD_SERVER_CACHE_MODE"
+
+	// EnvHCloudServerCacheMaxAge is how long a cached server is served before it is read again.
+	// A server missing from a fresh cache triggers at most one extra read per second.
+	//
+	// Type: duration
+	// Default: 10s
+	EnvHCloudServerCacheMaxAge = "HCLOUD_SERVER_CACHE_MAX_AGE"
+
+	// EnvHCloudMetricsEnabled starts an extra HTTP server for Prometheus metrics.
+	//
+	// Type: bool
+	// Default: true
+	EnvHCloudMetricsEnabled = "HCLOUD_METRICS_ENABLED"
+
+	// EnvHCloudMetricsAddress is the listen address of the metrics server (path /metrics).
+	//
+	// Type: string (host:port)
+	// Default: :8233
+	EnvHCloudMetricsAddress = "HCLOUD_METRICS_ADDRESS"
+
+	// EnvLoadBalancersEnabled runs the service (load balancer) controller's cloud side.
+	//
+	// Type: bool
+	// Default: true
+	EnvLoadBalancersEnabled = "HCLOUD_LOAD_BALANCERS_ENABLED"
+
+	// EnvLoadBalancersLocation is the default location of new load balancers. It excludes
+	// HCLOUD_LOAD_BALANCERS_NETWORK_ZONE.
+	//
+	// Type: string
+	// Default: unset
+	EnvLoadBalancersLocation = "HCLOUD_LOAD_BALANCERS_LOCATION"
+
+	// EnvLoadBalancersNetworkZone is the default network zone of new load balancers. It excludes
+	// HCLOUD_LOAD_BALANCERS_LOCATION.
+	//
+	// Type: string
+	// Default: unset
+	EnvLoadBalancersNetworkZone = "HCLOUD_LOAD_BALANCERS_NETWORK_ZONE"
+
+	// EnvLoadBalancersType is the default load balancer type. When neither this variable nor the
+	// annotation is set, lb11 is used and a LoadBalancerTypeUnconfigured warning is emitted.
+	//
+	// Type: string
+	// Default: lb11
+	EnvLoadBalancersType = "HCLOUD_LOAD_BALANCERS_TYPE"
+
+	// EnvLoadBalancersAlgorithmType is the default load balancing algorithm.
+	//
+	// Type: round_robin | least_connections
+	// Default: round_robin
+	EnvLoadBalancersAlgorithmType = "HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE"
+
+	// EnvLoadBalancersDisablePublicNetwork is the default of the disable-public-network
+	// annotation. Unset differs from false: unset leaves the public interface as it is.
+	//
+	// Type: bool
+	// Default: false
+	EnvLoadBalancersDisablePublicNetwork = "HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK"
+
+	// EnvLoadBalancersDisablePrivateIngress is the default of the disable-private-ingress
+	// annotation: leave the load balancer's private IPs out of the Service status.
+	//
+	// Type: bool
+	// Default: false
+	EnvLoadBalancersDisablePrivateIngress = "HCLOUD_LOAD_BALANCERS_DISABLE_PRIVATE_INGRESS"
+
+	// EnvLoadBalancersUsePrivateIP is the default of the use-private-ip annotation: targets are
+	// reached through their private IP.
+	//
+	// Type: bool
+	// Default: false
+	EnvLoadBalancersUsePrivateIP = "HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP"
+
+	// EnvLoadBalancersDisableIPv6 is the default of the ipv6-disabled annotation: leave the load
+	// balancer's IPv6 out of the Service status.
+	//
+	// Type: bool
+	// Default: false
+	EnvLoadBalancersDisableIPv6 = "HCLOUD_LOAD_BALANCERS_DISABLE_IPV6"
+
+	// EnvLoadBalancersPrivateSubnetIPRange is the default subnet of HCLOUD_NETWORK that load
+	// balancers attach to.
+	//
+	// Type: CIDR
+	// Default: unset
+	EnvLoadBalancersPrivateSubnetIPRange = "HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE"
+
+	// EnvLoadBalancersHealthCheckInterval is the default health check interval; sent only when
+	// set, otherwise the API default applies.
+	//
+	// Type: duration
+	// Default: 10s
+	EnvLoadBalancersHealthCheckInterval = "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL"
+
+	// EnvLoadBalancersHealthCheckTimeout is the default health check timeout; sent only when
+	// set, otherwise the API default applies.
+	//
+	// Type: duration
+	// Default: 15s
+	EnvLoadBalancersHealthCheckTimeout = "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT"
+
+	// EnvLoadBalancersHealthCheckRetries is the default number of health check retries; sent
+	// only when set and not zero, otherwise the API default applies.
+	//
+	// Type: int
+	// Default: 3
+	EnvLoadBalancersHealthCheckRetries = "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES"
+
+	// EnvLoadBalancersUsesProxyProtocol is the default of the uses-proxyprotocol annotation.
+	// Unset differs from false: unset leaves the setting to the API default.
+	//
+	// Type: bool
+	// Default: false
+	EnvLoadBalancersUsesProxyProtocol = "HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL"
+
+	// EnvRobotEnabled would enable Robot (dedicated server) support in the official CCM. This
+	// CCM supports cloud servers only: true is a validation error.
+	//
+	// Type: bool
+	// Default: false
+	EnvRobotEnabled = "ROBOT_ENABLED"
+)
