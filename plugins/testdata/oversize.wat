@@ -1,0 +1,17 @@
+;; Both hooks claim a 1 MiB reply (memory is 32 pages, so the range is in bounds).
+(module
+  (memory (export "memory") 32 32)
+  (global $heap (mut i32) (i32.const 1024))
+  (func (export "ccm_abi_version") (result i32) (i32.const 1))
+  (func $alloc (export "ccm_alloc") (param $n i32) (result i32)
+    (local $p i32)
+    (local.set $p (global.get $heap))
+    (global.set $heap (i32.add (global.get $heap) (local.get $n)))
+    (local.get $p))
+  (func (export "ccm_free") (param i32 i32))
+  (func (export "ccm_node_labels") (param i32 i32) (result i64)
+    (global.set $heap (i32.const 1024))
+    (i64.or (i64.shl (i64.const 0) (i64.const 32)) (i64.const 1048576)))
+  (func (export "ccm_lb_name") (param i32 i32) (result i64)
+    (global.set $heap (i32.const 1024))
+    (i64.or (i64.shl (i64.const 0) (i64.const 32)) (i64.const 1048576))))

@@ -1,0 +1,149 @@
+package plugins
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Limits on plugin replies.
+const (
+	// MaxLabels is the most labels a node_labels reply may carry.
+	MaxLabels = 64
+	// MaxLoadBalancerNameLen is the longest load balancer name a plugin may return. Hetzner
+	// allows 128; 63 keeps names usable as DNS labels and as Kubernetes label values.
+	MaxLoadBalancerNameLen = 63
+)
+
+// ValidateLabels checks labels a plugin wants to add to a node, with the Kubernetes rules
+// (implemented here without Kubernetes imports):
+//
+//   - a key is a qualified name: an optional prefix (a DNS-1123 subdomain of at most 253
+//     characters) and '/', then a name of 1 to 63 characters of [A-Za-z0-9-_.] that starts and
+//     ends with [A-Za-z0-9];
+//   - a value is empty or follows the rule for names;
+//   - no key's prefix is or ends in kubernetes.io or k8s.io (the node controller drops them);
+//   - at most MaxLabels labels.
+//
+// It returns every problem, joined, in key order, or nil.
+func ValidateLabels(labels map[string]string) error {
+	var errs []error
+	if len(labels) > MaxLabels {
+		errs = append(errs, fmt.Errorf("%d labels, at most %d allowed", len(labels), MaxLabels))
+	}
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := validateLabelKey(k); err != nil {
+			errs = append(errs, fmt.Errorf("label key %q: %w", k, err))
+			continue
+		}
+		if v := labels[k]; v != "" {
+			if err := validateName(v); err != nil {
+				errs = append(errs, fmt.Errorf("label %q value %q: %w", k, v, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validateLabelKey(k string) error {
+	prefix, name, found := strings.Cut(k, "/")
+	if !found {
+		return validateName(k)
+	}
+	if prefix == "" {
+		return errors.New("prefix must not be empty")
+	}
+	if err := validateSubdomain(prefix); err != nil {
+		return fmt.Errorf("prefix: %w", err)
+	}
+	if reservedPrefix(prefix) {
+		return errors.New("prefixes kubernetes.io and k8s.io (and their subdomains) are reserved")
+	}
+	return validateName(name)
+}
+
+func reservedPrefix(p string) bool {
+	p = strings.ToLower(p)
+	for _, r := range []string{"kubernetes.io", "k8s.io"} {
+		if p == r || strings.HasSuffix(p, "."+r) {
+			return true
+		}
+	}
+	return false
+}
+
+// validateName checks a label name or value: 1 to 63 characters of [A-Za-z0-9-_.], beginning
+// and ending with [A-Za-z0-9].
+func validateName(s string) error {
+	switch {
+	case s == "":
+		return errors.New("must not be empty")
+	case len(s) > 63:
+		return fmt.Errorf("%d characters, at most 63 allowed", len(s))
+	case !alnum(s[0]) || !alnum(s[len(s)-1]):
+		return errors.New("must begin and end with a letter or digit")
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !alnum(c) && c != '-' && c != '_' && c != '.' {
+			return fmt.Errorf("character %q not allowed (letters, digits, '-', '_', '.')", c)
+		}
+	}
+	return nil
+}
+
+// validateSubdomain checks a DNS-1123 subdomain: at most 253 characters, dot-separated labels
+// of [a-z0-9-] that begin and end with [a-z0-9].
+func validateSubdomain(s string) error {
+	if len(s) > 253 {
+		return fmt.Errorf("%d characters, at most 253 allowed", len(s))
+	}
+	for _, l := range strings.Split(s, ".") {
+		if err := validateDNSLabel(l, len(s)); err != nil {
+			return fmt.Errorf("%q is not a lowercase DNS subdomain: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// validateDNSLabel checks [a-z0-9]([-a-z0-9]*[a-z0-9])? of at most max characters.
+func validateDNSLabel(s string, max int) error {
+	switch {
+	case s == "":
+		return errors.New("empty part")
+	case len(s) > max:
+		return fmt.Errorf("%d characters, at most %d allowed", len(s), max)
+	case !lowerAlnum(s[0]) || !lowerAlnum(s[len(s)-1]):
+		return errors.New("must begin and end with a lowercase letter or digit")
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !lowerAlnum(c) && c != '-' {
+			return fmt.Errorf("character %q not allowed (a-z, 0-9, '-')", c)
+		}
+	}
+	return nil
+}
+
+// ValidateLoadBalancerName checks a load balancer name a plugin returned: 1 to
+// MaxLoadBalancerNameLen characters of [a-z0-9-], beginning and ending with [a-z0-9] (a DNS-1123
+// label). This is stricter than Hetzner's own rule (1–128 characters matching ^\S(.*\S)?$), so
+// every accepted name is also a valid Hetzner name, a DNS label and a Kubernetes label value.
+func ValidateLoadBalancerName(name string) error {
+	if err := validateDNSLabel(name, MaxLoadBalancerNameLen); err != nil {
+		return fmt.Errorf("load balancer name %q: %w", name, err)
+	}
+	return nil
+}
+
+func alnum(c byte) bool {
+	return lowerAlnum(c) || c >= 'A' && c <= 'Z'
+}
+
+func lowerAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9'
+}
