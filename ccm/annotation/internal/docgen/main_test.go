@@ -1,0 +1,55 @@
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestRender_MatchesCommittedDocs fails when docs/reference/annotations.md drifted from the
+// doc comments; fix it with `go generate ./ccm/annotation/`.
+func TestRender_MatchesCommittedDocs(t *testing.T) {
+	src, err := os.ReadFile("../../names.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := render(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("../../../../docs/reference/annotations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("docs/reference/annotations.md is stale; run go generate ./ccm/annotation/ (-committed +generated):\n%s", diff)
+	}
+	if !strings.Contains(string(got), "| `load-balancer.hetzner.cloud/location` | string | none (HCLOUD_LOAD_BALANCERS_LOCATION) | create-time only (not allowed) |") {
+		t.Errorf("location row missing or wrong:\n%s", got)
+	}
+}
+
+func TestParseDoc_RequiresTrailers(t *testing.T) {
+	tests := []struct {
+		name string
+		doc  string
+		ok   bool
+	}{
+		{name: "a doc with all trailers parses", doc: "LBX is x.\n\nType: bool\nDefault: false\nChanges: none\n", ok: true},
+		{name: "a doc without Changes is rejected", doc: "LBX is x.\n\nType: bool\nDefault: false\n"},
+		{name: "a doc without Type is rejected", doc: "LBX is x.\n\nDefault: false\nChanges: none\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e, err := parseDoc("load-balancer.hetzner.cloud/x", tc.doc)
+			if (err == nil) != tc.ok {
+				t.Fatalf("err = %v, want ok=%v", err, tc.ok)
+			}
+			if tc.ok && e.text != "X." {
+				t.Errorf("text = %q", e.text)
+			}
+		})
+	}
+}

@@ -1,0 +1,323 @@
+package annotation
+
+// The load-balancer.hetzner.cloud/* annotations of the official hcloud-cloud-controller-manager,
+// with the same names and semantics. The doc trailers render docs/reference/annotations.md
+// (go generate): Type is what the accessor accepts, Default what applies when the annotation is
+// not set, Changes the impact of changing the value on a live load balancer.
+//
+// The names MUST not change: Services in the field carry them.
+const (
+	// LBPublicIPv4 is the public IPv4 address of the load balancer. Informational: this CCM
+	// neither reads nor writes it (neither does the official one).
+	//
+	// Type: string
+	// Default: none
+	// Changes: none (not read)
+	LBPublicIPv4 Name = "load-balancer.hetzner.cloud/ipv4"
+
+	// LBPublicIPv4RDNS is the reverse DNS record of the load balancer's public IPv4 address.
+	// When set and different from the current record it is applied with change_dns_ptr.
+	//
+	// Type: string
+	// Default: none (the record is left alone)
+	// Changes: none (change_dns_ptr)
+	LBPublicIPv4RDNS Name = "load-balancer.hetzner.cloud/ipv4-rdns"
+
+	// LBPublicIPv6 is the public IPv6 address of the load balancer. Informational: this CCM
+	// neither reads nor writes it (neither does the official one).
+	//
+	// Type: string
+	// Default: none
+	// Changes: none (not read)
+	LBPublicIPv6 Name = "load-balancer.hetzner.cloud/ipv6"
+
+	// LBPublicIPv6RDNS is the reverse DNS record of the load balancer's public IPv6 address.
+	// When set and different from the current record it is applied with change_dns_ptr.
+	//
+	// Type: string
+	// Default: none (the record is left alone)
+	// Changes: none (change_dns_ptr)
+	LBPublicIPv6RDNS Name = "load-balancer.hetzner.cloud/ipv6-rdns"
+
+	// LBIPv6Disabled leaves the load balancer's IPv6 address out of the Service status.
+	// Set this annotation if you use external-dns.
+	//
+	// Type: bool
+	// Default: false (HCLOUD_LOAD_BALANCERS_DISABLE_IPV6)
+	// Changes: none (Service status only)
+	LBIPv6Disabled Name = "load-balancer.hetzner.cloud/ipv6-disabled"
+
+	// LBName is the name of the load balancer. Identity is the hcloud-ccm/service-uid label,
+	// so a changed name renames the same load balancer.
+	//
+	// Type: string
+	// Default: the naming plugin's name, else "a" + the Service UID without dashes (32 characters)
+	// Changes: none (renamed in place)
+	LBName Name = "load-balancer.hetzner.cloud/name"
+
+	// LBDisablePublicNetwork disables the public interface of the load balancer; all traffic
+	// then goes over the private network. Needs a network (HCLOUD_NETWORK).
+	//
+	// Type: bool
+	// Default: false (HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK)
+	// Changes: new connections (public interface enabled or disabled)
+	LBDisablePublicNetwork Name = "load-balancer.hetzner.cloud/disable-public-network"
+
+	// LBDisablePrivateIngress leaves the load balancer's private IPs out of the Service status
+	// (needed with IPVS kube-proxy or kube-router).
+	//
+	// Type: bool
+	// Default: false (HCLOUD_LOAD_BALANCERS_DISABLE_PRIVATE_INGRESS)
+	// Changes: none (Service status only)
+	LBDisablePrivateIngress Name = "load-balancer.hetzner.cloud/disable-private-ingress"
+
+	// LBUsePrivateIP makes server targets use their private IP. Needs a network.
+	//
+	// Type: bool
+	// Default: false (HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP)
+	// Changes: pool recreated (every target removed and added again)
+	LBUsePrivateIP Name = "load-balancer.hetzner.cloud/use-private-ip"
+
+	// LBPrivateIPv4 is the IPv4 address of the load balancer in the private network.
+	//
+	// Type: IP
+	// Default: none (the API picks one)
+	// Changes: new connections (detached from and re-attached to the network)
+	LBPrivateIPv4 Name = "load-balancer.hetzner.cloud/private-ipv4"
+
+	// LBPrivateSubnetIPRange is the subnet of the network to attach the load balancer to. The
+	// subnet must exist in the network.
+	//
+	// Type: CIDR
+	// Default: none (HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE)
+	// Changes: none on an attached load balancer (used when attaching)
+	LBPrivateSubnetIPRange Name = "load-balancer.hetzner.cloud/private-subnet-ip-range"
+
+	// LBHostname is put in the Service status instead of the load balancer's IPs.
+	//
+	// Type: string
+	// Default: none
+	// Changes: none (Service status only)
+	LBHostname Name = "load-balancer.hetzner.cloud/hostname"
+
+	// LBSvcProtocol is the protocol of every load balancer service of this Service.
+	//
+	// Type: tcp | http | https
+	// Default: tcp
+	// Changes: new connections (update_service)
+	LBSvcProtocol Name = "load-balancer.hetzner.cloud/protocol"
+
+	// LBAlgorithmType is the load balancing algorithm.
+	//
+	// Type: round_robin | least_connections
+	// Default: round_robin (HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE)
+	// Changes: new connections (change_algorithm)
+	LBAlgorithmType Name = "load-balancer.hetzner.cloud/algorithm-type"
+
+	// LBType is the load balancer type. Removing the annotation does not downgrade an existing
+	// load balancer; the environment default applies at create time only.
+	//
+	// Type: string (a load balancer type name, e.g. lb11)
+	// Default: lb11 (HCLOUD_LOAD_BALANCERS_TYPE)
+	// Changes: new connections (change_type)
+	LBType Name = "load-balancer.hetzner.cloud/type"
+
+	// LBLocation is the location the load balancer is created in. Mutually exclusive with
+	// LBNetworkZone (location wins when both are set). An empty value clears the environment
+	// default.
+	//
+	// Type: string
+	// Default: none (HCLOUD_LOAD_BALANCERS_LOCATION)
+	// Changes: create-time only (not allowed)
+	LBLocation Name = "load-balancer.hetzner.cloud/location"
+
+	// LBNetworkZone is the network zone the load balancer is created in. Mutually exclusive
+	// with LBLocation.
+	//
+	// Type: string
+	// Default: none (HCLOUD_LOAD_BALANCERS_NETWORK_ZONE)
+	// Changes: create-time only (not allowed)
+	LBNetworkZone Name = "load-balancer.hetzner.cloud/network-zone"
+
+	// LBNodeSelector restricts the nodes that become targets. It is a Kubernetes label
+	// selector (equality- or set-based). A value that does not parse leaves the targets
+	// untouched and raises a Warning event.
+	//
+	// Type: label selector
+	// Default: none (every node)
+	// Changes: none for kept nodes (targets added or removed)
+	LBNodeSelector Name = "load-balancer.hetzner.cloud/node-selector"
+
+	// LBSvcProxyProtocol enables the proxy protocol on the load balancer services; the Service
+	// status then carries ipMode Proxy.
+	//
+	// Type: bool
+	// Default: false (HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL)
+	// Changes: new connections (update_service)
+	LBSvcProxyProtocol Name = "load-balancer.hetzner.cloud/uses-proxyprotocol"
+
+	// LBSvcHTTPCookieName is the sticky-session cookie name (http and https).
+	//
+	// Type: string
+	// Default: none (API default HCLBSTICKY)
+	// Changes: new connections (update_service)
+	LBSvcHTTPCookieName Name = "load-balancer.hetzner.cloud/http-cookie-name"
+
+	// LBSvcHTTPCookieLifetime is the sticky-session cookie lifetime. The official docs say int,
+	// its code parses a Go duration: both are accepted here (300s, 5m, or 300 meaning seconds).
+	//
+	// Type: duration
+	// Default: none (API default 300s)
+	// Changes: new connections (update_service)
+	LBSvcHTTPCookieLifetime Name = "load-balancer.hetzner.cloud/http-cookie-lifetime"
+
+	// LBSvcHTTPTimeoutIdle is the HTTP idle timeout, between 30s and 300s.
+	//
+	// Type: duration
+	// Default: none (API default)
+	// Changes: new connections (update_service)
+	LBSvcHTTPTimeoutIdle Name = "load-balancer.hetzner.cloud/http-timeout-idle"
+
+	// LBSvcHTTPCertificateType is the type of the TLS certificates of https services.
+	//
+	// Type: uploaded | managed
+	// Default: uploaded
+	// Changes: new connections (update_service)
+	LBSvcHTTPCertificateType Name = "load-balancer.hetzner.cloud/certificate-type"
+
+	// LBSvcHTTPCertificates is a comma separated list of IDs or names of uploaded certificates.
+	//
+	// Type: CSV
+	// Default: none
+	// Changes: new connections (update_service)
+	LBSvcHTTPCertificates Name = "load-balancer.hetzner.cloud/http-certificates"
+
+	// LBSvcHTTPManagedCertificateName is the name of the managed certificate.
+	//
+	// Type: string
+	// Default: ccm-managed-certificate-<Service UID>
+	// Changes: new connections (a new certificate)
+	LBSvcHTTPManagedCertificateName Name = "load-balancer.hetzner.cloud/http-managed-certificate-name"
+
+	// LBSvcHTTPManagedCertificateUseACMEStaging requests the managed certificate from Let's
+	// Encrypt staging. Internal to Hetzner's tests in the official CCM.
+	//
+	// Type: bool
+	// Default: false
+	// Changes: create-time only (not allowed)
+	LBSvcHTTPManagedCertificateUseACMEStaging Name = "load-balancer.hetzner.cloud/http-managed-certificate-acme-staging"
+
+	// LBSvcHTTPManagedCertificateDomains is a comma separated list of the domains of the
+	// managed certificate (required for managed certificates).
+	//
+	// Type: CSV
+	// Default: none
+	// Changes: new connections (a new certificate)
+	LBSvcHTTPManagedCertificateDomains Name = "load-balancer.hetzner.cloud/http-managed-certificate-domains"
+
+	// LBSvcRedirectHTTP redirects HTTP to HTTPS.
+	//
+	// Type: bool
+	// Default: false
+	// Changes: new connections (update_service)
+	LBSvcRedirectHTTP Name = "load-balancer.hetzner.cloud/http-redirect-http"
+
+	// LBSvcHTTPStickySessions enables sticky sessions.
+	//
+	// Type: bool
+	// Default: false
+	// Changes: new connections (update_service)
+	LBSvcHTTPStickySessions Name = "load-balancer.hetzner.cloud/http-sticky-sessions"
+
+	// LBSvcHealthCheckProtocol is the health check protocol.
+	//
+	// Type: tcp | http | https
+	// Default: tcp
+	// Changes: none (update_service; health checks only)
+	LBSvcHealthCheckProtocol Name = "load-balancer.hetzner.cloud/health-check-protocol"
+
+	// LBSvcHealthCheckPort is the health check port.
+	//
+	// Type: int
+	// Default: the NodePort of each Service port
+	// Changes: none (update_service; health checks only)
+	LBSvcHealthCheckPort Name = "load-balancer.hetzner.cloud/health-check-port"
+
+	// LBSvcHealthCheckInterval is the health check interval. The official docs say int, its
+	// code parses a Go duration: both are accepted here (15s, or 15 meaning seconds).
+	//
+	// Type: duration
+	// Default: none (HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL, else API default)
+	// Changes: none (update_service; health checks only)
+	LBSvcHealthCheckInterval Name = "load-balancer.hetzner.cloud/health-check-interval"
+
+	// LBSvcHealthCheckTimeout is the timeout of one health check. The official docs say int,
+	// its code parses a Go duration: both are accepted here (10s, or 10 meaning seconds).
+	//
+	// Type: duration
+	// Default: none (HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT, else API default)
+	// Changes: none (update_service; health checks only)
+	LBSvcHealthCheckTimeout Name = "load-balancer.hetzner.cloud/health-check-timeout"
+
+	// LBSvcHealthCheckRetries is the number of failed health checks before a target is
+	// unhealthy.
+	//
+	// Type: int
+	// Default: none (HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES, else API default)
+	// Changes: none (update_service; health checks only)
+	LBSvcHealthCheckRetries Name = "load-balancer.hetzner.cloud/health-check-retries"
+
+	// LBSvcHealthCheckHTTPDomain is the domain of http and https health checks.
+	//
+	// Type: string
+	// Default: none
+	// Changes: none (update_service; health checks only)
+	LBSvcHealthCheckHTTPDomain Name = "load-balancer.hetzner.cloud/health-check-http-domain"
+
+	// LBSvcHealthCheckHTTPPath is the path of http and https health checks.
+	//
+	// Type: string
+	// Default: none (API default /)
+	// Changes: none (update_service; health checks only)
+	LBSvcHealthCheckHTTPPath Name = "load-balancer.hetzner.cloud/health-check-http-path"
+
+	// LBSvcHealthCheckHTTPValidateCertificate validates the targets' TLS certificate in https
+	// health checks.
+	//
+	// Type: bool
+	// Default: false
+	// Changes: none (update_service; health checks only)
+	LBSvcHealthCheckHTTPValidateCertificate Name = "load-balancer.hetzner.cloud/health-check-http-validate-certificate"
+
+	// LBSvcHealthCheckHTTPStatusCodes is a comma separated list of the HTTP status codes a
+	// healthy target answers with (e.g. 2??,3??).
+	//
+	// Type: CSV
+	// Default: none (API default 2??,3??)
+	// Changes: none (update_service; health checks only)
+	LBSvcHealthCheckHTTPStatusCodes Name = "load-balancer.hetzner.cloud/http-status-codes"
+
+	// LBID is reserved by the official CCM ("not used; reserved for possible future use").
+	//
+	// Deprecated: not read by either CCM.
+	//
+	// Type: string
+	// Default: none
+	// Changes: none (not read)
+	LBID Name = "load-balancer.hetzner.cloud/id"
+)
+
+// All lists every annotation of this package, in declaration order.
+var All = []Name{
+	LBPublicIPv4, LBPublicIPv4RDNS, LBPublicIPv6, LBPublicIPv6RDNS, LBIPv6Disabled, LBName,
+	LBDisablePublicNetwork, LBDisablePrivateIngress, LBUsePrivateIP, LBPrivateIPv4,
+	LBPrivateSubnetIPRange, LBHostname, LBSvcProtocol, LBAlgorithmType, LBType, LBLocation,
+	LBNetworkZone, LBNodeSelector, LBSvcProxyProtocol, LBSvcHTTPCookieName,
+	LBSvcHTTPCookieLifetime, LBSvcHTTPTimeoutIdle, LBSvcHTTPCertificateType,
+	LBSvcHTTPCertificates, LBSvcHTTPManagedCertificateName,
+	LBSvcHTTPManagedCertificateUseACMEStaging, LBSvcHTTPManagedCertificateDomains,
+	LBSvcRedirectHTTP, LBSvcHTTPStickySessions, LBSvcHealthCheckProtocol, LBSvcHealthCheckPort,
+	LBSvcHealthCheckInterval, LBSvcHealthCheckTimeout, LBSvcHealthCheckRetries,
+	LBSvcHealthCheckHTTPDomain, LBSvcHealthCheckHTTPPath, LBSvcHealthCheckHTTPValidateCertificate,
+	LBSvcHealthCheckHTTPStatusCodes, LBID,
+}
