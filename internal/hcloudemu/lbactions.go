@@ -1,0 +1,560 @@
+package hcloudemu
+
+import (
+	"net/http"
+	"net/netip"
+	"slices"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
+)
+
+// loadBalancerAction serves POST /v1/load_balancers/{id}/actions/{action}.
+// Every verb checks the lock, decodes and validates, starts the action,
+// and applies the change only when the action is not set to fail.
+func (e *Emulator) loadBalancerAction(r *http.Request) (int, any, error) {
+	lb, err := e.lbByPath(r)
+	if err != nil {
+		return 0, nil, err
+	}
+	verb := r.PathValue("action")
+	do, ok := lbVerbs[verb]
+	if !ok {
+		return 0, nil, newError(http.StatusNotFound, "not_found", "unknown load balancer action %q", verb)
+	}
+	if err := e.checkLock("load_balancer", lb.ID); err != nil {
+		return 0, nil, err
+	}
+	// Validate against a copy so a rejected request changes nothing.
+	cp := deepCopy(*lb)
+	res, aerr := do(e, r, &cp)
+	if aerr != nil {
+		return 0, nil, aerr
+	}
+	a := e.startAction(r, verb, append([]schema.ActionResourceReference{ref("load_balancer", lb.ID)}, res...)...)
+	if !a.fail {
+		*lb = cp
+	}
+	return actionReply(a)
+}
+
+// lbVerb validates a request and applies it to lb (a copy); it returns extra
+// resources for the action.
+type lbVerb func(e *Emulator, r *http.Request, lb *schema.LoadBalancer) ([]schema.ActionResourceReference, *apiError)
+
+var lbVerbs map[string]lbVerb
+
+func init() {
+	lbVerbs = map[string]lbVerb{
+		"add_service": func(e *Emulator, r *http.Request, lb *schema.LoadBalancer) ([]schema.ActionResourceReference, *apiError) {
+			var req schema.LoadBalancerActionAddServiceRequest
+			if err := decodeAPI(r, &req, false); err != nil {
+				return nil, err
+			}
+			return nil, e.addService(lb, req)
+		},
+		"update_service": func(e *Emulator, r *http.Request, lb *schema.LoadBalancer) ([]schema.ActionResourceReference, *apiError) {
+			var req schema.LoadBalancerActionUpdateServiceRequest
+			if err := decodeAPI(r, &req, false); err != nil {
+				return nil, err
+			}
+			return nil, e.updateService(lb, req)
+		},
+		"delete_service": func(e *Emulator, r *http.Request, lb *schema.LoadBalancer) ([]schema.ActionResourceReference, *apiError) {
+			var req schema.LoadBalancerDeleteServiceRequest
+			if err := decodeAPI(r, &req, false); err != nil {
+				return nil, err
+			}
+			i := slices.IndexFunc(lb.Services, func(s schema.LoadBalancerService) bool { return s.ListenPort == req.ListenPort })
+			if i < 0 {
+				return nil, newError(http.StatusNotFound, "not_found", "service with listen port %d not found", req.ListenPort)
+			}
+			lb.Services = slices.Delete(lb.Services, i, i+1)
+			return nil, nil
+		},
+		"add_target": func(e *Emulator, r *http.Request, lb *schema.LoadBalancer) ([]schema.ActionResourceReference, *apiError) {
+			var req schema.LoadBalancerActionAddTargetRequest
+			if err := decodeAPI(r, &req, false); err != nil {
+				return nil, err
+			}
+			if err := e.addTarget(lb, req); err != nil {
+				return nil, err
+			}
+			return targetRefs(req.Type, req.Server), nil
+		},
+		"remove_target": func(e *Emulator, r *http.Request, lb *schema.LoadBalancer) ([]schema.ActionResourceReference, *apiError) {
+			var req schema.LoadBalancerActionRemoveTargetRequest
+			if err := decodeAPI(r, &req, false); err != nil {
+				return nil, err
+			}
+			i := slices.IndexFunc(lb.Targets, func(t schema.LoadBalancerTarget) bool { return sameTarget(t, req) })
+			if i < 0 {
+				return nil, newError(http.StatusNotFound, "not_found", "target not found on load balancer %d", lb.ID)
+			}
+			lb.Targets = slices.Delete(lb.Targets, i, i+1)
+			var srv *schema.LoadBalancerActionAddTargetRequestServer
+			if req.Server != nil {
+				srv = &schema.LoadBalancerActionAddTargetRequestServer{ID: req.Server.ID}
+			}
+			return targetRefs(req.Type, srv), nil
+		},
+		"attach_to_network": func(e *Emulator, r *http.Request, lb *schema.LoadBalancer) ([]schema.ActionResourceReference, *apiError) {
+			var req schema.LoadBalancerActionAttachToNetworkRequest
+			if err := decodeAPI(r, &req, false); err != nil {
+				return nil, err
+			}
+			if err := e.attach(lb, req); err != nil {
+				return nil, err
+			}
+			return []schema.ActionResourceReference{ref("network", req.Network)}, nil
+		},
+		"detach_from_network": func(e *Emulator, r *http.Request, lb *schema.LoadBalancer) ([]schema.ActionResourceReference, *apiError) {
+			var req schema.LoadBalancerActionDetachFromNetworkRequest
+			if err := decodeAPI(r, &req, false); err != nil {
+				return nil, err
+			}
+			i := slices.IndexFunc(lb.PrivateNet, func(p schema.LoadBalancerPrivateNet) bool { return p.Network == req.Network })
+			if i < 0 {
+				return nil, newError(http.StatusUnprocessableEntity, "load_balancer_not_attached_to_network", "load balancer %d is not attached to network %d", lb.ID, req.Network)
+			}
+			lb.PrivateNet = slices.Delete(lb.PrivateNet, i, i+1)
+			return []schema.ActionResourceReference{ref("network", req.Network)}, nil
+		},
+		"enable_public_interface": func(e *Emulator, r *http.Request, lb *schema.LoadBalancer) ([]schema.ActionResourceReference, *apiError) {
+			if err := decodeAPI(r, &struct{}{}, true); err != nil {
+				return nil, err
+			}
+			lb.PublicNet.Enabled = true
+			return nil, nil
+		},
+		"disable_public_interface": func(e *Emulator, r *http.Request, lb *schema.LoadBalancer) ([]schema.ActionResourceReference, *apiError) {
+			if err := decodeAPI(r, &struct{}{}, true); err != nil {
+				return nil, err
+			}
+			if err := e.checkPrivateOnly(lb); err != nil {
+				return nil, err
+			}
+			lb.PublicNet.Enabled = false
+			return nil, nil
+		},
+		"change_algorithm": func(e *Emulator, r *http.Request, lb *schema.LoadBalancer) ([]schema.ActionResourceReference, *apiError) {
+			var req schema.LoadBalancerActionChangeAlgorithmRequest
+			if err := decodeAPI(r, &req, false); err != nil {
+				return nil, err
+			}
+			if req.Type != "round_robin" && req.Type != "least_connections" {
+				return nil, errInvalid("type", "algorithm must be round_robin or least_connections, got %q", req.Type)
+			}
+			lb.Algorithm.Type = req.Type
+			return nil, nil
+		},
+		"change_type": func(e *Emulator, r *http.Request, lb *schema.LoadBalancer) ([]schema.ActionResourceReference, *apiError) {
+			var req schema.LoadBalancerActionChangeTypeRequest
+			if err := decodeAPI(r, &req, false); err != nil {
+				return nil, err
+			}
+			typ, ok := e.st.lbType(req.LoadBalancerType)
+			if !ok {
+				return nil, newError(http.StatusUnprocessableEntity, "invalid_load_balancer_type", "load balancer type %s not found", idOrName(req.LoadBalancerType))
+			}
+			if e.targetCount(lb) > typ.MaxTargets || len(lb.Services) > typ.MaxServices {
+				return nil, newError(http.StatusUnprocessableEntity, "invalid_load_balancer_type", "load balancer type %s allows %d targets and %d services, the load balancer has %d and %d",
+					typ.Name, typ.MaxTargets, typ.MaxServices, e.targetCount(lb), len(lb.Services))
+			}
+			lb.LoadBalancerType = typ
+			return nil, nil
+		},
+		"change_dns_ptr": func(e *Emulator, r *http.Request, lb *schema.LoadBalancer) ([]schema.ActionResourceReference, *apiError) {
+			var req schema.LoadBalancerActionChangeDNSPtrRequest
+			if err := decodeAPI(r, &req, false); err != nil {
+				return nil, err
+			}
+			ptr := defaultPtr(req.IP)
+			if req.DNSPtr != nil {
+				ptr = *req.DNSPtr
+			}
+			switch req.IP {
+			case lb.PublicNet.IPv4.IP:
+				lb.PublicNet.IPv4.DNSPtr = ptr
+			case lb.PublicNet.IPv6.IP:
+				lb.PublicNet.IPv6.DNSPtr = ptr
+			default:
+				return nil, errInvalid("ip", "%q is not a public IP of load balancer %d", req.IP, lb.ID)
+			}
+			return nil, nil
+		},
+		"change_protection": func(e *Emulator, r *http.Request, lb *schema.LoadBalancer) ([]schema.ActionResourceReference, *apiError) {
+			var req schema.LoadBalancerActionChangeProtectionRequest
+			if err := decodeAPI(r, &req, false); err != nil {
+				return nil, err
+			}
+			if req.Delete != nil {
+				lb.Protection.Delete = *req.Delete
+			}
+			return nil, nil
+		},
+	}
+}
+
+// decodeAPI is decode with the *apiError type the verbs return.
+func decodeAPI(r *http.Request, v any, allowEmpty bool) *apiError {
+	if err := decode(r, v, allowEmpty); err != nil {
+		return err.(*apiError)
+	}
+	return nil
+}
+
+func targetRefs(typ string, srv *schema.LoadBalancerActionAddTargetRequestServer) []schema.ActionResourceReference {
+	if typ == "server" && srv != nil {
+		return []schema.ActionResourceReference{ref("server", srv.ID)}
+	}
+	return nil
+}
+
+func sameTarget(t schema.LoadBalancerTarget, req schema.LoadBalancerActionRemoveTargetRequest) bool {
+	if t.Type != req.Type {
+		return false
+	}
+	switch t.Type {
+	case "server":
+		return req.Server != nil && t.Server != nil && t.Server.ID == req.Server.ID
+	case "ip":
+		return req.IP != nil && t.IP != nil && t.IP.IP == req.IP.IP
+	case "label_selector":
+		return req.LabelSelector != nil && t.LabelSelector != nil && t.LabelSelector.Selector == req.LabelSelector.Selector
+	}
+	return false
+}
+
+// addService validates and appends a service, filling in the API's defaults.
+func (e *Emulator) addService(lb *schema.LoadBalancer, req schema.LoadBalancerActionAddServiceRequest) *apiError {
+	svc := schema.LoadBalancerService{Protocol: req.Protocol}
+	switch req.Protocol {
+	case "tcp":
+		if req.ListenPort == nil {
+			return errInvalid("listen_port", "listen_port is required for tcp services")
+		}
+	case "http":
+		svc.ListenPort, svc.DestinationPort = 80, 80
+	case "https":
+		svc.ListenPort, svc.DestinationPort = 443, 80
+	default:
+		return errInvalid("protocol", "protocol must be tcp, http or https, got %q", req.Protocol)
+	}
+	if req.ListenPort != nil {
+		svc.ListenPort = *req.ListenPort
+		if req.Protocol == "tcp" {
+			svc.DestinationPort = *req.ListenPort
+		}
+	}
+	if req.DestinationPort != nil {
+		svc.DestinationPort = *req.DestinationPort
+	}
+	if req.Proxyprotocol != nil {
+		svc.Proxyprotocol = *req.Proxyprotocol
+	}
+	if err := checkPort("listen_port", svc.ListenPort); err != nil {
+		return err
+	}
+	if err := checkPort("destination_port", svc.DestinationPort); err != nil {
+		return err
+	}
+	if slices.ContainsFunc(lb.Services, func(s schema.LoadBalancerService) bool { return s.ListenPort == svc.ListenPort }) {
+		return newError(http.StatusPreconditionFailed, "source_port_already_used", "listen port %d is already used by another service", svc.ListenPort)
+	}
+	if len(lb.Services) >= lb.LoadBalancerType.MaxServices {
+		return newError(http.StatusForbidden, "resource_limit_exceeded", "load balancer type %s allows at most %d services", lb.LoadBalancerType.Name, lb.LoadBalancerType.MaxServices)
+	}
+	if svc.Protocol != "tcp" {
+		svc.HTTP = &schema.LoadBalancerServiceHTTP{CookieName: "HCLBSTICKY", CookieLifetime: 300, TimeoutIdle: 60, Certificates: []int64{}}
+	}
+	if req.HTTP != nil {
+		if svc.HTTP == nil {
+			return errInvalid("http", "http settings are not allowed for tcp services")
+		}
+		h := req.HTTP
+		setIf(&svc.HTTP.CookieName, h.CookieName)
+		setIf(&svc.HTTP.CookieLifetime, h.CookieLifetime)
+		setIf(&svc.HTTP.Certificates, h.Certificates)
+		setIf(&svc.HTTP.RedirectHTTP, h.RedirectHTTP)
+		setIf(&svc.HTTP.StickySessions, h.StickySessions)
+		setIf(&svc.HTTP.TimeoutIdle, h.TimeoutIdle)
+	}
+	hc := schema.LoadBalancerServiceHealthCheck{Protocol: "tcp", Port: svc.DestinationPort, Interval: 15, Timeout: 10, Retries: 3}
+	if req.HealthCheck != nil {
+		h := req.HealthCheck
+		hc.Protocol = orDefault(h.Protocol, "tcp")
+		setIf(&hc.Port, h.Port)
+		setIf(&hc.Interval, h.Interval)
+		setIf(&hc.Timeout, h.Timeout)
+		setIf(&hc.Retries, h.Retries)
+		if hc.Protocol != "tcp" {
+			hc.HTTP = &schema.LoadBalancerServiceHealthCheckHTTP{Path: "/", StatusCodes: []string{"2??", "3??"}}
+		}
+		if h.HTTP != nil {
+			if hc.HTTP == nil {
+				return errInvalid("health_check.http", "http settings are not allowed for tcp health checks")
+			}
+			setIf(&hc.HTTP.Domain, h.HTTP.Domain)
+			setIf(&hc.HTTP.Path, h.HTTP.Path)
+			setIf(&hc.HTTP.Response, h.HTTP.Response)
+			setIf(&hc.HTTP.StatusCodes, h.HTTP.StatusCodes)
+			setIf(&hc.HTTP.TLS, h.HTTP.TLS)
+		}
+	}
+	svc.HealthCheck = &hc
+	if err := e.checkService(lb, svc); err != nil {
+		return err
+	}
+	lb.Services = append(lb.Services, svc)
+	return nil
+}
+
+// updateService applies the given fields to the service on ListenPort.
+func (e *Emulator) updateService(lb *schema.LoadBalancer, req schema.LoadBalancerActionUpdateServiceRequest) *apiError {
+	i := slices.IndexFunc(lb.Services, func(s schema.LoadBalancerService) bool { return s.ListenPort == req.ListenPort })
+	if i < 0 {
+		return newError(http.StatusNotFound, "not_found", "service with listen port %d not found", req.ListenPort)
+	}
+	svc := deepCopy(lb.Services[i])
+	if req.Protocol != nil {
+		switch *req.Protocol {
+		case "tcp":
+			svc.HTTP = nil
+		case "http", "https":
+			if svc.HTTP == nil {
+				svc.HTTP = &schema.LoadBalancerServiceHTTP{CookieName: "HCLBSTICKY", CookieLifetime: 300, TimeoutIdle: 60, Certificates: []int64{}}
+			}
+		default:
+			return errInvalid("protocol", "protocol must be tcp, http or https, got %q", *req.Protocol)
+		}
+		svc.Protocol = *req.Protocol
+	}
+	setIf(&svc.DestinationPort, req.DestinationPort)
+	setIf(&svc.Proxyprotocol, req.Proxyprotocol)
+	if err := checkPort("destination_port", svc.DestinationPort); err != nil {
+		return err
+	}
+	if req.HTTP != nil {
+		if svc.HTTP == nil {
+			return errInvalid("http", "http settings are not allowed for tcp services")
+		}
+		h := req.HTTP
+		setIf(&svc.HTTP.CookieName, h.CookieName)
+		setIf(&svc.HTTP.CookieLifetime, h.CookieLifetime)
+		setIf(&svc.HTTP.Certificates, h.Certificates)
+		setIf(&svc.HTTP.RedirectHTTP, h.RedirectHTTP)
+		setIf(&svc.HTTP.StickySessions, h.StickySessions)
+		setIf(&svc.HTTP.TimeoutIdle, h.TimeoutIdle)
+	}
+	if req.HealthCheck != nil {
+		h := req.HealthCheck
+		if svc.HealthCheck == nil {
+			svc.HealthCheck = &schema.LoadBalancerServiceHealthCheck{Protocol: "tcp", Port: svc.DestinationPort, Interval: 15, Timeout: 10, Retries: 3}
+		}
+		hc := svc.HealthCheck
+		setIf(&hc.Protocol, h.Protocol)
+		setIf(&hc.Port, h.Port)
+		setIf(&hc.Interval, h.Interval)
+		setIf(&hc.Timeout, h.Timeout)
+		setIf(&hc.Retries, h.Retries)
+		switch hc.Protocol {
+		case "tcp":
+			hc.HTTP = nil
+		case "http", "https":
+			if hc.HTTP == nil {
+				hc.HTTP = &schema.LoadBalancerServiceHealthCheckHTTP{Path: "/", StatusCodes: []string{"2??", "3??"}}
+			}
+		default:
+			return errInvalid("health_check.protocol", "health check protocol must be tcp, http or https, got %q", hc.Protocol)
+		}
+		if h.HTTP != nil {
+			if hc.HTTP == nil {
+				return errInvalid("health_check.http", "http settings are not allowed for tcp health checks")
+			}
+			setIf(&hc.HTTP.Domain, h.HTTP.Domain)
+			setIf(&hc.HTTP.Path, h.HTTP.Path)
+			setIf(&hc.HTTP.Response, h.HTTP.Response)
+			setIf(&hc.HTTP.StatusCodes, h.HTTP.StatusCodes)
+			setIf(&hc.HTTP.TLS, h.HTTP.TLS)
+		}
+	}
+	if err := e.checkService(lb, svc); err != nil {
+		return err
+	}
+	lb.Services[i] = svc
+	return nil
+}
+
+// checkService validates what add and update share: the health check and
+// the certificates of https services.
+func (e *Emulator) checkService(lb *schema.LoadBalancer, svc schema.LoadBalancerService) *apiError {
+	if hc := svc.HealthCheck; hc != nil {
+		if hc.Protocol != "tcp" && hc.Protocol != "http" && hc.Protocol != "https" {
+			return errInvalid("health_check.protocol", "health check protocol must be tcp, http or https, got %q", hc.Protocol)
+		}
+		if err := checkPort("health_check.port", hc.Port); err != nil {
+			return err
+		}
+		if hc.Interval < 3 || hc.Timeout < 1 || hc.Retries < 0 {
+			return errInvalid("health_check", "interval must be at least 3 s, timeout at least 1 s, retries at least 0")
+		}
+	}
+	if svc.Protocol != "https" {
+		if svc.HTTP != nil && len(svc.HTTP.Certificates) > 0 {
+			return errInvalid("http.certificates", "certificates are only allowed for https services")
+		}
+		return nil
+	}
+	if len(svc.HTTP.Certificates) == 0 {
+		return errInvalid("http.certificates", "https services need at least one certificate")
+	}
+	for _, id := range svc.HTTP.Certificates {
+		if _, ok := e.st.certs[id]; !ok {
+			return errInvalid("http.certificates", "certificate %d not found", id)
+		}
+	}
+	n := len(svc.HTTP.Certificates)
+	for _, other := range lb.Services {
+		if other.ListenPort != svc.ListenPort && other.HTTP != nil {
+			n += len(other.HTTP.Certificates)
+		}
+	}
+	if n > lb.LoadBalancerType.MaxAssignedCertificates {
+		return newError(http.StatusForbidden, "resource_limit_exceeded", "load balancer type %s allows at most %d certificates", lb.LoadBalancerType.Name, lb.LoadBalancerType.MaxAssignedCertificates)
+	}
+	return nil
+}
+
+func checkPort(field string, p int) *apiError {
+	if p < 1 || p > 65535 {
+		return errInvalid(field, "port must be between 1 and 65535, got %d", p)
+	}
+	return nil
+}
+
+func setIf[T any](dst *T, src *T) {
+	if src != nil {
+		*dst = *src
+	}
+}
+
+// addTarget validates and appends a target.
+func (e *Emulator) addTarget(lb *schema.LoadBalancer, req schema.LoadBalancerActionAddTargetRequest) *apiError {
+	usePrivate := req.UsePrivateIP != nil && *req.UsePrivateIP
+	t := schema.LoadBalancerTarget{Type: req.Type, UsePrivateIP: usePrivate}
+	added := 1
+	switch req.Type {
+	case "server":
+		if req.Server == nil {
+			return errInvalid("server", "server is required for targets of type server")
+		}
+		srv, ok := e.st.servers[req.Server.ID]
+		if !ok {
+			return errInvalid("server.id", "server %d not found", req.Server.ID)
+		}
+		if slices.ContainsFunc(lb.Targets, func(o schema.LoadBalancerTarget) bool {
+			return o.Type == "server" && o.Server != nil && o.Server.ID == srv.ID
+		}) {
+			return newError(http.StatusUnprocessableEntity, "target_already_defined", "server %d is already a target", srv.ID)
+		}
+		if usePrivate {
+			if len(lb.PrivateNet) == 0 {
+				return newError(http.StatusUnprocessableEntity, "load_balancer_not_attached_to_network", "load balancer is not attached to a network")
+			}
+			if !slices.ContainsFunc(srv.PrivateNet, func(sp schema.ServerPrivateNet) bool {
+				return slices.ContainsFunc(lb.PrivateNet, func(lp schema.LoadBalancerPrivateNet) bool { return lp.Network == sp.Network })
+			}) {
+				return newError(http.StatusUnprocessableEntity, "server_not_attached_to_network", "server %d is not attached to the load balancer's network", srv.ID)
+			}
+		}
+		t.Server = &schema.LoadBalancerTargetServer{ID: srv.ID}
+	case "ip":
+		if req.IP == nil {
+			return errInvalid("ip", "ip is required for targets of type ip")
+		}
+		a, err := netip.ParseAddr(req.IP.IP)
+		if err != nil {
+			return errInvalid("ip.ip", "%q is not an IP address", req.IP.IP)
+		}
+		if slices.ContainsFunc(lb.Targets, func(o schema.LoadBalancerTarget) bool {
+			return o.Type == "ip" && o.IP != nil && o.IP.IP == a.String()
+		}) {
+			return newError(http.StatusUnprocessableEntity, "target_already_defined", "IP %s is already a target", a)
+		}
+		t.IP = &schema.LoadBalancerTargetIP{IP: a.String()}
+		t.UsePrivateIP = false
+	case "label_selector":
+		if req.LabelSelector == nil {
+			return errInvalid("label_selector", "label_selector is required for targets of type label_selector")
+		}
+		if _, err := ParseSelector(req.LabelSelector.Selector); err != nil {
+			return errInvalid("label_selector.selector", "%v", err)
+		}
+		if slices.ContainsFunc(lb.Targets, func(o schema.LoadBalancerTarget) bool {
+			return o.Type == "label_selector" && o.LabelSelector != nil && o.LabelSelector.Selector == req.LabelSelector.Selector
+		}) {
+			return newError(http.StatusUnprocessableEntity, "target_already_defined", "label selector %q is already a target", req.LabelSelector.Selector)
+		}
+		if usePrivate && len(lb.PrivateNet) == 0 {
+			return newError(http.StatusUnprocessableEntity, "load_balancer_not_attached_to_network", "load balancer is not attached to a network")
+		}
+		t.LabelSelector = &schema.LoadBalancerTargetLabelSelector{Selector: req.LabelSelector.Selector}
+		added = len(e.selectorServers(req.LabelSelector.Selector))
+	default:
+		return errInvalid("type", "target type must be server, label_selector or ip, got %q", req.Type)
+	}
+	if !t.UsePrivateIP && !lb.PublicNet.Enabled {
+		return newError(http.StatusUnprocessableEntity, "load_balancer_public_interface_disabled", "public interface is disabled; targets must use private IPs")
+	}
+	if e.targetCount(lb)+added > lb.LoadBalancerType.MaxTargets {
+		return newError(http.StatusForbidden, "resource_limit_exceeded", "load balancer type %s allows at most %d targets", lb.LoadBalancerType.Name, lb.LoadBalancerType.MaxTargets)
+	}
+	lb.Targets = append(lb.Targets, t)
+	return nil
+}
+
+// attach attaches lb to a network with an IP from a subnet in its zone.
+func (e *Emulator) attach(lb *schema.LoadBalancer, req schema.LoadBalancerActionAttachToNetworkRequest) *apiError {
+	nw, ok := e.st.networks[req.Network]
+	if !ok {
+		return errNotFound("network", req.Network)
+	}
+	if slices.ContainsFunc(lb.PrivateNet, func(p schema.LoadBalancerPrivateNet) bool { return p.Network == nw.ID }) {
+		return newError(http.StatusUnprocessableEntity, "load_balancer_already_attached", "load balancer is already attached to network %d", nw.ID)
+	}
+	target := nw
+	if req.IPRange != nil {
+		sub := *nw
+		sub.Subnets = slices.DeleteFunc(slices.Clone(nw.Subnets), func(s schema.NetworkSubnet) bool { return s.IPRange != *req.IPRange })
+		if len(sub.Subnets) == 0 {
+			return errInvalid("ip_range", "network %d has no subnet %s", nw.ID, *req.IPRange)
+		}
+		target = &sub
+	}
+	ip := ""
+	if req.IP != nil {
+		ip = *req.IP
+	}
+	got, err := e.st.allocPrivateIP(target, lb.Location.NetworkZone, ip)
+	if err != nil {
+		return err
+	}
+	// The candidate lb may not be stored yet: make sure its own other
+	// attachments do not already hold the IP.
+	lb.PrivateNet = append(lb.PrivateNet, schema.LoadBalancerPrivateNet{Network: nw.ID, IP: got})
+	return nil
+}
+
+// checkPrivateOnly is the rule for a disabled public interface: attached to
+// a network, and every target uses its private IP.
+func (e *Emulator) checkPrivateOnly(lb *schema.LoadBalancer) *apiError {
+	if len(lb.PrivateNet) == 0 {
+		return newError(http.StatusUnprocessableEntity, "load_balancer_not_attached_to_network", "load balancer must be attached to a network to disable its public interface")
+	}
+	for _, t := range lb.Targets {
+		if !t.UsePrivateIP {
+			return newError(http.StatusUnprocessableEntity, "targets_without_use_private_ip", "all targets must use private IPs to disable the public interface")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,227 @@
+package hcloudemu
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"strings"
+)
+
+// apiFunc handles one API request under the emulator lock and returns the
+// status and the body to encode (nil for an empty reply), or an error
+// (*apiError for API errors; anything else becomes 500 server_error).
+type apiFunc func(r *http.Request) (int, any, error)
+
+// routes registers the /v1 endpoints (reference §12.2) and, for every path,
+// a method-less fallback answering 405 method_not_allowed in JSON.
+func (e *Emulator) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	handle := func(pattern string, h apiFunc) { mux.Handle(pattern, e.api(h)) }
+	paths := map[string]bool{}
+	reg := func(method, path string, h apiFunc) {
+		handle(method+" "+path, h)
+		paths[path] = true
+	}
+
+	reg("GET", "/v1/locations", e.listLocations)
+	reg("GET", "/v1/locations/{id}", e.getLocation)
+	reg("GET", "/v1/server_types", e.listServerTypes)
+	reg("GET", "/v1/server_types/{id}", e.getServerType)
+	reg("GET", "/v1/load_balancer_types", e.listLoadBalancerTypes)
+	reg("GET", "/v1/load_balancer_types/{id}", e.getLoadBalancerType)
+
+	reg("GET", "/v1/servers", e.listServers)
+	reg("GET", "/v1/servers/{id}", e.getServer)
+
+	reg("GET", "/v1/networks", e.listNetworks)
+	reg("GET", "/v1/networks/{id}", e.getNetwork)
+	reg("PUT", "/v1/networks/{id}", e.updateNetwork)
+	reg("DELETE", "/v1/networks/{id}", e.deleteNetwork)
+	reg("POST", "/v1/networks/{id}/actions/{action}", e.networkAction)
+
+	reg("GET", "/v1/load_balancers", e.listLoadBalancers)
+	reg("POST", "/v1/load_balancers", e.createLoadBalancer)
+	reg("GET", "/v1/load_balancers/{id}", e.getLoadBalancer)
+	reg("PUT", "/v1/load_balancers/{id}", e.updateLoadBalancer)
+	reg("DELETE", "/v1/load_balancers/{id}", e.deleteLoadBalancer)
+	reg("POST", "/v1/load_balancers/{id}/actions/{action}", e.loadBalancerAction)
+
+	reg("GET", "/v1/certificates", e.listCertificates)
+	reg("POST", "/v1/certificates", e.createCertificate)
+	reg("GET", "/v1/certificates/{id}", e.getCertificate)
+	reg("PUT", "/v1/certificates/{id}", e.updateCertificate)
+	reg("DELETE", "/v1/certificates/{id}", e.deleteCertificate)
+
+	reg("GET", "/v1/actions", e.listActions)
+	reg("GET", "/v1/actions/{id}", e.getAction)
+
+	for p := range paths {
+		handle(p, func(r *http.Request) (int, any, error) {
+			return 0, nil, newError(http.StatusMethodNotAllowed, "method_not_allowed", "method %s not allowed on %s", r.Method, r.URL.Path)
+		})
+	}
+	handle("/", func(r *http.Request) (int, any, error) {
+		return 0, nil, newError(http.StatusNotFound, "not_found", "no such endpoint: %s %s", r.Method, r.URL.Path)
+	})
+	return mux
+}
+
+// api adapts an apiFunc: it runs under the lock after settling completed
+// actions, and encodes the reply while still holding the lock (rendered
+// values may share maps with the state).
+func (e *Emulator) api(h apiFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		status, body, err := e.call(h, r)
+		if err != nil {
+			var ae *apiError
+			if !errors.As(err, &ae) {
+				e.logf("hcloudemu: %s %s: %v", r.Method, r.URL.Path, err)
+				ae = newError(http.StatusInternalServerError, "server_error", "internal error: %v", err)
+			}
+			writeError(w, ae)
+			return
+		}
+		if body == nil {
+			w.WriteHeader(status)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+	})
+}
+
+func (e *Emulator) call(h apiFunc, r *http.Request) (int, []byte, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.settle()
+	status, v, err := h(r)
+	if err != nil || v == nil {
+		return status, nil, err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0, nil, fmt.Errorf("encode %s reply: %w", r.URL.Path, err)
+	}
+	return status, b, nil
+}
+
+// maxBody bounds request bodies; larger bodies get 400 json_error.
+const maxBody = 1 << 20
+
+// middleware wraps the API mux: panic recovery → (admin endpoints under
+// /_emu/, token-checked but neither logged nor rate limited) → request log →
+// rate limit → auth → faults → mux.
+func (e *Emulator) middleware(mux *http.ServeMux) http.Handler {
+	admin := e.adminRoutes()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				e.logf("hcloudemu: panic serving %s %s: %v\n%s", r.Method, r.URL.Path, v, debug.Stack())
+				writeError(w, newError(http.StatusInternalServerError, "server_error", "internal error"))
+			}
+		}()
+		if strings.HasPrefix(r.URL.Path, "/_emu/") {
+			if !e.authorized(r) {
+				writeError(w, newError(http.StatusUnauthorized, "unauthorized", "unable to authenticate"))
+				return
+			}
+			admin.ServeHTTP(w, r)
+			return
+		}
+
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+		if err != nil || len(body) > maxBody {
+			writeError(w, newError(http.StatusBadRequest, "json_error", "request body unreadable or larger than %d bytes", maxBody))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		rec := &statusRecorder{ResponseWriter: w}
+		route := routeOf(mux, r)
+		defer func() { e.record(r, string(body), route, rec.status) }()
+
+		if !e.rateLimitAllows(rec) {
+			writeError(rec, newError(http.StatusTooManyRequests, "rate_limit_exceeded", "limit of %d requests per hour reached", e.rateLimit))
+			return
+		}
+		if !e.authorized(r) {
+			writeError(rec, newError(http.StatusUnauthorized, "unauthorized", "unable to authenticate"))
+			return
+		}
+		ctx, done := e.applyFault(rec, r)
+		if done {
+			return
+		}
+		ctx = context.WithValue(ctx, responseWriterKey{}, http.ResponseWriter(rec))
+		mux.ServeHTTP(rec, r.WithContext(ctx))
+	})
+}
+
+func (e *Emulator) authorized(r *http.Request) bool {
+	return r.Header.Get("Authorization") == "Bearer "+e.token
+}
+
+// routeOf names the endpoint a request hits, e.g. "GET /v1/servers/{id}"; a
+// {action} placeholder is replaced by the concrete verb. Unmatched requests
+// are named by method and path.
+func routeOf(mux *http.ServeMux, r *http.Request) string {
+	_, pattern := mux.Handler(r)
+	if pattern == "" || pattern == "/" || !strings.Contains(pattern, " ") {
+		return r.Method + " " + r.URL.Path
+	}
+	if strings.HasSuffix(pattern, "{action}") {
+		verb := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
+		pattern = strings.TrimSuffix(pattern, "{action}") + verb
+	}
+	return pattern
+}
+
+// statusRecorder remembers the status written; it passes Hijack through so
+// the drop fault can close the connection.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// decode reads a JSON request body into v; a missing or malformed body is
+// 400 json_error. An empty body is accepted when allowEmpty is set.
+func decode(r *http.Request, v any, allowEmpty bool) error {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return newError(http.StatusBadRequest, "json_error", "cannot read request body: %v", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		if allowEmpty {
+			return nil
+		}
+		return newError(http.StatusBadRequest, "json_error", "request body is empty")
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return newError(http.StatusBadRequest, "json_error", "malformed JSON in request body: %v", err)
+	}
+	return nil
+}
