@@ -198,7 +198,6 @@ func TestPlugin_CallerContext(t *testing.T) {
 	})
 }
 
-
 func TestLoadBytes_Errors(t *testing.T) {
 	tests := []struct {
 		name    string
