@@ -1,0 +1,142 @@
+package lbplan
+
+import (
+	"maps"
+	"net"
+	"slices"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+)
+
+// Actual is an existing load balancer in the planner's terms.
+type Actual struct {
+	// LoadBalancer is the load balancer as read from the API; the planner does not modify it.
+	LoadBalancer *hcloud.LoadBalancer
+
+	ID              int64
+	Name            string
+	Labels          map[string]string
+	Type            string
+	MaxTargets      int
+	Location        string
+	NetworkZone     string
+	Algorithm       hcloud.LoadBalancerAlgorithmType
+	PublicInterface bool
+	IPv4, IPv6      string
+	IPv4RDNS        string
+	IPv6RDNS        string
+	Networks        []AttachedNetwork
+	Services        []Service // sorted by ListenPort
+	Targets         []Target  // server targets only, sorted by ServerID
+	// OtherTargets counts label selector and IP targets; they are left alone and count
+	// against max_targets.
+	OtherTargets int
+	Protected    bool
+}
+
+// AttachedNetwork is one private network the load balancer is attached to.
+type AttachedNetwork struct {
+	ID      int64
+	IPRange string // empty when the API response did not embed the network's range
+	IP      net.IP
+}
+
+// NewActual converts lb; nil stays nil (no load balancer).
+func NewActual(lb *hcloud.LoadBalancer) *Actual {
+	if lb == nil {
+		return nil
+	}
+	a := &Actual{
+		LoadBalancer:    lb,
+		ID:              lb.ID,
+		Name:            lb.Name,
+		Labels:          maps.Clone(lb.Labels),
+		Algorithm:       lb.Algorithm.Type,
+		PublicInterface: lb.PublicNet.Enabled,
+		IPv4RDNS:        lb.PublicNet.IPv4.DNSPtr,
+		IPv6RDNS:        lb.PublicNet.IPv6.DNSPtr,
+		Protected:       lb.Protection.Delete,
+	}
+	if a.Labels == nil {
+		a.Labels = map[string]string{}
+	}
+	if lb.PublicNet.IPv4.IP != nil {
+		a.IPv4 = lb.PublicNet.IPv4.IP.String()
+	}
+	if lb.PublicNet.IPv6.IP != nil {
+		a.IPv6 = lb.PublicNet.IPv6.IP.String()
+	}
+	if t := lb.LoadBalancerType; t != nil {
+		a.Type, a.MaxTargets = t.Name, t.MaxTargets
+	}
+	if l := lb.Location; l != nil {
+		a.Location, a.NetworkZone = l.Name, string(l.NetworkZone)
+	}
+	for _, pn := range lb.PrivateNet {
+		if pn.Network == nil {
+			continue
+		}
+		n := AttachedNetwork{ID: pn.Network.ID, IP: pn.IP}
+		if pn.Network.IPRange != nil {
+			n.IPRange = pn.Network.IPRange.String()
+		}
+		a.Networks = append(a.Networks, n)
+	}
+	for _, s := range lb.Services {
+		a.Services = append(a.Services, actualService(s))
+	}
+	slices.SortFunc(a.Services, func(x, y Service) int { return cmpInt(x.ListenPort, y.ListenPort) })
+	for _, t := range lb.Targets {
+		if t.Type == hcloud.LoadBalancerTargetTypeServer && t.Server != nil && t.Server.Server != nil {
+			a.Targets = append(a.Targets, Target{ServerID: t.Server.Server.ID, UsePrivateIP: t.UsePrivateIP})
+			continue
+		}
+		a.OtherTargets++
+	}
+	slices.SortFunc(a.Targets, func(x, y Target) int { return cmpInt(x.ServerID, y.ServerID) })
+	return a
+}
+
+func actualService(s hcloud.LoadBalancerService) Service {
+	out := Service{
+		Protocol:        s.Protocol,
+		ListenPort:      s.ListenPort,
+		DestinationPort: s.DestinationPort,
+		Proxyprotocol:   s.Proxyprotocol,
+		HTTP: HTTP{
+			CookieName:     s.HTTP.CookieName,
+			CookieLifetime: s.HTTP.CookieLifetime,
+			TimeoutIdle:    s.HTTP.TimeoutIdle,
+			RedirectHTTP:   s.HTTP.RedirectHTTP,
+			StickySessions: s.HTTP.StickySessions,
+		},
+		HealthCheck: HealthCheck{
+			Protocol: s.HealthCheck.Protocol,
+			Port:     s.HealthCheck.Port,
+			Interval: s.HealthCheck.Interval,
+			Timeout:  s.HealthCheck.Timeout,
+			Retries:  s.HealthCheck.Retries,
+		},
+	}
+	for _, c := range s.HTTP.Certificates {
+		if c != nil {
+			out.HTTP.Certificates = append(out.HTTP.Certificates, c.ID)
+		}
+	}
+	slices.Sort(out.HTTP.Certificates)
+	if h := s.HealthCheck.HTTP; h != nil {
+		out.HealthCheck.Domain, out.HealthCheck.Path, out.HealthCheck.TLS = h.Domain, h.Path, h.TLS
+		out.HealthCheck.StatusCodes = slices.Clone(h.StatusCodes)
+	}
+	return out
+}
+
+// network returns the attachment to the network id, or nil.
+func (a *Actual) network(id int64) *AttachedNetwork {
+	for i := range a.Networks {
+		if a.Networks[i].ID == id {
+			return &a.Networks[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,269 @@
+package lbplan
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+)
+
+// Mutation is one change of a load balancer, run by the executor with one API call.
+//
+// Action is the policy action (policy.ActionLoadBalancer*), Operation the Hetzner operation
+// (also the policy input's operation and the metric label), Label a stable human label such as
+// add_service(80) used in logs, events and errors. Apply changes the policy view of the load
+// balancer the way the mutation changes the real one; it is pure.
+type Mutation interface {
+	Action() string
+	Operation() string
+	Label() string
+	Apply(lb *policy.LoadBalancer)
+}
+
+// The operations, as in policy.Input.Operation. They MUST not change: policies match on them.
+const (
+	OpCreate                 = "create"
+	OpUpdate                 = "update"
+	OpDelete                 = "delete"
+	OpChangeType             = "change_type"
+	OpChangeAlgorithm        = "change_algorithm"
+	OpChangeDNSPtr           = "change_dns_ptr"
+	OpAttachToNetwork        = "attach_to_network"
+	OpDetachFromNetwork      = "detach_from_network"
+	OpEnablePublicInterface  = "enable_public_interface"
+	OpDisablePublicInterface = "disable_public_interface"
+	OpAddService             = "add_service"
+	OpUpdateService          = "update_service"
+	OpDeleteService          = "delete_service"
+	OpAddTarget              = "add_target"
+	OpRemoveTarget           = "remove_target"
+)
+
+type update struct{}
+
+func (update) Action() string { return policy.ActionLoadBalancerUpdate }
+
+// Create creates the load balancer. Network is set when the network is attached at create
+// time (no fixed IP or subnet wanted); otherwise an AttachNetwork follows.
+type Create struct {
+	Name            string
+	Type            string
+	Location        string
+	NetworkZone     string
+	Algorithm       hcloud.LoadBalancerAlgorithmType
+	Labels          map[string]string
+	PublicInterface bool
+	IPv6            bool
+	Network         *Network
+}
+
+func (Create) Action() string    { return policy.ActionLoadBalancerCreate }
+func (Create) Operation() string { return OpCreate }
+func (m Create) Label() string   { return fmt.Sprintf("create(%s)", m.Name) }
+func (m Create) Apply(lb *policy.LoadBalancer) {
+	*lb = policy.LoadBalancer{
+		Name: m.Name, Type: m.Type, Location: m.Location, NetworkZone: m.NetworkZone,
+		Algorithm: string(m.Algorithm), PublicInterface: m.PublicInterface, IPv6: m.IPv6,
+		Labels: maps.Clone(m.Labels), Services: []policy.LBService{}, Targets: []policy.LBTarget{},
+	}
+	if m.Network != nil {
+		lb.Network = policyNetwork(m.Network)
+	}
+}
+
+// Update sets name and labels in one PUT. Labels is the whole set (the API replaces it).
+type Update struct {
+	update
+	Name   string
+	Labels map[string]string
+}
+
+func (Update) Operation() string { return OpUpdate }
+func (m Update) Label() string   { return fmt.Sprintf("update(%s)", m.Name) }
+func (m Update) Apply(lb *policy.LoadBalancer) {
+	lb.Name, lb.Labels = m.Name, maps.Clone(m.Labels)
+}
+
+// ChangeType changes the load balancer type.
+type ChangeType struct {
+	update
+	Type string
+}
+
+func (ChangeType) Operation() string               { return OpChangeType }
+func (m ChangeType) Label() string                 { return fmt.Sprintf("change_type(%s)", m.Type) }
+func (m ChangeType) Apply(lb *policy.LoadBalancer) { lb.Type = m.Type }
+
+// ChangeAlgorithm changes the balancing algorithm.
+type ChangeAlgorithm struct {
+	update
+	Algorithm hcloud.LoadBalancerAlgorithmType
+}
+
+func (ChangeAlgorithm) Operation() string { return OpChangeAlgorithm }
+func (m ChangeAlgorithm) Label() string   { return fmt.Sprintf("change_algorithm(%s)", m.Algorithm) }
+func (m ChangeAlgorithm) Apply(lb *policy.LoadBalancer) {
+	lb.Algorithm = string(m.Algorithm)
+}
+
+// ChangeDNSPtr sets the reverse DNS record of the public IPv4 (or IPv6) address; the executor
+// takes the address from the load balancer, so it also works right after Create.
+type ChangeDNSPtr struct {
+	update
+	IPv6 bool
+	Ptr  string
+}
+
+func (ChangeDNSPtr) Operation() string { return OpChangeDNSPtr }
+func (m ChangeDNSPtr) Label() string {
+	if m.IPv6 {
+		return "change_dns_ptr(ipv6)"
+	}
+	return "change_dns_ptr(ipv4)"
+}
+func (ChangeDNSPtr) Apply(*policy.LoadBalancer) {} // the policy view has no PTR records
+
+// AttachNetwork attaches the load balancer to the network.
+type AttachNetwork struct {
+	update
+	Network Network
+}
+
+func (AttachNetwork) Operation() string { return OpAttachToNetwork }
+func (m AttachNetwork) Label() string   { return fmt.Sprintf("attach_to_network(%d)", m.Network.ID) }
+func (m AttachNetwork) Apply(lb *policy.LoadBalancer) {
+	lb.Network = policyNetwork(&m.Network)
+}
+
+// DetachNetwork detaches the load balancer from a network.
+type DetachNetwork struct {
+	update
+	NetworkID int64
+}
+
+func (DetachNetwork) Operation() string { return OpDetachFromNetwork }
+func (m DetachNetwork) Label() string   { return fmt.Sprintf("detach_from_network(%d)", m.NetworkID) }
+func (m DetachNetwork) Apply(lb *policy.LoadBalancer) {
+	if lb.Network != nil && lb.Network.ID == m.NetworkID {
+		lb.Network = nil
+	}
+}
+
+// EnablePublicInterface enables the public interface.
+type EnablePublicInterface struct{ update }
+
+func (EnablePublicInterface) Operation() string             { return OpEnablePublicInterface }
+func (EnablePublicInterface) Label() string                 { return OpEnablePublicInterface }
+func (EnablePublicInterface) Apply(lb *policy.LoadBalancer) { lb.PublicInterface = true }
+
+// DisablePublicInterface disables the public interface.
+type DisablePublicInterface struct{ update }
+
+func (DisablePublicInterface) Operation() string             { return OpDisablePublicInterface }
+func (DisablePublicInterface) Label() string                 { return OpDisablePublicInterface }
+func (DisablePublicInterface) Apply(lb *policy.LoadBalancer) { lb.PublicInterface = false }
+
+// AddService adds a listener.
+type AddService struct {
+	update
+	Service Service
+}
+
+func (AddService) Operation() string { return OpAddService }
+func (m AddService) Label() string   { return fmt.Sprintf("add_service(%d)", m.Service.ListenPort) }
+func (m AddService) Apply(lb *policy.LoadBalancer) {
+	lb.Services = setService(lb.Services, policyService(m.Service))
+}
+
+// UpdateService changes a listener; planned only when something differs.
+type UpdateService struct {
+	update
+	Service Service
+}
+
+func (UpdateService) Operation() string { return OpUpdateService }
+func (m UpdateService) Label() string   { return fmt.Sprintf("update_service(%d)", m.Service.ListenPort) }
+func (m UpdateService) Apply(lb *policy.LoadBalancer) {
+	lb.Services = setService(lb.Services, policyService(m.Service))
+}
+
+// DeleteService removes a listener.
+type DeleteService struct {
+	update
+	ListenPort int
+}
+
+func (DeleteService) Operation() string { return OpDeleteService }
+func (m DeleteService) Label() string   { return fmt.Sprintf("delete_service(%d)", m.ListenPort) }
+func (m DeleteService) Apply(lb *policy.LoadBalancer) {
+	lb.Services = slices.DeleteFunc(lb.Services, func(s policy.LBService) bool { return s.ListenPort == m.ListenPort })
+}
+
+// AddTarget adds a server target.
+type AddTarget struct {
+	update
+	Target Target
+}
+
+func (AddTarget) Operation() string { return OpAddTarget }
+func (m AddTarget) Label() string   { return fmt.Sprintf("add_target(server:%d)", m.Target.ServerID) }
+func (m AddTarget) Apply(lb *policy.LoadBalancer) {
+	lb.Targets = append(removeTarget(lb.Targets, m.Target.ServerID), policyTarget(m.Target))
+}
+
+// RemoveTarget removes a server target.
+type RemoveTarget struct {
+	update
+	Target Target
+}
+
+func (RemoveTarget) Operation() string { return OpRemoveTarget }
+func (m RemoveTarget) Label() string {
+	return fmt.Sprintf("remove_target(server:%d)", m.Target.ServerID)
+}
+func (m RemoveTarget) Apply(lb *policy.LoadBalancer) {
+	lb.Targets = removeTarget(lb.Targets, m.Target.ServerID)
+}
+
+// Delete deletes the load balancer. Its policy view keeps the load balancer being deleted as
+// load_balancer (and current), so policies can match on its name and labels.
+type Delete struct {
+	Name string
+}
+
+func (Delete) Action() string             { return policy.ActionLoadBalancerDelete }
+func (Delete) Operation() string          { return OpDelete }
+func (m Delete) Label() string            { return fmt.Sprintf("delete(%s)", m.Name) }
+func (Delete) Apply(*policy.LoadBalancer) {}
+
+func policyNetwork(n *Network) *policy.LBNetwork {
+	out := &policy.LBNetwork{ID: n.ID, IPRange: n.IPRange}
+	if n.IP != nil {
+		out.PrivateIP = n.IP.String()
+	}
+	return out
+}
+
+func policyService(s Service) policy.LBService {
+	return policy.LBService{Protocol: string(s.Protocol), ListenPort: s.ListenPort, DestinationPort: s.DestinationPort, Proxyprotocol: s.Proxyprotocol}
+}
+
+func policyTarget(t Target) policy.LBTarget {
+	return policy.LBTarget{Type: string(hcloud.LoadBalancerTargetTypeServer), ServerID: t.ServerID, UsePrivateIP: t.UsePrivateIP}
+}
+
+func setService(list []policy.LBService, s policy.LBService) []policy.LBService {
+	list = slices.DeleteFunc(list, func(x policy.LBService) bool { return x.ListenPort == s.ListenPort })
+	list = append(list, s)
+	slices.SortFunc(list, func(a, b policy.LBService) int { return cmpInt(a.ListenPort, b.ListenPort) })
+	return list
+}
+
+func removeTarget(list []policy.LBTarget, serverID int64) []policy.LBTarget {
+	return slices.DeleteFunc(list, func(t policy.LBTarget) bool {
+		return t.Type == string(hcloud.LoadBalancerTargetTypeServer) && t.ServerID == serverID
+	})
+}

@@ -1,0 +1,382 @@
+package lbplan
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+)
+
+// ErrProtected is returned by ComputeDelete for a load balancer with delete protection.
+var ErrProtected = errors.New("load balancer has delete protection")
+
+// Plan is the ordered list of mutations that turns an actual load balancer into the desired
+// one. An empty plan means nothing to do (an unchanged load balancer costs no mutation).
+type Plan struct {
+	// Actual is the load balancer the plan starts from; nil when the plan creates one.
+	Actual    *Actual
+	Mutations []Mutation
+	// SkippedTargets are wanted targets beyond the type's max_targets (MaxTargetsReached).
+	SkippedTargets []Target
+	// IPv6 is the policy view's ipv6 flag (IPv6 in the Service status).
+	IPv6 bool
+}
+
+// Empty reports whether the plan has no mutation.
+func (p Plan) Empty() bool { return len(p.Mutations) == 0 }
+
+// Labels returns the mutations' labels, in order.
+func (p Plan) Labels() []string {
+	out := make([]string, len(p.Mutations))
+	for i, m := range p.Mutations {
+		out[i] = m.Label()
+	}
+	return out
+}
+
+// Step is one mutation with its policy view: Current is the load balancer before it (nil on
+// create), LoadBalancer the load balancer after it.
+type Step struct {
+	Mutation     Mutation
+	Current      *policy.LoadBalancer
+	LoadBalancer *policy.LoadBalancer
+}
+
+// Steps applies the mutations one after the other to the policy view of the actual load
+// balancer. Each step owns its copies.
+func (p Plan) Steps() []Step {
+	var cur *policy.LoadBalancer
+	if p.Actual != nil {
+		cur = p.Actual.Policy(p.IPv6)
+	}
+	steps := make([]Step, 0, len(p.Mutations))
+	for _, m := range p.Mutations {
+		next := &policy.LoadBalancer{}
+		if cur != nil {
+			next = clonePolicy(cur)
+		}
+		m.Apply(next)
+		steps = append(steps, Step{Mutation: m, Current: clonePolicy(cur), LoadBalancer: next})
+		cur = next
+	}
+	return steps
+}
+
+// Policy returns the policy view of the load balancer; ipv6 is the view's ipv6 flag.
+func (a *Actual) Policy(ipv6 bool) *policy.LoadBalancer {
+	lb := &policy.LoadBalancer{
+		ID: a.ID, Name: a.Name, Type: a.Type, Location: a.Location, NetworkZone: a.NetworkZone,
+		Algorithm: string(a.Algorithm), PublicInterface: a.PublicInterface, IPv6: ipv6,
+		Labels: maps.Clone(a.Labels), Protected: a.Protected,
+		Services: []policy.LBService{}, Targets: []policy.LBTarget{},
+	}
+	if len(a.Networks) > 0 {
+		n := &policy.LBNetwork{ID: a.Networks[0].ID}
+		n.IPRange = a.Networks[0].IPRange
+		if a.Networks[0].IP != nil {
+			n.PrivateIP = a.Networks[0].IP.String()
+		}
+		lb.Network = n
+	}
+	for _, s := range a.Services {
+		lb.Services = append(lb.Services, policyService(s))
+	}
+	for _, t := range a.Targets {
+		lb.Targets = append(lb.Targets, policyTarget(t))
+	}
+	return lb
+}
+
+func clonePolicy(lb *policy.LoadBalancer) *policy.LoadBalancer {
+	if lb == nil {
+		return nil
+	}
+	c := *lb
+	c.Labels = maps.Clone(lb.Labels)
+	c.Services = slices.Clone(lb.Services)
+	c.Targets = slices.Clone(lb.Targets)
+	if lb.Network != nil {
+		n := *lb.Network
+		c.Network = &n
+	}
+	return &c
+}
+
+// Compute plans the mutations that turn actual (nil: none exists) into d. It is pure.
+//
+// Order: create; update (name, labels); change_type; change_algorithm; enable_public_interface;
+// detach_from_network; attach_to_network; change_dns_ptr; remove_target; delete_service;
+// update_service; add_service; add_target; disable_public_interface — so that targets are on
+// private IPs before the public interface goes away, and a listener is gone before its port is
+// reused.
+//
+// # Errors
+//
+// Invalid desired states (no UID label, no location on create) and changes that are not allowed
+// on an existing load balancer (location, network zone).
+func Compute(d Desired, actual *Actual) (Plan, error) {
+	if d.Labels[LabelServiceUID] == "" {
+		return Plan{}, fmt.Errorf("desired load balancer has no %s label", LabelServiceUID)
+	}
+	if d.Name == "" {
+		return Plan{}, errors.New("desired load balancer has no name")
+	}
+	p := Plan{Actual: actual, IPv6: !d.Status.DisableIPv6}
+	if actual == nil {
+		return planCreate(d, p)
+	}
+	if err := checkCreateOnly(d, actual); err != nil {
+		return Plan{}, err
+	}
+	add := func(ms ...Mutation) { p.Mutations = append(p.Mutations, ms...) }
+	add(planUpdate(d, actual)...)
+	if d.TypeFromAnnotation && d.Type != actual.Type {
+		add(ChangeType{Type: d.Type})
+	}
+	if d.Algorithm != actual.Algorithm {
+		add(ChangeAlgorithm{Algorithm: d.Algorithm})
+	}
+	if d.PublicInterface && !actual.PublicInterface {
+		add(EnablePublicInterface{})
+	}
+	add(planNetwork(d, actual)...)
+	add(planDNSPtr(d, actual)...)
+	removes, adds, skipped := planTargets(d, actual)
+	add(removes...)
+	add(planServices(d, actual)...)
+	add(adds...)
+	p.SkippedTargets = skipped
+	if !d.PublicInterface && actual.PublicInterface {
+		add(DisablePublicInterface{})
+	}
+	return p, nil
+}
+
+// ComputeDelete plans the deletion of actual (nil: nothing to delete). A protected load balancer
+// is not deleted: a wrapped ErrProtected is returned.
+func ComputeDelete(actual *Actual) (Plan, error) {
+	if actual == nil {
+		return Plan{}, nil
+	}
+	if actual.Protected {
+		return Plan{}, fmt.Errorf("load balancer %s (%d): %w; remove the protection to let the CCM delete it", actual.Name, actual.ID, ErrProtected)
+	}
+	return Plan{Actual: actual, IPv6: true, Mutations: []Mutation{Delete{Name: actual.Name}}}, nil
+}
+
+func planCreate(d Desired, p Plan) (Plan, error) {
+	if d.Location == "" && d.NetworkZone == "" {
+		return Plan{}, fmt.Errorf("neither %q nor %q is set (nor HCLOUD_LOAD_BALANCERS_LOCATION or HCLOUD_LOAD_BALANCERS_NETWORK_ZONE): set one to create the load balancer",
+			annotation.LBLocation, annotation.LBNetworkZone)
+	}
+	c := Create{
+		Name: d.Name, Type: d.Type, Location: d.Location, NetworkZone: d.NetworkZone,
+		Algorithm: d.Algorithm, Labels: maps.Clone(d.Labels), PublicInterface: true, IPv6: p.IPv6,
+	}
+	attachLater := d.Network != nil && (d.Network.IP != nil || d.Network.Subnet != nil)
+	if d.Network != nil && !attachLater {
+		n := *d.Network
+		c.Network = &n
+		c.PublicInterface = d.PublicInterface
+	}
+	p.Mutations = append(p.Mutations, c)
+	if attachLater {
+		p.Mutations = append(p.Mutations, AttachNetwork{Network: *d.Network})
+	}
+	p.Mutations = append(p.Mutations, planDNSPtr(d, &Actual{})...)
+	for _, s := range d.Services {
+		p.Mutations = append(p.Mutations, AddService{Service: s})
+	}
+	_, adds, skipped := planTargets(d, &Actual{})
+	p.Mutations = append(p.Mutations, adds...)
+	p.SkippedTargets = skipped
+	if c.PublicInterface && !d.PublicInterface {
+		p.Mutations = append(p.Mutations, DisablePublicInterface{})
+	}
+	return p, nil
+}
+
+// checkCreateOnly rejects a location or network zone annotation that differs from the
+// existing load balancer: moving needs a delete and a create (new IPs), which the CCM never
+// does on its own.
+func checkCreateOnly(d Desired, a *Actual) error {
+	if d.LocationFromAnnotation && d.Location != a.Location {
+		return fmt.Errorf("invalid value for %q: %q: location cannot be changed on an existing load balancer (create-time only; it is in %q)",
+			annotation.LBLocation, d.Location, a.Location)
+	}
+	if d.NetworkZoneFromAnnot && d.NetworkZone != a.NetworkZone {
+		return fmt.Errorf("invalid value for %q: %q: network zone cannot be changed on an existing load balancer (create-time only; it is in %q)",
+			annotation.LBNetworkZone, d.NetworkZone, a.NetworkZone)
+	}
+	return nil
+}
+
+// planUpdate renames and (re-)labels in one PUT. Existing labels are kept; the desired labels
+// (the UID label) are set on top, so the UID label is never removed.
+func planUpdate(d Desired, a *Actual) []Mutation {
+	labels := maps.Clone(a.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, d.Labels)
+	name := a.Name
+	if d.Rename {
+		name = d.Name
+	}
+	if name == a.Name && maps.Equal(labels, a.Labels) {
+		return nil
+	}
+	return []Mutation{Update{Name: name, Labels: labels}}
+}
+
+// planNetwork detaches from other networks and from the cluster network when the private IP
+// differs (official), then attaches.
+func planNetwork(d Desired, a *Actual) []Mutation {
+	if d.Network == nil {
+		return nil
+	}
+	var out []Mutation
+	attached := false
+	for _, n := range a.Networks {
+		switch {
+		case n.ID != d.Network.ID:
+			out = append(out, DetachNetwork{NetworkID: n.ID})
+		case d.Network.IP != nil && !d.Network.IP.Equal(n.IP):
+			out = append(out, DetachNetwork{NetworkID: n.ID})
+		default:
+			attached = true
+		}
+	}
+	if !attached {
+		out = append(out, AttachNetwork{Network: *d.Network})
+	}
+	return out
+}
+
+func planDNSPtr(d Desired, a *Actual) []Mutation {
+	var out []Mutation
+	if d.IPv4RDNS != nil && *d.IPv4RDNS != a.IPv4RDNS {
+		out = append(out, ChangeDNSPtr{Ptr: *d.IPv4RDNS})
+	}
+	if d.IPv6RDNS != nil && *d.IPv6RDNS != a.IPv6RDNS {
+		out = append(out, ChangeDNSPtr{IPv6: true, Ptr: *d.IPv6RDNS})
+	}
+	return out
+}
+
+// planTargets removes unwanted targets and those whose use_private_ip flips (remove + add),
+// and adds wanted ones up to max_targets; the rest are skipped.
+func planTargets(d Desired, a *Actual) (removes, adds []Mutation, skipped []Target) {
+	want := map[int64]Target{}
+	for _, t := range d.Targets {
+		want[t.ServerID] = t
+	}
+	have := map[int64]bool{}
+	for _, t := range a.Targets {
+		w, ok := want[t.ServerID]
+		if ok && w.UsePrivateIP == t.UsePrivateIP {
+			have[t.ServerID] = true
+			continue
+		}
+		removes = append(removes, RemoveTarget{Target: t})
+	}
+	limit := d.MaxTargets
+	if limit == 0 {
+		limit = a.MaxTargets
+	}
+	count := len(have) + a.OtherTargets
+	for _, t := range d.Targets {
+		if have[t.ServerID] {
+			continue
+		}
+		if limit > 0 && count >= limit {
+			skipped = append(skipped, t)
+			continue
+		}
+		adds = append(adds, AddTarget{Target: t})
+		count++
+	}
+	return removes, adds, skipped
+}
+
+// planServices deletes listeners on ports no longer wanted, updates those that differ and
+// adds new ones.
+func planServices(d Desired, a *Actual) []Mutation {
+	var dels, ups, adds []Mutation
+	have := map[int]Service{}
+	for _, s := range a.Services {
+		have[s.ListenPort] = s
+	}
+	want := map[int]bool{}
+	for _, s := range d.Services {
+		want[s.ListenPort] = true
+		cur, ok := have[s.ListenPort]
+		switch {
+		case !ok:
+			adds = append(adds, AddService{Service: s})
+		case !serviceMatches(s, cur):
+			ups = append(ups, UpdateService{Service: s})
+		}
+	}
+	for _, s := range a.Services {
+		if !want[s.ListenPort] {
+			dels = append(dels, DeleteService{ListenPort: s.ListenPort})
+		}
+	}
+	return slices.Concat(dels, ups, adds)
+}
+
+// serviceMatches reports whether the actual listener already is what the desired one asks
+// for. Optional desired fields (zero values) are not compared.
+func serviceMatches(want, have Service) bool {
+	if want.Protocol != have.Protocol || want.DestinationPort != have.DestinationPort || want.Proxyprotocol != have.Proxyprotocol {
+		return false
+	}
+	if isHTTP(want.Protocol) && !httpMatches(want.Protocol, want.HTTP, have.HTTP) {
+		return false
+	}
+	return healthCheckMatches(want.HealthCheck, have.HealthCheck)
+}
+
+func isHTTP(p hcloud.LoadBalancerServiceProtocol) bool {
+	return p == hcloud.LoadBalancerServiceProtocolHTTP || p == hcloud.LoadBalancerServiceProtocolHTTPS
+}
+
+func httpMatches(proto hcloud.LoadBalancerServiceProtocol, want, have HTTP) bool {
+	switch {
+	case want.StickySessions != have.StickySessions,
+		want.CookieName != "" && want.CookieName != have.CookieName,
+		want.CookieLifetime != 0 && want.CookieLifetime != have.CookieLifetime,
+		want.TimeoutIdle != 0 && want.TimeoutIdle != have.TimeoutIdle:
+		return false
+	}
+	if proto == hcloud.LoadBalancerServiceProtocolHTTPS {
+		return want.RedirectHTTP == have.RedirectHTTP && slices.Equal(want.Certificates, have.Certificates)
+	}
+	return true
+}
+
+func healthCheckMatches(want, have HealthCheck) bool {
+	switch {
+	case want.Protocol != have.Protocol, want.Port != have.Port,
+		want.Interval != 0 && want.Interval != have.Interval,
+		want.Timeout != 0 && want.Timeout != have.Timeout,
+		want.Retries != 0 && want.Retries != have.Retries:
+		return false
+	}
+	if !isHTTP(want.Protocol) {
+		return true
+	}
+	switch {
+	case want.Domain != "" && want.Domain != have.Domain,
+		want.Path != "" && want.Path != have.Path,
+		want.StatusCodes != nil && !slices.Equal(want.StatusCodes, have.StatusCodes):
+		return false
+	}
+	return want.Protocol != hcloud.LoadBalancerServiceProtocolHTTPS || want.TLS == have.TLS
+}

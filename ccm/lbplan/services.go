@@ -1,0 +1,151 @@
+package lbplan
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+)
+
+// ErrManagedCertificates is returned for certificate-type managed, which this CCM does not
+// create yet: failing loudly beats serving https without the certificate the Service asks for.
+var ErrManagedCertificates = errors.New("managed certificates are not supported by this CCM yet: use uploaded certificates (http-certificates)")
+
+// desiredServices builds one listener per TCP Service port; other protocols are reported in
+// UnsupportedPorts (event UnsupportedProtocolConfigured), as the official CCM does.
+func desiredServices(d *Desired, in Input) error {
+	tmpl, err := serviceTemplate(in)
+	if err != nil {
+		return err
+	}
+	hcPort, err := annotation.LBSvcHealthCheckPort.Port(in.Service)
+	if err != nil && isSet(err) {
+		return err
+	}
+	for _, p := range in.Service.Spec.Ports {
+		if p.Protocol != "" && p.Protocol != corev1.ProtocolTCP {
+			d.UnsupportedPorts = append(d.UnsupportedPorts, p)
+			continue
+		}
+		if p.NodePort == 0 {
+			return fmt.Errorf("service port %d has no node port: set spec.allocateLoadBalancerNodePorts to true", p.Port)
+		}
+		s := tmpl
+		s.ListenPort, s.DestinationPort = int(p.Port), int(p.NodePort)
+		s.HealthCheck.Port = int(p.NodePort)
+		if hcPort != 0 {
+			s.HealthCheck.Port = hcPort
+		}
+		s.HTTP.Certificates = slices.Clone(tmpl.HTTP.Certificates)
+		s.HealthCheck.StatusCodes = slices.Clone(tmpl.HealthCheck.StatusCodes)
+		d.Services = append(d.Services, s)
+	}
+	slices.SortFunc(d.Services, func(a, b Service) int { return cmpInt(a.ListenPort, b.ListenPort) })
+	for i := 1; i < len(d.Services); i++ {
+		if d.Services[i].ListenPort == d.Services[i-1].ListenPort {
+			return fmt.Errorf("service port %d is used twice", d.Services[i].ListenPort)
+		}
+	}
+	return nil
+}
+
+// serviceTemplate reads the annotations shared by every listener.
+func serviceTemplate(in Input) (Service, error) {
+	svc, def := in.Service, in.Defaults
+	var s Service
+	var err error
+	p, err := annotation.LBSvcProtocol.Protocol(svc)
+	if s.Protocol, err = pick(p, err, hcloud.LoadBalancerServiceProtocolTCP); err != nil {
+		return s, err
+	}
+	if s.Proxyprotocol, err = boolOr(annotation.LBSvcProxyProtocol, svc, derefOr(def.UsesProxyProtocol)); err != nil {
+		return s, err
+	}
+	if s.HTTP, err = httpSettings(in, s.Protocol); err != nil {
+		return s, err
+	}
+	s.HealthCheck, err = healthCheck(in)
+	return s, err
+}
+
+func httpSettings(in Input, proto hcloud.LoadBalancerServiceProtocol) (HTTP, error) {
+	svc := in.Service
+	var h HTTP
+	var err error
+	name, err := annotation.LBSvcHTTPCookieName.NonEmptyString(svc)
+	if h.CookieName, err = pick(name, err, ""); err != nil {
+		return h, err
+	}
+	life, err := annotation.LBSvcHTTPCookieLifetime.Duration(svc)
+	if h.CookieLifetime, err = pick(life, err, 0); err != nil {
+		return h, err
+	}
+	idle, err := annotation.LBSvcHTTPTimeoutIdle.Duration(svc)
+	if h.TimeoutIdle, err = pick(idle, err, 0); err != nil {
+		return h, err
+	}
+	if h.RedirectHTTP, err = boolOr(annotation.LBSvcRedirectHTTP, svc, false); err != nil {
+		return h, err
+	}
+	if h.StickySessions, err = boolOr(annotation.LBSvcHTTPStickySessions, svc, false); err != nil {
+		return h, err
+	}
+	ct, err := annotation.LBSvcHTTPCertificateType.CertificateType(svc)
+	if ct, err = pick(ct, err, hcloud.CertificateTypeUploaded); err != nil {
+		return h, err
+	}
+	if proto == hcloud.LoadBalancerServiceProtocolHTTPS {
+		if ct == hcloud.CertificateTypeManaged {
+			return h, fmt.Errorf("%q: %w", annotation.LBSvcHTTPCertificateType, ErrManagedCertificates)
+		}
+		if len(in.CertificateIDs) == 0 {
+			return h, fmt.Errorf("%q is https: set %q to the IDs or names of uploaded certificates", annotation.LBSvcProtocol, annotation.LBSvcHTTPCertificates)
+		}
+		h.Certificates = slices.Sorted(slices.Values(in.CertificateIDs))
+		h.Certificates = slices.Compact(h.Certificates)
+	}
+	return h, nil
+}
+
+func healthCheck(in Input) (HealthCheck, error) {
+	svc, def := in.Service, in.Defaults
+	var hc HealthCheck
+	var err error
+	hp, err := annotation.LBSvcHealthCheckProtocol.Protocol(svc)
+	if hc.Protocol, err = pick(hp, err, hcloud.LoadBalancerServiceProtocolTCP); err != nil {
+		return hc, err
+	}
+	iv, err := annotation.LBSvcHealthCheckInterval.Duration(svc)
+	if hc.Interval, err = pick(iv, err, def.HealthCheckInterval); err != nil {
+		return hc, err
+	}
+	to, err := annotation.LBSvcHealthCheckTimeout.Duration(svc)
+	if hc.Timeout, err = pick(to, err, def.HealthCheckTimeout); err != nil {
+		return hc, err
+	}
+	re, err := annotation.LBSvcHealthCheckRetries.Int(svc)
+	if hc.Retries, err = pick(re, err, def.HealthCheckRetries); err != nil {
+		return hc, err
+	}
+	if hc.Retries < 0 {
+		return hc, fmt.Errorf("invalid value for %q: %d (expect a non-negative integer)", annotation.LBSvcHealthCheckRetries, hc.Retries)
+	}
+	dom, err := annotation.LBSvcHealthCheckHTTPDomain.NonEmptyString(svc)
+	if hc.Domain, err = pick(dom, err, ""); err != nil {
+		return hc, err
+	}
+	path, err := annotation.LBSvcHealthCheckHTTPPath.NonEmptyString(svc)
+	if hc.Path, err = pick(path, err, ""); err != nil {
+		return hc, err
+	}
+	codes, err := annotation.LBSvcHealthCheckHTTPStatusCodes.CSV(svc)
+	if hc.StatusCodes, err = pick(codes, err, nil); err != nil {
+		return hc, err
+	}
+	hc.TLS, err = boolOr(annotation.LBSvcHealthCheckHTTPValidateCertificate, svc, false)
+	return hc, err
+}
