@@ -1,0 +1,195 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
+)
+
+// rendered is the output of `kubectl kustomize`, split by kind.
+type rendered struct {
+	kinds        []string // "Kind/namespace/name", in output order
+	deployment   *appsv1.Deployment
+	configMaps   map[string]*corev1.ConfigMap
+	clusterRoles map[string]*rbacv1.ClusterRole
+}
+
+func render(t *testing.T, dir string) rendered {
+	t.Helper()
+	out := harness.Kustomize(t, dir)
+	r := rendered{configMaps: map[string]*corev1.ConfigMap{}, clusterRoles: map[string]*rbacv1.ClusterRole{}}
+	for _, doc := range strings.Split(out, "\n---\n") {
+		var meta struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name      string `json:"name"`
+				Namespace string `json:"namespace"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("parse kustomize output of %s: %v\n%s", dir, err, doc)
+		}
+		r.kinds = append(r.kinds, meta.Kind+"/"+meta.Metadata.Namespace+"/"+meta.Metadata.Name)
+		var target any
+		switch meta.Kind {
+		case "Deployment":
+			r.deployment = &appsv1.Deployment{}
+			target = r.deployment
+		case "ConfigMap":
+			cm := &corev1.ConfigMap{}
+			r.configMaps[meta.Metadata.Name] = cm
+			target = cm
+		case "ClusterRole":
+			cr := &rbacv1.ClusterRole{}
+			r.clusterRoles[meta.Metadata.Name] = cr
+			target = cr
+		default:
+			continue
+		}
+		if err := yaml.UnmarshalStrict([]byte(doc), target); err != nil {
+			t.Fatalf("parse %s %s: %v", meta.Kind, meta.Metadata.Name, err)
+		}
+	}
+	return r
+}
+
+// TestDeployRenders checks that `kubectl kustomize deploy/` (plain, default load restrictions)
+// renders the objects an operator expects, with the hardening the Deployment promises.
+func TestDeployRenders(t *testing.T) {
+	r := render(t, deployDir)
+	wantKinds := []string{
+		"ServiceAccount/kube-system/hcloud-cloud-controller-manager",
+		"Role/kube-system/hcloud-policy-ccm",
+		"ClusterRole//system:hcloud-policy-ccm",
+		"RoleBinding/kube-system/hcloud-policy-ccm",
+		"RoleBinding/kube-system/hcloud-policy-ccm:extension-apiserver-authentication-reader",
+		"ClusterRoleBinding//system:hcloud-policy-ccm",
+		"ConfigMap/kube-system/hcloud-ccm-policies",
+		"Deployment/kube-system/hcloud-cloud-controller-manager",
+	}
+	if diff := cmp.Diff(wantKinds, r.kinds); diff != "" {
+		t.Errorf("objects of kubectl kustomize %s (-want +got):\n%s", deployDir, diff)
+	}
+	if _, ok := r.configMaps[policyConfigMap]; !ok {
+		t.Errorf("no ConfigMap %s (without a hash suffix: the CCM watches it by name)", policyConfigMap)
+	}
+	for _, rule := range r.clusterRoles["system:hcloud-policy-ccm"].Rules {
+		for _, v := range rule.Verbs {
+			if v == "*" {
+				t.Errorf("ClusterRole rule %+v grants every verb", rule)
+			}
+		}
+	}
+
+	d := r.deployment
+	if d == nil {
+		t.Fatal("no Deployment rendered")
+	}
+	pod := d.Spec.Template.Spec
+	if pod.ServiceAccountName != ccmServiceAccount {
+		t.Errorf("serviceAccountName = %q, want %q", pod.ServiceAccountName, ccmServiceAccount)
+	}
+	if pod.HostNetwork {
+		t.Error("the base Deployment uses hostNetwork; only deploy/networks should")
+	}
+	if len(pod.Containers) != 1 {
+		t.Fatalf("%d containers, want 1", len(pod.Containers))
+	}
+	ctr := pod.Containers[0]
+	for _, arg := range []string{
+		"--cloud-provider=hcloud", "--allow-untagged-cloud", "--leader-elect=true",
+		"--policy-configmap=kube-system/hcloud-ccm-policies", "--policy-mode=enforce",
+	} {
+		if !slices.Contains(ctr.Args, arg) {
+			t.Errorf("container args %v lack %s", ctr.Args, arg)
+		}
+	}
+	sc := ctr.SecurityContext
+	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+		sc.Capabilities == nil || !cmp.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("container securityContext = %+v, want read-only root, no privilege escalation, drop ALL", sc)
+	}
+	psc := pod.SecurityContext
+	if psc == nil || psc.RunAsUser == nil || *psc.RunAsUser != 65532 || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot ||
+		psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("pod securityContext = %+v, want non-root 65532 and seccomp RuntimeDefault", psc)
+	}
+	for _, p := range []*corev1.Probe{ctr.LivenessProbe, ctr.ReadinessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.IntValue() != 10258 || p.HTTPGet.Scheme != corev1.URISchemeHTTPS {
+			t.Errorf("probe = %+v, want HTTPS GET /healthz on 10258", p)
+		}
+	}
+	if env := envByName(ctr.Env, "HCLOUD_TOKEN"); env == nil || env.ValueFrom == nil || env.ValueFrom.SecretKeyRef == nil ||
+		env.ValueFrom.SecretKeyRef.Name != "hcloud" || env.ValueFrom.SecretKeyRef.Key != "token" {
+		t.Errorf("HCLOUD_TOKEN = %+v, want Secret hcloud key token", env)
+	}
+	if env := envByName(ctr.Env, "HCLOUD_NETWORK"); env == nil || env.ValueFrom == nil || env.ValueFrom.SecretKeyRef == nil ||
+		env.ValueFrom.SecretKeyRef.Optional == nil || !*env.ValueFrom.SecretKeyRef.Optional {
+		t.Errorf("HCLOUD_NETWORK = %+v, want optional Secret hcloud key network", env)
+	}
+	var plugins *corev1.Volume
+	for i := range pod.Volumes {
+		if pod.Volumes[i].Name == "plugins" {
+			plugins = &pod.Volumes[i]
+		}
+	}
+	if plugins == nil || plugins.ConfigMap == nil || plugins.ConfigMap.Name != "hcloud-ccm-plugins" ||
+		plugins.ConfigMap.Optional == nil || !*plugins.ConfigMap.Optional {
+		t.Errorf("plugins volume = %+v, want optional ConfigMap hcloud-ccm-plugins", plugins)
+	}
+	wantTolerations := []string{
+		"node.cloudprovider.kubernetes.io/uninitialized", "CriticalAddonsOnly",
+		"node-role.kubernetes.io/control-plane", "node.kubernetes.io/not-ready",
+	}
+	var gotTolerations []string
+	for _, tol := range pod.Tolerations {
+		gotTolerations = append(gotTolerations, tol.Key)
+	}
+	if diff := cmp.Diff(wantTolerations, gotTolerations); diff != "" {
+		t.Errorf("tolerations (-want +got):\n%s", diff)
+	}
+}
+
+// TestDeployNetworksRenders checks the private-network variant: hostNetwork, pod CIDR
+// allocation, and a required HCLOUD_NETWORK.
+func TestDeployNetworksRenders(t *testing.T) {
+	r := render(t, deployDir+"/networks")
+	d := r.deployment
+	if d == nil {
+		t.Fatal("no Deployment rendered")
+	}
+	pod := d.Spec.Template.Spec
+	if !pod.HostNetwork {
+		t.Error("hostNetwork is off, want on")
+	}
+	ctr := pod.Containers[0]
+	for _, arg := range []string{"--allocate-node-cidrs=true", "--cluster-cidr=10.244.0.0/16", "--cloud-provider=hcloud"} {
+		if !slices.Contains(ctr.Args, arg) {
+			t.Errorf("container args %v lack %s", ctr.Args, arg)
+		}
+	}
+	if env := envByName(ctr.Env, "HCLOUD_NETWORK"); env == nil || env.ValueFrom == nil || env.ValueFrom.SecretKeyRef == nil ||
+		env.ValueFrom.SecretKeyRef.Key != "network" || env.ValueFrom.SecretKeyRef.Optional == nil || *env.ValueFrom.SecretKeyRef.Optional {
+		t.Errorf("HCLOUD_NETWORK = %+v, want required Secret hcloud key network", env)
+	}
+}
+
+func envByName(env []corev1.EnvVar, name string) *corev1.EnvVar {
+	for i := range env {
+		if env[i].Name == name {
+			return &env[i]
+		}
+	}
+	return nil
+}
