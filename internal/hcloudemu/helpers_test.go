@@ -2,6 +2,7 @@ package hcloudemu_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -26,10 +27,11 @@ func newClient(endpoint, token string) *hcloud.Client {
 // world is a seeded emulator: network 10.0.0.0/8 with subnet 10.0.0.0/16 in
 // eu-central, and three servers attached to it.
 type world struct {
-	emu     *hcloudemu.Emulator
-	client  *hcloud.Client
-	network int64
-	servers []int64
+	emu      *hcloudemu.Emulator
+	client   *hcloud.Client
+	endpoint string
+	network  int64
+	servers  []int64
 }
 
 func newWorld(t *testing.T, opts ...hcloudemu.Option) world {
@@ -40,7 +42,7 @@ func newWorld(t *testing.T, opts ...hcloudemu.Option) world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := world{emu: emu, client: newClient(endpoint, emu.Token()), network: nw}
+	w := world{emu: emu, client: newClient(endpoint, emu.Token()), endpoint: endpoint, network: nw}
 	for _, s := range []hcloudemu.ServerSpec{
 		{Name: "node-1", Location: "fsn1", Labels: map[string]string{"role": "worker"}, Networks: []hcloudemu.ServerNetwork{{NetworkID: nw}}},
 		{Name: "node-2", Location: "nbg1", Labels: map[string]string{"role": "worker"}, Networks: []hcloudemu.ServerNetwork{{NetworkID: nw}}},
@@ -94,4 +96,22 @@ func mustWait(t *testing.T, c *hcloud.Client, a *hcloud.Action, _ *hcloud.Respon
 	if err := c.Action.WaitFor(ctx(t), a); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func mustCIDR(t *testing.T, s string) *net.IPNet {
+	t.Helper()
+	_, n, err := net.ParseCIDR(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func mustIP(t *testing.T, s string) net.IP {
+	t.Helper()
+	ip := net.ParseIP(s)
+	if ip == nil {
+		t.Fatalf("bad IP %q", s)
+	}
+	return ip
 }
