@@ -173,3 +173,22 @@ func TestHammerGoPlugin(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestExample_WAT(t *testing.T) {
+	p, err := plugins.LoadBytes(context.Background(), "wat-labels.wasm", watLabels, plugins.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(context.Background())
+	big := nodeIn
+	big.Server.Labels = map[string]string{"k": strings.Repeat("v", 200_000)} // makes ccm_alloc grow memory
+	for _, in := range []plugins.NodeInput{nodeIn, big, nodeIn} {
+		got, err := p.NodeLabels(context.Background(), in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(map[string]string{"node.hcloud.example/plugin-language": "wat"}, got); d != "" {
+			t.Errorf("labels (-want +got):\n%s", d)
+		}
+	}
+}
