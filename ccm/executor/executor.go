@@ -1,0 +1,274 @@
+// Package executor is the policy gate and the only code of the CCM that writes to the Hetzner
+// Cloud API. Run decides every mutation of a load balancer plan before it runs the first one;
+// AddRoute and DeleteRoute gate route changes the same way.
+//
+// Start with New, then Run (load balancers) and AddRoute/DeleteRoute (routes).
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/cloud-provider/api"
+	"k8s.io/klog/v2"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+)
+
+// Event reasons. They MUST not change: operators alert on them.
+const (
+	ReasonPolicyDenied        = "PolicyDenied"
+	ReasonPolicyWarning       = "PolicyWarning"
+	ReasonPolicyDryRunDenied  = "PolicyDryRunDenied"
+	ReasonMaxTargetsReached   = "MaxTargetsReached"
+	ReasonDeleteProtected     = "DeleteProtected"
+	ReasonLoadBalancerUpdated = "LoadBalancerUpdated"
+	ReasonLoadBalancerCreated = "LoadBalancerCreated"
+	ReasonLoadBalancerDeleted = "LoadBalancerDeleted"
+	ReasonRouteCreated        = "RouteCreated"
+	ReasonRouteDeleted        = "RouteDeleted"
+)
+
+// RetryAfter is how long the service controller waits before retrying a load balancer that was
+// locked by another action or changed during the request.
+const RetryAfter = 5 * time.Second
+
+// Executor decides and runs mutations. It is safe for concurrent use.
+type Executor struct {
+	client     *hcloud.Client
+	decider    policy.Decider
+	recorder   record.EventRecorder
+	cluster    policy.Cluster
+	namespaces corelisters.NamespaceLister
+}
+
+// Option configures an Executor.
+type Option func(*Executor)
+
+// WithNamespaceLister makes policy inputs carry the labels of the Service's namespace.
+func WithNamespaceLister(l corelisters.NamespaceLister) Option {
+	return func(x *Executor) { x.namespaces = l }
+}
+
+// New returns an Executor. A nil decider allows everything (policy.AllowAll); a nil recorder
+// drops events.
+func New(client *hcloud.Client, decider policy.Decider, recorder record.EventRecorder, cluster policy.Cluster, opts ...Option) *Executor {
+	if decider == nil {
+		decider = policy.AllowAll{}
+	}
+	if recorder == nil {
+		recorder = &record.FakeRecorder{}
+	}
+	x := &Executor{client: client, decider: decider, recorder: recorder, cluster: cluster}
+	for _, o := range opts {
+		o(x)
+	}
+	return x
+}
+
+// Run decides every mutation of plan for svc and, when none is denied, runs them in order,
+// waiting for each action. It returns the load balancer after the plan: the created one, the
+// reloaded one after changes, plan.Actual's for an empty plan, nil after a delete.
+//
+// svc is read, never modified.
+//
+// # Errors
+//
+// A denial runs nothing, puts one Warning event PolicyDenied on svc and returns an error
+// wrapping policy.ErrDenied. A failed mutation stops the run; its error is prefixed with the
+// mutation's label. A load balancer locked by a running action or changed during the request
+// gives a wrapped *api.RetryError (retried after RetryAfter).
+func (x *Executor) Run(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) (*hcloud.LoadBalancer, error) {
+	var lb *hcloud.LoadBalancer
+	if plan.Actual != nil {
+		lb = plan.Actual.LoadBalancer
+	}
+	if plan.Empty() {
+		return lb, nil
+	}
+	if err := x.gate(ctx, svc, plan); err != nil {
+		return nil, err
+	}
+	var applied []string
+	for _, m := range plan.Mutations {
+		klog.InfoS("executing", "op", m.Label(), "service", klog.KObj(svc), "loadBalancer", lbName(lb, m))
+		next, err := x.apply(ctx, svc, lb, m)
+		if err != nil {
+			countMutation(m.Action(), m.Operation(), resultError)
+			x.reportApplied(svc, applied)
+			return nil, wrapAPIError(m.Label(), err)
+		}
+		countMutation(m.Action(), m.Operation(), resultSuccess)
+		applied = append(applied, m.Label())
+		lb = next
+	}
+	x.reportApplied(svc, applied)
+	if lb == nil { // deleted
+		return nil, nil
+	}
+	reloaded, _, err := x.client.LoadBalancer.GetByID(ctx, lb.ID)
+	if err != nil {
+		return nil, fmt.Errorf("reload load balancer %d: %w", lb.ID, err)
+	}
+	if reloaded == nil {
+		return nil, fmt.Errorf("reload load balancer %d: not found", lb.ID)
+	}
+	return reloaded, nil
+}
+
+func lbName(lb *hcloud.LoadBalancer, m lbplan.Mutation) string {
+	if c, ok := m.(lbplan.Create); ok {
+		return c.Name
+	}
+	if lb == nil {
+		return ""
+	}
+	return lb.Name
+}
+
+// reportApplied emits one Normal event for the changes that ran.
+func (x *Executor) reportApplied(svc *corev1.Service, applied []string) {
+	if len(applied) == 0 {
+		return
+	}
+	reason := ReasonLoadBalancerUpdated
+	switch {
+	case strings.HasPrefix(applied[0], lbplan.OpCreate+"("):
+		reason = ReasonLoadBalancerCreated
+	case strings.HasPrefix(applied[0], lbplan.OpDelete+"("):
+		reason = ReasonLoadBalancerDeleted
+	}
+	x.recorder.Eventf(svc, corev1.EventTypeNormal, reason, "applied: %s", strings.Join(applied, ", "))
+}
+
+// gate decides every step of plan; see Run.
+func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) error {
+	service := x.policyService(svc)
+	var denied, dryRun, warnings []string
+	var deniedSteps []lbplan.Mutation
+	for _, st := range plan.Steps() {
+		in := policy.Input{
+			Version:      policy.InputVersion,
+			Action:       st.Mutation.Action(),
+			Operation:    st.Mutation.Operation(),
+			Cluster:      x.cluster,
+			Service:      service,
+			LoadBalancer: st.LoadBalancer,
+			Current:      st.Current,
+		}
+		if st.Mutation.Action() == policy.ActionLoadBalancerDelete {
+			in.LoadBalancer = st.Current
+		}
+		d := x.decider.Decide(ctx, in)
+		label := st.Mutation.Label()
+		warnings = append(warnings, messages(label, d.Warn)...)
+		switch {
+		case !d.Allowed:
+			denied = append(denied, messages(label, denyMessages(d))...)
+			deniedSteps = append(deniedSteps, st.Mutation)
+		case len(d.Deny) > 0:
+			dryRun = append(dryRun, messages(label, d.Deny)...)
+		}
+	}
+	if len(warnings) > 0 {
+		x.recorder.Event(svc, corev1.EventTypeWarning, ReasonPolicyWarning, strings.Join(warnings, "; "))
+	}
+	if len(dryRun) > 0 {
+		x.recorder.Event(svc, corev1.EventTypeWarning, ReasonPolicyDryRunDenied, "would be denied (dry run): "+strings.Join(dryRun, "; "))
+	}
+	if len(denied) == 0 {
+		return nil
+	}
+	for _, m := range deniedSteps {
+		countMutation(m.Action(), m.Operation(), resultDenied)
+	}
+	msg := strings.Join(denied, "; ")
+	x.recorder.Event(svc, corev1.EventTypeWarning, ReasonPolicyDenied, "nothing changed: "+msg)
+	// Use %w deliberately: callers and tests match policy.ErrDenied, and the service controller
+	// retries the returned error with backoff.
+	return fmt.Errorf("%d of %d changes denied, nothing changed: %s: %w", len(deniedSteps), len(plan.Mutations), msg, policy.ErrDenied)
+}
+
+func denyMessages(d policy.Decision) []policy.Message {
+	if len(d.Deny) > 0 {
+		return d.Deny
+	}
+	if d.Err != nil {
+		return []policy.Message{{Msg: "policy evaluation failed: " + d.Err.Error()}}
+	}
+	return []policy.Message{{Msg: "denied"}}
+}
+
+func messages(label string, ms []policy.Message) []string {
+	out := make([]string, 0, len(ms))
+	for _, m := range ms {
+		s := label + ": " + m.Msg
+		if m.Code != "" {
+			s += " (" + m.Code + ")"
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// policyService is the policy view of svc.
+func (x *Executor) policyService(svc *corev1.Service) *policy.Service {
+	if svc == nil {
+		return nil
+	}
+	s := &policy.Service{
+		Namespace:                svc.Namespace,
+		Name:                     svc.Name,
+		UID:                      string(svc.UID),
+		Labels:                   copyMap(svc.Labels),
+		Annotations:              copyMap(svc.Annotations),
+		Ports:                    []policy.ServicePort{},
+		LoadBalancerSourceRanges: append([]string{}, svc.Spec.LoadBalancerSourceRanges...),
+		ExternalTrafficPolicy:    string(svc.Spec.ExternalTrafficPolicy),
+	}
+	for _, p := range svc.Spec.Ports {
+		s.Ports = append(s.Ports, policy.ServicePort{Name: p.Name, Protocol: string(p.Protocol), Port: p.Port, NodePort: p.NodePort})
+	}
+	if x.namespaces != nil {
+		if ns, err := x.namespaces.Get(svc.Namespace); err == nil {
+			s.NamespaceLabels = copyMap(ns.Labels)
+		} else {
+			klog.V(2).InfoS("namespace labels unavailable for policy input", "namespace", svc.Namespace, "err", err)
+		}
+	}
+	return s
+}
+
+func copyMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// wrapAPIError prefixes err with the mutation label; locked and conflict become retry errors.
+func wrapAPIError(label string, err error) error {
+	if hcloud.IsError(err, hcloud.ErrorCodeLocked, hcloud.ErrorCodeConflict) {
+		return fmt.Errorf("%s: %w", label, api.NewRetryError(fmt.Sprintf("load balancer busy, retrying in %s: %v", RetryAfter, err), RetryAfter))
+	}
+	return fmt.Errorf("%s: %w", label, err)
+}
+
+// nodeRef references a Node by name for events.
+func nodeRef(name string) runtime.Object {
+	return &corev1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}
+}
+
+// errNoLoadBalancer is returned when a mutation needs a load balancer the plan has not got.
+var errNoLoadBalancer = errors.New("no load balancer to change: the plan must start with create")
