@@ -130,7 +130,10 @@ func (e *Emulator) createCertificate(r *http.Request) (int, any, error) {
 		e.st.certs[c.ID] = c
 		e.st.issuing[c.ID] = a.id
 		act := a.renderStarted()
-		return http.StatusCreated, schema.CertificateCreateResponse{Certificate: e.renderCert(c), Action: &act}, nil
+		// Like the action, the reply shows the state at the start: pending.
+		rendered := e.renderCert(c)
+		rendered.Status = &schema.CertificateStatusRef{Issuance: "pending", Renewal: "unavailable"}
+		return http.StatusCreated, schema.CertificateCreateResponse{Certificate: rendered, Action: &act}, nil
 	default:
 		return 0, nil, errInvalid("type", "type must be uploaded or managed, got %q", req.Type)
 	}
