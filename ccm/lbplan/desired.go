@@ -304,19 +304,26 @@ func desiredRDNS(d *Desired, in Input) error {
 
 func desiredStatus(d *Desired, in Input) error {
 	var err error
-	o := &d.Status
-	if o.DisableIPv6, err = boolOr(annotation.LBIPv6Disabled, in.Service, in.Defaults.DisableIPv6); err != nil {
-		return err
-	}
-	if o.DisablePrivateIngress, err = boolOr(annotation.LBDisablePrivateIngress, in.Service, in.Defaults.DisablePrivateIngress); err != nil {
-		return err
-	}
-	if o.ProxyProtocol, err = boolOr(annotation.LBSvcProxyProtocol, in.Service, derefOr(in.Defaults.UsesProxyProtocol)); err != nil {
-		return err
-	}
-	h, err := annotation.LBHostname.NonEmptyString(in.Service)
-	o.Hostname, err = pick(h, err, "")
+	d.Status, err = NewStatusOptions(in.Service, in.Defaults)
 	return err
+}
+
+// NewStatusOptions reads the annotations (and defaults) that shape the Service status.
+func NewStatusOptions(svc *corev1.Service, defaults config.LoadBalancer) (StatusOptions, error) {
+	var o StatusOptions
+	var err error
+	if o.DisableIPv6, err = boolOr(annotation.LBIPv6Disabled, svc, defaults.DisableIPv6); err != nil {
+		return o, err
+	}
+	if o.DisablePrivateIngress, err = boolOr(annotation.LBDisablePrivateIngress, svc, defaults.DisablePrivateIngress); err != nil {
+		return o, err
+	}
+	if o.ProxyProtocol, err = boolOr(annotation.LBSvcProxyProtocol, svc, derefOr(defaults.UsesProxyProtocol)); err != nil {
+		return o, err
+	}
+	h, err := annotation.LBHostname.NonEmptyString(svc)
+	o.Hostname, err = pick(h, err, "")
+	return o, err
 }
 
 func desiredTargets(d *Desired, in Input) error {

@@ -1,0 +1,367 @@
+// Package loadbalancer implements cloudprovider.LoadBalancer for Hetzner Cloud: it finds the
+// load balancer of a Service by the hcloud-ccm/service-uid label, builds the desired state
+// (lbplan), and hands the plan to the executor, the only code that writes to the API.
+//
+// Start with New.
+package loadbalancer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/klog/v2"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/providerid"
+	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
+)
+
+// Event reasons. They MUST not change: operators alert on them.
+const (
+	ReasonInvalidAnnotation             = "InvalidAnnotation"
+	ReasonPluginFailed                  = "PluginFailed"
+	ReasonUnsupportedProtocolConfigured = "UnsupportedProtocolConfigured"
+	ReasonLoadBalancerTypeUnconfigured  = "LoadBalancerTypeUnconfigured"
+	ReasonLoadBalancerTypeDeprecated    = "LoadBalancerTypeDeprecated"
+	ReasonUnknownProviderIDPrefix       = "UnknownProviderIDPrefix"
+	ReasonMaxTargetsReached             = executor.ReasonMaxTargetsReached
+	ReasonDeleteProtected               = executor.ReasonDeleteProtected
+)
+
+// ErrNonUniqueResult is returned when more than one load balancer carries a Service's UID label.
+var ErrNonUniqueResult = errors.New("more than one load balancer carries the service's UID label")
+
+// Namer is the naming plugin as this package uses it (consumer-side interface).
+type Namer interface {
+	LoadBalancerName(ctx context.Context, in plugins.LoadBalancerNameInput) (string, error)
+}
+
+// LoadBalancers implements cloudprovider.LoadBalancer.
+type LoadBalancers struct {
+	client   *hcloud.Client
+	exec     *executor.Executor
+	cfg      config.LoadBalancer
+	network  *hcloud.Network
+	recorder record.EventRecorder
+	namer    Namer
+	types    *typeCache
+}
+
+var _ cloudprovider.LoadBalancer = (*LoadBalancers)(nil)
+
+// Option configures LoadBalancers.
+type Option func(*LoadBalancers)
+
+// WithTypeCacheMaxAge sets how long the load balancer type list is cached (default 1 h).
+func WithTypeCacheMaxAge(d time.Duration) Option {
+	return func(l *LoadBalancers) { l.types.maxAge = d }
+}
+
+// New returns the load balancer implementation. network is the cluster network (nil if none),
+// namer the naming plugin (nil if none); a nil recorder drops events.
+func New(client *hcloud.Client, exec *executor.Executor, cfg config.LoadBalancer, network *hcloud.Network, recorder record.EventRecorder, namer Namer, opts ...Option) *LoadBalancers {
+	if recorder == nil {
+		recorder = &record.FakeRecorder{}
+	}
+	l := &LoadBalancers{
+		client: client, exec: exec, cfg: cfg, network: network, recorder: recorder, namer: namer,
+		types: &typeCache{client: client, maxAge: time.Hour, now: time.Now},
+	}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
+}
+
+// GetLoadBalancer returns the status of the Service's load balancer, found by its UID label
+// only, and whether it exists. Implementations must treat the *v1.Service parameter as
+// read-only and not modify it.
+func (l *LoadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
+	lb, err := l.byUID(ctx, svc)
+	if err != nil || lb == nil {
+		return nil, false, err
+	}
+	opts, err := lbplan.NewStatusOptions(svc, l.cfg)
+	if err != nil {
+		return nil, true, l.invalid(svc, err)
+	}
+	return lbplan.Status(lb, opts), true, nil
+}
+
+// GetLoadBalancerName returns the load balancer name of svc: the name annotation, else the
+// naming plugin's name, else cloudprovider.DefaultLoadBalancerName (official behaviour). A
+// failing plugin raises a Warning event PluginFailed and the default is used.
+// Implementations must treat the *v1.Service parameter as read-only and not modify it.
+func (l *LoadBalancers) GetLoadBalancerName(ctx context.Context, clusterName string, svc *corev1.Service) string {
+	name, _ := l.name(ctx, clusterName, svc)
+	return name
+}
+
+// name returns the name and whether it may rename an existing load balancer (annotation or
+// plugin; a default name never renames, official behaviour).
+func (l *LoadBalancers) name(ctx context.Context, clusterName string, svc *corev1.Service) (string, bool) {
+	if n, err := annotation.LBName.NonEmptyString(svc); err == nil {
+		return n, true
+	}
+	def := cloudprovider.DefaultLoadBalancerName(svc)
+	if l.namer == nil {
+		return def, false
+	}
+	n, err := l.namer.LoadBalancerName(ctx, plugins.LoadBalancerNameInput{
+		ClusterName: clusterName,
+		DefaultName: def,
+		Service: plugins.Service{
+			Namespace: svc.Namespace, Name: svc.Name, UID: string(svc.UID),
+			Labels: copyMap(svc.Labels), Annotations: copyMap(svc.Annotations),
+		},
+	})
+	if err == nil {
+		err = validName(n)
+	}
+	if err != nil {
+		pluginFailures.WithLabelValues(plugins.HookLoadBalancerName).Inc()
+		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonPluginFailed, "naming plugin failed, using the default name %s: %v", def, err)
+		return def, false
+	}
+	return n, true
+}
+
+// validName checks a load balancer name against the API's rules (1-128 characters, no leading
+// or trailing whitespace).
+func validName(n string) error {
+	if n == "" || len(n) > 128 || strings.TrimSpace(n) != n {
+		return fmt.Errorf("invalid load balancer name %q (expect 1 to 128 characters without leading or trailing whitespace)", n)
+	}
+	return nil
+}
+
+// EnsureLoadBalancer creates or updates the Service's load balancer and returns its status.
+// Implementations must treat the *v1.Service and *v1.Node parameters as read-only and not
+// modify them.
+func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
+	lb, d, err := l.reconcile(ctx, clusterName, svc, nodes, true)
+	if err != nil {
+		return nil, err
+	}
+	return lbplan.Status(lb, d.Status), nil
+}
+
+// UpdateLoadBalancer updates the targets (and anything else that drifted) of the Service's
+// load balancer; a missing load balancer is left to EnsureLoadBalancer. Implementations must
+// treat the *v1.Service and *v1.Node parameters as read-only and not modify them.
+func (l *LoadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) error {
+	_, _, err := l.reconcile(ctx, clusterName, svc, nodes, false)
+	return err
+}
+
+// EnsureLoadBalancerDeleted deletes the load balancer carrying the Service's UID label and
+// waits for the delete action; none is fine. A load balancer with delete protection is kept:
+// Warning event DeleteProtected and nil, so the Service can go (the official CCM skips it the
+// same way). Implementations must treat the *v1.Service parameter as read-only and not modify
+// it.
+func (l *LoadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *corev1.Service) error {
+	lb, err := l.byUID(ctx, svc)
+	if err != nil || lb == nil {
+		return err
+	}
+	plan, err := lbplan.ComputeDelete(lbplan.NewActual(lb))
+	if errors.Is(err, lbplan.ErrProtected) {
+		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonDeleteProtected, "%v: not deleted", err)
+		klog.InfoS("load balancer has delete protection, not deleted", "service", klog.KObj(svc), "loadBalancer", lb.Name)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	_, err = l.exec.Run(ctx, svc, plan)
+	return err
+}
+
+// reconcile builds the desired state, finds the actual load balancer, plans and runs.
+func (l *LoadBalancers) reconcile(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, create bool) (*hcloud.LoadBalancer, lbplan.Desired, error) {
+	name, rename := l.name(ctx, clusterName, svc)
+	certs, err := l.certificates(ctx, svc)
+	if err != nil {
+		return nil, lbplan.Desired{}, err
+	}
+	in := lbplan.Input{
+		Service: svc, Name: name, Rename: rename, Nodes: l.targetNodes(svc, nodes),
+		Defaults: l.cfg, CertificateIDs: certs,
+	}
+	if l.network != nil {
+		in.Network = &lbplan.ClusterNetwork{ID: l.network.ID, Name: l.network.Name}
+		if l.network.IPRange != nil {
+			in.Network.IPRange = l.network.IPRange.String()
+		}
+	}
+	d, err := lbplan.NewDesired(in)
+	if err != nil {
+		return nil, d, l.invalid(svc, err)
+	}
+	for _, p := range d.UnsupportedPorts {
+		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonUnsupportedProtocolConfigured,
+			"port %d uses protocol %s: only TCP is supported, the port is not load balanced", p.Port, p.Protocol)
+	}
+	lb, err := l.find(ctx, svc, name)
+	if err != nil || (lb == nil && !create) {
+		return nil, d, err
+	}
+	if err := l.checkType(ctx, svc, &d, lb); err != nil {
+		return nil, d, err
+	}
+	plan, err := lbplan.Compute(d, lbplan.NewActual(lb))
+	if err != nil {
+		return nil, d, l.invalid(svc, err)
+	}
+	for _, t := range plan.SkippedTargets {
+		msg := fmt.Sprintf("load balancer %s reached max_targets %d of type %s: node %s not added", name, d.MaxTargets, d.Type, t.Node)
+		l.recorder.Event(nodeRef(t.Node), corev1.EventTypeWarning, ReasonMaxTargetsReached, msg)
+		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonMaxTargetsReached, msg)
+	}
+	lb, err = l.exec.Run(ctx, svc, plan)
+	return lb, d, err
+}
+
+// invalid emits InvalidAnnotation for annotation errors and returns err.
+func (l *LoadBalancers) invalid(svc *corev1.Service, err error) error {
+	if strings.Contains(err.Error(), "load-balancer.hetzner.cloud/") {
+		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonInvalidAnnotation, err.Error())
+	}
+	return err
+}
+
+// checkType validates the desired type against the type list, warns about an unconfigured or
+// deprecated type and sets the max_targets the planner respects.
+func (l *LoadBalancers) checkType(ctx context.Context, svc *corev1.Service, d *lbplan.Desired, lb *hcloud.LoadBalancer) error {
+	if lb != nil && !d.TypeFromAnnotation { // the type does not change
+		if lb.LoadBalancerType != nil {
+			d.MaxTargets = lb.LoadBalancerType.MaxTargets
+		}
+		return nil
+	}
+	if d.TypeUnconfigured && lb == nil {
+		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonLoadBalancerTypeUnconfigured,
+			"neither %q nor HCLOUD_LOAD_BALANCERS_TYPE is set: using %s; the type will be required in the future", annotation.LBType, d.Type)
+	}
+	t, known, err := l.types.get(ctx, d.Type)
+	if err != nil {
+		return fmt.Errorf("load balancer types: %w", err)
+	}
+	if t == nil {
+		return l.invalid(svc, fmt.Errorf("invalid value for %q: %q is not a load balancer type (known: %s)", annotation.LBType, d.Type, strings.Join(known, ", ")))
+	}
+	if t.Deprecated != nil {
+		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonLoadBalancerTypeDeprecated, "load balancer type %s is deprecated", t.Name)
+	}
+	d.MaxTargets = t.MaxTargets
+	return nil
+}
+
+// targetNodes resolves nodes to servers; nodes without a cloud provider ID are skipped with an
+// event (UnknownProviderIDPrefix), as the official CCM does.
+func (l *LoadBalancers) targetNodes(svc *corev1.Service, nodes []*corev1.Node) []lbplan.Node {
+	out := make([]lbplan.Node, 0, len(nodes))
+	for _, n := range nodes {
+		if n == nil || n.Spec.ProviderID == "" {
+			continue
+		}
+		id, err := providerid.ToServerID(n.Spec.ProviderID)
+		if err != nil {
+			l.recorder.Eventf(n, corev1.EventTypeWarning, ReasonUnknownProviderIDPrefix, "node not added to the load balancer of %s/%s: %v", svc.Namespace, svc.Name, err)
+			continue
+		}
+		out = append(out, lbplan.Node{Name: n.Name, ServerID: id, Labels: n.Labels})
+	}
+	return out
+}
+
+// certificates resolves the http-certificates annotation: numeric entries are IDs (no
+// request), others are names looked up by name.
+func (l *LoadBalancers) certificates(ctx context.Context, svc *corev1.Service) ([]int64, error) {
+	refs, err := annotation.LBSvcHTTPCertificates.CSV(svc)
+	if errors.Is(err, annotation.ErrNotSet) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, l.invalid(svc, err)
+	}
+	ids := make([]int64, 0, len(refs))
+	for _, ref := range refs {
+		if id, err := strconv.ParseInt(ref, 10, 64); err == nil && id > 0 {
+			ids = append(ids, id)
+			continue
+		}
+		c, _, err := l.client.Certificate.GetByName(ctx, ref)
+		if err != nil {
+			return nil, fmt.Errorf("certificate %q: %w", ref, err)
+		}
+		if c == nil {
+			return nil, l.invalid(svc, fmt.Errorf("invalid value for %q: certificate %q not found (expect IDs or names of uploaded certificates)", annotation.LBSvcHTTPCertificates, ref))
+		}
+		ids = append(ids, c.ID)
+	}
+	return ids, nil
+}
+
+// find returns the Service's load balancer: by UID label, else by name (adoption of load
+// balancers created before the label existed or elsewhere); nil if none.
+func (l *LoadBalancers) find(ctx context.Context, svc *corev1.Service, name string) (*hcloud.LoadBalancer, error) {
+	lb, err := l.byUID(ctx, svc)
+	if err != nil || lb != nil {
+		return lb, err
+	}
+	lb, _, err = l.client.LoadBalancer.GetByName(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("get load balancer by name %q: %w", name, err)
+	}
+	if lb != nil {
+		if uid := lb.Labels[lbplan.LabelServiceUID]; uid != "" && uid != string(svc.UID) {
+			klog.InfoS("adopting a load balancer labelled for another service UID", "loadBalancer", name, "labelUID", uid, "service", klog.KObj(svc))
+		}
+	}
+	return lb, nil
+}
+
+// byUID lists load balancers by the UID label; more than one is an error.
+func (l *LoadBalancers) byUID(ctx context.Context, svc *corev1.Service) (*hcloud.LoadBalancer, error) {
+	sel := lbplan.LabelServiceUID + "=" + string(svc.UID)
+	lbs, _, err := l.client.LoadBalancer.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel, PerPage: 50}})
+	if err != nil {
+		return nil, fmt.Errorf("list load balancers by %s: %w", sel, err)
+	}
+	switch len(lbs) {
+	case 0:
+		return nil, nil
+	case 1:
+		return lbs[0], nil
+	}
+	names := make([]string, len(lbs))
+	for i, lb := range lbs {
+		names[i] = fmt.Sprintf("%s (%d)", lb.Name, lb.ID)
+	}
+	return nil, fmt.Errorf("%s: %w: %s; delete or relabel all but one", sel, ErrNonUniqueResult, strings.Join(names, ", "))
+}
+
+func nodeRef(name string) *corev1.ObjectReference {
+	return &corev1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}
+}
+
+func copyMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

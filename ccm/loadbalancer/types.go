@@ -1,0 +1,55 @@
+package loadbalancer
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// typeCache holds the load balancer type list for maxAge (one paginated list per hour).
+type typeCache struct {
+	client  *hcloud.Client
+	maxAge  time.Duration
+	now     func() time.Time
+	mu      sync.Mutex
+	types   []*hcloud.LoadBalancerType
+	fetched time.Time
+}
+
+// get returns the type called name (nil if unknown) and the known names.
+func (c *typeCache) get(ctx context.Context, name string) (*hcloud.LoadBalancerType, []string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.types == nil || c.now().Sub(c.fetched) > c.maxAge {
+		types, err := c.client.LoadBalancerType.All(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		c.types, c.fetched = types, c.now()
+	}
+	var known []string
+	var found *hcloud.LoadBalancerType
+	for _, t := range c.types {
+		known = append(known, t.Name)
+		if t.Name == name {
+			found = t
+		}
+	}
+	slices.Sort(known)
+	return found, known, nil
+}
+
+// pluginFailures counts naming plugin failures that fell back to the default name. The name
+// MUST not change: dashboards use it.
+var pluginFailures = metrics.NewCounterVec(&metrics.CounterOpts{
+	Name:           "hcloud_ccm_load_balancer_name_plugin_failures_total",
+	Help:           "Naming plugin calls that failed and fell back to the default load balancer name.",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"hook"})
+
+func init() { legacyregistry.MustRegister(pluginFailures) }
