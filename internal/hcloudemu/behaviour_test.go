@@ -248,11 +248,17 @@ func TestFaults_ProbabilityFiresOnAboutThatShare(t *testing.T) {
 // rawRequest sends one request with the emulator's token.
 func rawRequest(t *testing.T, emu *hcloudemu.Emulator, method, url, body string) (int, string, http.Header) {
 	t.Helper()
+	return rawRequestAs(t, emu.Token(), method, url, body)
+}
+
+// rawRequestAs sends one request with the given bearer token.
+func rawRequestAs(t *testing.T, token, method, url, body string) (int, string, http.Header) {
+	t.Helper()
 	req, err := http.NewRequestWithContext(ctx(t), method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+emu.Token())
+	req.Header.Set("Authorization", "Bearer "+token)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

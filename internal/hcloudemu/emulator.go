@@ -31,7 +31,7 @@ type Emulator struct {
 	faults   []*faultRule
 	rnd      *rand.Rand
 	bucket   bucket
-	reqs     []Request
+	reqs     []*Request
 	counts   map[string]int
 	mutating int
 	seedErr  error

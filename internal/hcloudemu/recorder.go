@@ -15,7 +15,7 @@ type Request struct {
 	Path   string    `json:"path"`
 	Query  string    `json:"query"`
 	Body   string    `json:"body"`
-	Status int       `json:"status"` // 0 when the connection was dropped
+	Status int       `json:"status"` // 0 when the connection was dropped (or the reply is not written yet)
 	Route  string    `json:"route"`  // e.g. "GET /v1/servers/{id}", "POST /v1/load_balancers/{id}/actions/add_service"
 	Time   time.Time `json:"time"`
 }
@@ -23,19 +23,28 @@ type Request struct {
 // maxLoggedRequests bounds the request log; counters are not bounded.
 const maxLoggedRequests = 100_000
 
-func (e *Emulator) record(r *http.Request, body, route string, status int) {
+// record logs and counts a request as soon as it arrives, so counters are
+// current even when the connection is dropped; the returned function sets
+// the status once the reply is written.
+func (e *Emulator) record(r *http.Request, body, route string) func(status int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if len(e.reqs) >= maxLoggedRequests {
 		e.reqs = slices.Delete(e.reqs, 0, len(e.reqs)/10)
 	}
-	e.reqs = append(e.reqs, Request{
+	req := &Request{
 		Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: body,
-		Status: status, Route: route, Time: e.now(),
-	})
+		Route: route, Time: e.now(),
+	}
+	e.reqs = append(e.reqs, req)
 	e.counts[route]++
 	if isMutating(r.Method) && strings.HasPrefix(r.URL.Path, "/v1/") {
 		e.mutating++
+	}
+	return func(status int) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		req.Status = status
 	}
 }
 
@@ -48,7 +57,11 @@ func isMutating(method string) bool {
 func (e *Emulator) Requests() []Request {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return slices.Clone(e.reqs)
+	out := make([]Request, len(e.reqs))
+	for i, r := range e.reqs {
+		out[i] = *r
+	}
+	return out
 }
 
 // Counts returns the number of requests per route since the last

@@ -146,7 +146,8 @@ func (e *Emulator) middleware(mux *http.ServeMux) http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		rec := &statusRecorder{ResponseWriter: w}
 		route := routeOf(mux, r)
-		defer func() { e.record(r, string(body), route, rec.status) }()
+		done := e.record(r, string(body), route)
+		defer func() { done(rec.status) }()
 
 		if !e.rateLimitAllows(rec) {
 			writeError(rec, newError(http.StatusTooManyRequests, "rate_limit_exceeded", "limit of %d requests per hour reached", e.rateLimit))
@@ -156,13 +157,30 @@ func (e *Emulator) middleware(mux *http.ServeMux) http.Handler {
 			writeError(rec, newError(http.StatusUnauthorized, "unauthorized", "unable to authenticate"))
 			return
 		}
-		ctx, done := e.applyFault(rec, r)
-		if done {
+		ctx, answered := e.applyFault(rec, r)
+		if answered {
 			return
 		}
 		ctx = context.WithValue(ctx, responseWriterKey{}, http.ResponseWriter(rec))
-		mux.ServeHTTP(rec, r.WithContext(ctx))
+		e.serveRecovering(mux, rec, r.WithContext(ctx))
 	})
+}
+
+// serveRecovering serves r, turning a handler panic into a logged 500
+// server_error, so the request log records the status the client saw.
+func (e *Emulator) serveRecovering(h http.Handler, w *statusRecorder, r *http.Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			e.logf("hcloudemu: panic serving %s %s: %v\n%s", r.Method, r.URL.Path, v, debug.Stack())
+			if w.status == 0 {
+				writeError(w, newError(http.StatusInternalServerError, "server_error", "internal error"))
+			}
+		}
+	}()
+	h.ServeHTTP(w, r)
 }
 
 func (e *Emulator) authorized(r *http.Request) bool {
