@@ -119,11 +119,7 @@ func RunTests(ctx context.Context, dirs []string, w io.Writer, verbose bool) (fa
 		SetTimeout(DefaultTimeout * 5).
 		Run(ctx, modules)
 	if err != nil {
-		var lerr *LoadError
-		if ps := problemsFrom(err); len(ps) > 0 {
-			lerr = &LoadError{Revision: "test", Problems: ps}
-		}
-		return 0, fmt.Errorf("compile policy tests: %w", lerr)
+		return 0, fmt.Errorf("compile policy tests: %w", &LoadError{Revision: "under test", Problems: problemsFrom(err)})
 	}
 	total := 0
 	counted := make(chan *tester.Result)
