@@ -116,7 +116,7 @@ func RunTests(ctx context.Context, dirs []string, w io.Writer, verbose bool) (fa
 		SetStore(store).
 		CapturePrintOutput(true).
 		RaiseBuiltinErrors(true).
-		SetTimeout(DefaultTimeout * 5).
+		SetTimeout(DefaultTimeout*5).
 		Run(ctx, modules)
 	if err != nil {
 		return 0, fmt.Errorf("compile policy tests: %w", &LoadError{Revision: "under test", Problems: problemsFrom(err)})

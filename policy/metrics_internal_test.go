@@ -8,7 +8,6 @@ import (
 	"k8s.io/component-base/metrics/testutil"
 )
 
-
 func TestMetrics_countDecisionsAndReloads(t *testing.T) {
 	ctx := context.Background()
 	decisions := func(action, result string) float64 {
