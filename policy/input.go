@@ -52,85 +52,132 @@ type Input struct {
 
 // Cluster describes the cluster.
 type Cluster struct {
-	Name        string   `json:"name"`
-	ClusterCIDR string   `json:"cluster_cidr"`
-	Network     *Network `json:"network"`
+	// Name is the cluster name the CCM was started with (--cluster-name).
+	Name string `json:"name"`
+	// ClusterCIDR is the pod CIDR of the cluster (--cluster-cidr), e.g. "10.244.0.0/16"; "" when
+	// not configured.
+	ClusterCIDR string `json:"cluster_cidr"`
+	// Network is the cluster's private Hetzner network; null when none is configured.
+	Network *Network `json:"network"`
 }
 
 // Network is the cluster's private Hetzner network (HCLOUD_NETWORK); nil when none is configured.
 type Network struct {
-	ID      int64  `json:"id"`
-	Name    string `json:"name"`
+	// ID is the Hetzner network ID.
+	ID int64 `json:"id"`
+	// Name is the Hetzner network name.
+	Name string `json:"name"`
+	// IPRange is the network's IP range, e.g. "10.0.0.0/8".
 	IPRange string `json:"ip_range"`
 }
 
 // Service is the Kubernetes Service behind a load balancer.
 type Service struct {
-	Namespace                string            `json:"namespace"`
-	Name                     string            `json:"name"`
-	UID                      string            `json:"uid"`
-	Labels                   map[string]string `json:"labels"`
-	Annotations              map[string]string `json:"annotations"`
-	Ports                    []ServicePort     `json:"ports"`
-	LoadBalancerSourceRanges []string          `json:"load_balancer_source_ranges"`
-	ExternalTrafficPolicy    string            `json:"external_traffic_policy"`
+	// Namespace is the Service's namespace.
+	Namespace string `json:"namespace"`
+	// Name is the Service's name.
+	Name string `json:"name"`
+	// UID is the Service's UID.
+	UID string `json:"uid"`
+	// Labels are the Service's labels.
+	Labels map[string]string `json:"labels"`
+	// Annotations are the Service's annotations, including the load-balancer.hetzner.cloud/* ones.
+	Annotations map[string]string `json:"annotations"`
+	// Ports are the Service's ports.
+	Ports []ServicePort `json:"ports"`
+	// LoadBalancerSourceRanges is spec.loadBalancerSourceRanges; Hetzner load balancers cannot
+	// enforce it.
+	LoadBalancerSourceRanges []string `json:"load_balancer_source_ranges"`
+	// ExternalTrafficPolicy is spec.externalTrafficPolicy: "Cluster" or "Local".
+	ExternalTrafficPolicy string `json:"external_traffic_policy"`
 	// NamespaceLabels are the labels of the Service's namespace, when the CCM could read them.
 	NamespaceLabels map[string]string `json:"namespace_labels"`
 }
 
 // ServicePort is one port of a Service.
 type ServicePort struct {
-	Name     string `json:"name"`
+	// Name is the port's name; "" for a single unnamed port.
+	Name string `json:"name"`
+	// Protocol is "TCP", "UDP" or "SCTP".
 	Protocol string `json:"protocol"`
-	Port     int32  `json:"port"`
-	NodePort int32  `json:"node_port"`
+	// Port is the Service port, which becomes the load balancer's listen port.
+	Port int32 `json:"port"`
+	// NodePort is the node port the load balancer forwards to.
+	NodePort int32 `json:"node_port"`
 }
 
 // LoadBalancer is a Hetzner load balancer as policies see it.
 type LoadBalancer struct {
-	ID              int64             `json:"id,omitempty"`
-	Name            string            `json:"name"`
-	Type            string            `json:"type"`
-	Location        string            `json:"location"`
-	NetworkZone     string            `json:"network_zone"`
-	Algorithm       string            `json:"algorithm"`
-	PublicInterface bool              `json:"public_interface"`
-	IPv6            bool              `json:"ipv6"`
-	Network         *LBNetwork        `json:"network"`
-	Services        []LBService       `json:"services"`
-	Targets         []LBTarget        `json:"targets"`
-	Labels          map[string]string `json:"labels"`
-	Protected       bool              `json:"protected"`
+	// ID is the Hetzner load balancer ID; absent before the load balancer exists.
+	ID int64 `json:"id,omitempty"`
+	// Name is the load balancer's name.
+	Name string `json:"name"`
+	// Type is the load balancer type: "lb11", "lb21" or "lb31".
+	Type string `json:"type"`
+	// Location is the location, e.g. "fsn1", "nbg1", "hel1"; "" when NetworkZone is used instead.
+	Location string `json:"location"`
+	// NetworkZone is the network zone, e.g. "eu-central"; "" when unknown.
+	NetworkZone string `json:"network_zone"`
+	// Algorithm is "round_robin" or "least_connections".
+	Algorithm string `json:"algorithm"`
+	// PublicInterface is true when the load balancer has public IPs.
+	PublicInterface bool `json:"public_interface"`
+	// IPv6 is true when the load balancer's public IPv6 is used.
+	IPv6 bool `json:"ipv6"`
+	// Network is the attachment to the private network; null when not attached.
+	Network *LBNetwork `json:"network"`
+	// Services are the listeners.
+	Services []LBService `json:"services"`
+	// Targets are the targets.
+	Targets []LBTarget `json:"targets"`
+	// Labels are the Hetzner labels of the load balancer.
+	Labels map[string]string `json:"labels"`
+	// Protected is true when Hetzner delete protection is enabled.
+	Protected bool `json:"protected"`
 }
 
 // LBNetwork is the load balancer's attachment to the private network.
 type LBNetwork struct {
-	ID        int64  `json:"id"`
-	IPRange   string `json:"ip_range"`
+	// ID is the Hetzner network ID.
+	ID int64 `json:"id"`
+	// IPRange is the network's IP range.
+	IPRange string `json:"ip_range"`
+	// PrivateIP is the load balancer's private IP; "" when Hetzner assigns one.
 	PrivateIP string `json:"private_ip"`
 }
 
 // LBService is one listener of a load balancer.
 type LBService struct {
-	Protocol        string `json:"protocol"`
-	ListenPort      int    `json:"listen_port"`
-	DestinationPort int    `json:"destination_port"`
-	Proxyprotocol   bool   `json:"proxyprotocol"`
+	// Protocol is "tcp", "http" or "https".
+	Protocol string `json:"protocol"`
+	// ListenPort is the port the load balancer listens on.
+	ListenPort int `json:"listen_port"`
+	// DestinationPort is the port on the targets (the Service's node port).
+	DestinationPort int `json:"destination_port"`
+	// Proxyprotocol is true when the PROXY protocol is enabled.
+	Proxyprotocol bool `json:"proxyprotocol"`
 }
 
 // LBTarget is one target of a load balancer.
 type LBTarget struct {
-	Type         string `json:"type"`
-	ServerID     int64  `json:"server_id,omitempty"`
-	IP           string `json:"ip,omitempty"`
-	UsePrivateIP bool   `json:"use_private_ip"`
+	// Type is "server" or "ip".
+	Type string `json:"type"`
+	// ServerID is the server of a "server" target; absent for "ip" targets.
+	ServerID int64 `json:"server_id,omitempty"`
+	// IP is the address of an "ip" target; absent for "server" targets.
+	IP string `json:"ip,omitempty"`
+	// UsePrivateIP is true when traffic goes to the server's private IP.
+	UsePrivateIP bool `json:"use_private_ip"`
 }
 
 // Route is a route of the private network.
 type Route struct {
+	// Destination is the node's pod CIDR, e.g. "10.244.1.0/24".
 	Destination string `json:"destination"`
-	Gateway     string `json:"gateway"`
-	Node        string `json:"node"`
+	// Gateway is the node's private IP, e.g. "10.0.0.3".
+	Gateway string `json:"gateway"`
+	// Node is the name of the node the route leads to.
+	Node string `json:"node"`
 }
 
 // Message is one message of a decision: a deny reason or a warning.
