@@ -147,7 +147,7 @@ func (e *Emulator) listActions(r *http.Request) (int, any, error) {
 		rendered := a.render(now)
 		items = append(items, listItem{
 			id: id, name: rendered.Command, created: a.started,
-			extra:  map[string]string{"status": rendered.Status, "command": a.command},
+			status: rendered.Status,
 			render: func() any { return rendered },
 		})
 	}

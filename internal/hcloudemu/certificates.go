@@ -49,11 +49,11 @@ func (e *Emulator) listCertificates(r *http.Request) (int, any, error) {
 	for _, id := range sortedIDs(e.st.certs) {
 		c := e.st.certs[id]
 		items = append(items, listItem{id: id, name: c.Name, labels: c.Labels, created: c.Created,
-			extra:  map[string]string{"type": c.Type},
+			typ:    c.Type,
 			render: func() any { return e.renderCert(c) }})
 	}
 	return e.list(r, "certificates", items, func(it listItem) bool {
-		return len(types) == 0 || slices.Contains(types, it.extra["type"])
+		return len(types) == 0 || slices.Contains(types, it.typ)
 	})
 }
 

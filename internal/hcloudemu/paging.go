@@ -17,7 +17,8 @@ type listItem struct {
 	name    string
 	labels  map[string]string
 	created time.Time
-	extra   map[string]string // further sortable fields, e.g. action status
+	status  string // server or action status (filter and sort)
+	typ     string // certificate type (filter)
 	render  func() any
 }
 
@@ -161,6 +162,9 @@ func sortItems(items []listItem, sorts []string) *apiError {
 		}
 		keys = append(keys, key{field, dir == "desc"})
 	}
+	if len(keys) == 0 && slices.IsSortedFunc(items, func(a, b listItem) int { return cmp.Compare(a.id, b.id) }) {
+		return nil
+	}
 	slices.SortStableFunc(items, func(a, b listItem) int {
 		for _, k := range keys {
 			var c int
@@ -171,8 +175,10 @@ func sortItems(items []listItem, sorts []string) *apiError {
 				c = cmp.Compare(a.name, b.name)
 			case "created", "started":
 				c = a.created.Compare(b.created)
-			default:
-				c = cmp.Compare(a.extra[k.field], b.extra[k.field])
+			case "status":
+				c = cmp.Compare(a.status, b.status)
+			case "command":
+				c = cmp.Compare(a.name, b.name)
 			}
 			if k.desc {
 				c = -c

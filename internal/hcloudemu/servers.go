@@ -204,47 +204,50 @@ func (e *Emulator) Server(id int64) (schema.Server, bool) {
 	if !ok {
 		return schema.Server{}, false
 	}
-	return deepCopy(e.renderServer(srv, e.serverLBRefs())), true
+	return deepCopy(e.renderServer(srv)), true
 }
 
-// serverLBRefs maps server IDs to the load balancers targeting them.
-func (e *Emulator) serverLBRefs() map[int64][]int64 {
-	refs := map[int64][]int64{}
-	for _, id := range sortedIDs(e.st.lbs) {
-		for _, t := range e.renderTargets(e.st.lbs[id]) {
-			for _, st := range append([]schema.LoadBalancerTarget{t}, t.Targets...) {
-				if st.Type == "server" && st.Server != nil && !slices.Contains(refs[st.Server.ID], id) {
-					refs[st.Server.ID] = append(refs[st.Server.ID], id)
-				}
+// lbRefsOf returns the IDs of the load balancers targeting srv, directly
+// or through a label selector, in ID order.
+func (e *Emulator) lbRefsOf(srv *schema.Server) []int64 {
+	refs := []int64{}
+	for id, lb := range e.st.lbs {
+		for _, t := range lb.Targets {
+			direct := t.Type == "server" && t.Server != nil && t.Server.ID == srv.ID
+			if direct || (t.Type == "label_selector" && t.LabelSelector != nil && selectorMatches(t.LabelSelector.Selector, srv.Labels)) {
+				refs = append(refs, id)
+				break
 			}
 		}
 	}
+	slices.Sort(refs)
 	return refs
 }
 
-func (e *Emulator) renderServer(srv *schema.Server, lbRefs map[int64][]int64) schema.Server {
+func selectorMatches(selector string, labels map[string]string) bool {
+	sel, err := ParseSelector(selector)
+	return err == nil && sel.Matches(labels)
+}
+
+func (e *Emulator) renderServer(srv *schema.Server) schema.Server {
 	out := *srv
-	out.LoadBalancers = lbRefs[srv.ID]
-	if out.LoadBalancers == nil {
-		out.LoadBalancers = []int64{}
-	}
+	out.LoadBalancers = e.lbRefsOf(srv)
 	return out
 }
 
 func (e *Emulator) listServers(r *http.Request) (int, any, error) {
 	statuses := r.URL.Query()["status"]
-	refs := e.serverLBRefs()
 	items := make([]listItem, 0, len(e.st.servers))
 	for _, id := range sortedIDs(e.st.servers) {
 		srv := e.st.servers[id]
 		items = append(items, listItem{
 			id: id, name: srv.Name, labels: srv.Labels, created: srv.Created,
-			extra:  map[string]string{"status": srv.Status},
-			render: func() any { return e.renderServer(srv, refs) },
+			status: srv.Status,
+			render: func() any { return e.renderServer(srv) },
 		})
 	}
 	return e.list(r, "servers", items, func(it listItem) bool {
-		return len(statuses) == 0 || slices.Contains(statuses, it.extra["status"])
+		return len(statuses) == 0 || slices.Contains(statuses, it.status)
 	})
 }
 
@@ -257,5 +260,5 @@ func (e *Emulator) getServer(r *http.Request) (int, any, error) {
 	if !ok {
 		return 0, nil, errNotFound("server", id)
 	}
-	return http.StatusOK, schema.ServerGetResponse{Server: e.renderServer(srv, e.serverLBRefs())}, nil
+	return http.StatusOK, schema.ServerGetResponse{Server: e.renderServer(srv)}, nil
 }
