@@ -179,3 +179,20 @@ func writeFile(t *testing.T, dir, name, content string) {
 		t.Fatal(err)
 	}
 }
+
+// readSample returns a sample input as the generic JSON document the schema describes.
+func readSample(path string) (any, error) {
+	in, err := policy.ReadInputFile(path)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, err
+	}
+	return doc, nil
+}

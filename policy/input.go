@@ -28,9 +28,9 @@ const (
 //
 // Field names are the policy contract (see docs/policy.md); they MUST not be renamed.
 type Input struct {
-	// Version is InputVersion.
+	// Version is the version of this schema, InputVersion ("v1").
 	Version string `json:"version"`
-	// Action is one of the Action* constants.
+	// Action is the kind of mutation, one of the Action* constants (see Actions).
 	Action string `json:"action"`
 	// Operation is the concrete Hetzner operation: "create", "delete", "update" (name/labels),
 	// "add_service", "update_service", "delete_service", "add_target", "remove_target",

@@ -1,0 +1,74 @@
+package policy_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/internal/gendoc"
+)
+
+// TestGeneratedDocs regenerates the input reference and schema and compares them with the
+// committed files: run `go generate ./policy` after changing input.go.
+func TestGeneratedDocs(t *testing.T) {
+	src, err := os.ReadFile("input.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, schema, err := gendoc.Generate(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string][]byte{gendoc.MarkdownPath: md, gendoc.SchemaPath: schema} {
+		got, err := os.ReadFile(filepath.Join("..", path))
+		if err != nil {
+			t.Fatalf("%v: run `go generate ./policy`", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s is out of date: run `go generate ./policy`", path)
+		}
+	}
+}
+
+// TestGeneratedSchema_acceptsSampleInputs checks the schema against the sample inputs with
+// OPA's json.match_schema, and that it rejects an input of the wrong shape.
+func TestGeneratedSchema_acceptsSampleInputs(t *testing.T) {
+	schema, err := os.ReadFile(filepath.Join("..", gendoc.SchemaPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pq, err := rego.New(
+		rego.Query("[ok, errs] := json.match_schema(input.doc, input.schema)"),
+	).PrepareForEval(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	match := func(doc any) (bool, any) {
+		t.Helper()
+		rs, err := pq.Eval(context.Background(), rego.EvalInput(map[string]any{"doc": doc, "schema": string(schema)}))
+		if err != nil || len(rs) != 1 {
+			t.Fatalf("json.match_schema: %v, %v", rs, err)
+		}
+		return rs[0].Bindings["ok"].(bool), rs[0].Bindings["errs"]
+	}
+	paths, err := filepath.Glob(filepath.Join(examplesDir, "inputs", "*.json"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no sample inputs: %v", err)
+	}
+	for _, p := range paths {
+		in, err := readSample(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, errs := match(in); !ok {
+			t.Errorf("%s does not match the schema: %v", p, errs)
+		}
+	}
+	if ok, _ := match(map[string]any{"version": "v1", "action": "loadbalancer.explode"}); ok {
+		t.Error("the schema accepts an unknown action and missing fields")
+	}
+}
