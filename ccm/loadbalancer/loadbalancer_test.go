@@ -74,7 +74,9 @@ func TestEnsureLoadBalancer_EveryAnnotation(t *testing.T) {
 		ops   []string // the mutating routes the change costs
 	}{
 		{"algorithm-type changes the algorithm", withAnnotation(annotation.LBAlgorithmType, "least_connections"),
-			func(lb *hcloud.LoadBalancer) bool { return lb.Algorithm.Type == hcloud.LoadBalancerAlgorithmTypeLeastConnections },
+			func(lb *hcloud.LoadBalancer) bool {
+				return lb.Algorithm.Type == hcloud.LoadBalancerAlgorithmTypeLeastConnections
+			},
 			[]string{"POST /v1/load_balancers/{id}/actions/change_algorithm"}},
 		{"type changes the type", withAnnotation(annotation.LBType, "lb21"),
 			func(lb *hcloud.LoadBalancer) bool { return lb.LoadBalancerType.Name == "lb21" },
@@ -111,10 +113,14 @@ func TestEnsureLoadBalancer_EveryAnnotation(t *testing.T) {
 			func(lb *hcloud.LoadBalancer) bool { return lb.PublicNet.IPv4.DNSPtr == "lb.example.com" },
 			[]string{"POST /v1/load_balancers/{id}/actions/change_dns_ptr"}},
 		{"use-private-ip re-adds the targets on private IPs", withAnnotation(annotation.LBUsePrivateIP, "true"),
-			func(lb *hcloud.LoadBalancer) bool { return len(lb.Targets) == 2 && lb.Targets[0].UsePrivateIP && lb.Targets[1].UsePrivateIP },
+			func(lb *hcloud.LoadBalancer) bool {
+				return len(lb.Targets) == 2 && lb.Targets[0].UsePrivateIP && lb.Targets[1].UsePrivateIP
+			},
 			[]string{"POST /v1/load_balancers/{id}/actions/remove_target", "POST /v1/load_balancers/{id}/actions/add_target"}},
 		{"private-ipv4 re-attaches with the IP", withAnnotation(annotation.LBPrivateIPv4, "10.0.0.99"),
-			func(lb *hcloud.LoadBalancer) bool { return len(lb.PrivateNet) == 1 && lb.PrivateNet[0].IP.String() == "10.0.0.99" },
+			func(lb *hcloud.LoadBalancer) bool {
+				return len(lb.PrivateNet) == 1 && lb.PrivateNet[0].IP.String() == "10.0.0.99"
+			},
 			[]string{"POST /v1/load_balancers/{id}/actions/detach_from_network", "POST /v1/load_balancers/{id}/actions/attach_to_network"}},
 		{"disable-public-network disables the public interface", withAnnotation(annotation.LBDisablePublicNetwork, "true"),
 			func(lb *hcloud.LoadBalancer) bool { return !lb.PublicNet.Enabled },
