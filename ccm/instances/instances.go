@@ -1,0 +1,301 @@
+// Package instances implements cloudprovider.InstancesV2 for Hetzner Cloud servers: it tells
+// the upstream node controllers whether a node's server exists, whether it is shut down, and
+// its metadata (provider ID, type, region, zone, addresses, labels), exactly as the official
+// hcloud-cloud-controller-manager does, plus labels from an optional node_labels plugin.
+package instances
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/record"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/providerid"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
+	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
+)
+
+// Label and event names. They are part of the compatibility surface; do not rename them.
+const (
+	// LabelProvidedBy is the node label the official CCM sets to "cloud" for cloud servers.
+	LabelProvidedBy = "instance.hetzner.cloud/provided-by"
+	// EventPluginFailed is the reason of the Warning event on a Node whose label plugin failed.
+	EventPluginFailed = "PluginFailed"
+)
+
+var pluginFailures = metrics.NewCounterVec(&metrics.CounterOpts{
+	Name:           "hcloud_ccm_plugin_failures_total",
+	Help:           "Plugin calls that failed or returned invalid output, by hook; the built-in behaviour was used instead.",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"hook"})
+
+var registerOnce sync.Once
+
+// NodeLabeler computes extra labels for a node, for example a wasm node_labels plugin.
+type NodeLabeler interface {
+	NodeLabels(ctx context.Context, in plugins.NodeInput) (map[string]string, error)
+}
+
+// Instances implements [cloudprovider.InstancesV2] for Hetzner Cloud servers.
+type Instances struct {
+	cache     *servercache.Cache
+	cfg       config.Instances
+	networkID int64
+	recorder  record.EventRecorder
+	labeler   NodeLabeler
+}
+
+var _ cloudprovider.InstancesV2 = (*Instances)(nil)
+
+// New returns InstancesV2 reading servers through cache.
+//
+// networkID is the ID of HCLOUD_NETWORK (0 for none): the node's IP in it becomes its
+// InternalIP. recorder receives Warning events (nil drops them). labeler is optional (nil for
+// none); its labels are added to every node's metadata.
+func New(cache *servercache.Cache, cfg config.Instances, networkID int64, recorder record.EventRecorder, labeler NodeLabeler) *Instances {
+	registerOnce.Do(func() {
+		// Registered once per process; another package may own the same name, so a clash is
+		// not fatal.
+		if err := legacyregistry.Register(pluginFailures); err != nil {
+			klog.ErrorS(err, "registering metric", "name", "hcloud_ccm_plugin_failures_total")
+		}
+	})
+	if recorder == nil {
+		recorder = &record.FakeRecorder{} // a nil channel: events are dropped
+	}
+	return &Instances{cache: cache, cfg: cfg, networkID: networkID, recorder: recorder, labeler: labeler}
+}
+
+// InstanceExists returns true if the server of the node exists.
+//
+// It looks the server up by node.spec.providerID (hcloud://<id>) or, when that is empty, by
+// the node's name. A provider ID that is not a cloud server's (including Robot's hrobot://
+// and hcloud://bm-) is an error, so the node is never deleted by mistake.
+func (i *Instances) InstanceExists(ctx context.Context, node *corev1.Node) (bool, error) {
+	const op = "instances.InstanceExists"
+	s, err := i.lookup(ctx, node)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	return s != nil, nil
+}
+
+// InstanceShutdown returns true if the server of the node is off (status "off").
+//
+// # Errors
+//
+// A missing server wraps [cloudprovider.InstanceNotFound].
+func (i *Instances) InstanceShutdown(ctx context.Context, node *corev1.Node) (bool, error) {
+	const op = "instances.InstanceShutdown"
+	s, err := i.lookup(ctx, node)
+	if err != nil {
+		return false, fmt.Errorf("%s: %w", op, err)
+	}
+	if s == nil {
+		return false, fmt.Errorf("%s: no server for node %q: %w", op, node.Name, cloudprovider.InstanceNotFound)
+	}
+	return s.Status == hcloud.ServerStatusOff, nil
+}
+
+// InstanceMetadata returns the metadata of the node's server.
+//
+// The server is found by node.spec.providerID first, by node name otherwise. ProviderID is
+// hcloud://<id>, InstanceType the server type name, Region the location name, Zone the legacy
+// datacenter name of the location (when the zone label is enabled). Addresses, in order: the
+// server name as Hostname; the public IPv4 (address family ipv4 or dualstack) and the first
+// address of the public IPv6 /64 (ipv6 or dualstack) as ExternalIP; the server's IP in the
+// configured network as InternalIP. AdditionalLabels hold instance.hetzner.cloud/provided-by=cloud
+// and the labels of the NodeLabeler, if any (built-in labels win). A failing NodeLabeler does
+// not fail the call: its labels are left out, and a Warning event PluginFailed is recorded on
+// the node.
+//
+// # Errors
+//
+// A missing server wraps [cloudprovider.InstanceNotFound].
+func (i *Instances) InstanceMetadata(ctx context.Context, node *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
+	const op = "instances.InstanceMetadata"
+	s, err := i.lookup(ctx, node)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if s == nil {
+		return nil, fmt.Errorf("%s: no server for node %q: %w", op, node.Name, cloudprovider.InstanceNotFound)
+	}
+
+	md := &cloudprovider.InstanceMetadata{
+		ProviderID:       providerid.FromServerID(s.ID),
+		NodeAddresses:    i.addresses(s),
+		AdditionalLabels: map[string]string{},
+	}
+	if s.ServerType != nil {
+		md.InstanceType = s.ServerType.Name
+	}
+	if s.Location != nil {
+		md.Region = s.Location.Name
+		if i.cfg.ZoneLabelEnabled {
+			md.Zone = ZoneFromLocation(s.Location.Name)
+		}
+	}
+	maps.Copy(md.AdditionalLabels, i.pluginLabels(ctx, node, s))
+	md.AdditionalLabels[LabelProvidedBy] = "cloud"
+	return md, nil
+}
+
+// lookup finds the node's server: by provider ID if set, else by name; nil if there is none.
+func (i *Instances) lookup(ctx context.Context, node *corev1.Node) (*hcloud.Server, error) {
+	if node == nil {
+		return nil, fmt.Errorf("nil node")
+	}
+	if node.Spec.ProviderID == "" {
+		return i.cache.ByName(ctx, node.Name)
+	}
+	id, err := providerid.ToServerID(node.Spec.ProviderID)
+	if err != nil {
+		return nil, fmt.Errorf("node %q: %w", node.Name, err)
+	}
+	return i.cache.ByID(ctx, id)
+}
+
+// addresses returns the node addresses of s. It does not modify s (it is shared by the cache).
+func (i *Instances) addresses(s *hcloud.Server) []corev1.NodeAddress {
+	addrs := []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: s.Name}}
+	family := i.cfg.AddressFamily
+	ipv4 := family == config.AddressFamilyIPv4 || family == config.AddressFamilyDualStack
+	ipv6 := family == config.AddressFamilyIPv6 || family == config.AddressFamilyDualStack
+	if ipv4 && !s.PublicNet.IPv4.IsUnspecified() {
+		addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: s.PublicNet.IPv4.IP.String()})
+	}
+	if ipv6 && !s.PublicNet.IPv6.IsUnspecified() {
+		addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: IPv6HostAddress(s.PublicNet.IPv6.IP).String()})
+	}
+	if i.networkID > 0 {
+		for _, pn := range s.PrivateNet {
+			if pn.Network != nil && pn.Network.ID == i.networkID && pn.IP != nil {
+				addrs = append(addrs, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: pn.IP.String()})
+			}
+		}
+	}
+	return addrs
+}
+
+// IPv6HostAddress returns the address the official CCM reports for a server's IPv6 network:
+// the network address with the last bit set (2001:db8:1234::/64 → 2001:db8:1234::1). It
+// returns a new IP and leaves network untouched.
+func IPv6HostAddress(network net.IP) net.IP {
+	ip := slices.Clone(network.To16())
+	if len(ip) == 0 {
+		return nil
+	}
+	ip[len(ip)-1] |= 0x01
+	return ip
+}
+
+// legacyZones maps locations to the datacenter names the official CCM uses as zone label
+// (the API dropped datacenters on 2026-07-01). Changing a value changes node labels.
+var legacyZones = map[string]string{
+	"nbg1": "nbg1-dc3",
+	"hel1": "hel1-dc2",
+	"fsn1": "fsn1-dc14",
+	"ash":  "ash-dc1",
+	"hil":  "hil-dc1",
+	"sin":  "sin-dc1",
+}
+
+// ZoneFromLocation returns the zone label of a location: its legacy datacenter name, or the
+// location name itself for locations without one.
+func ZoneFromLocation(location string) string {
+	if z, ok := legacyZones[location]; ok {
+		return z
+	}
+	return location
+}
+
+// pluginLabels asks the labeler for labels. On an error or invalid output it records a
+// Warning event, counts the failure and returns nil.
+func (i *Instances) pluginLabels(ctx context.Context, node *corev1.Node, s *hcloud.Server) map[string]string {
+	if i.labeler == nil {
+		return nil
+	}
+	labels, err := i.labeler.NodeLabels(ctx, nodeInput(node, s))
+	if err == nil {
+		err = validateLabels(labels)
+	}
+	if err != nil {
+		pluginFailures.WithLabelValues(plugins.HookNodeLabels).Inc()
+		msg := fmt.Sprintf("node_labels plugin failed, the node gets the built-in labels only: %v", err)
+		klog.InfoS("plugin failed", "hook", plugins.HookNodeLabels, "node", node.Name, "err", err)
+		i.recorder.Event(node, corev1.EventTypeWarning, EventPluginFailed, msg)
+		return nil
+	}
+	return labels
+}
+
+// validateLabels checks keys and values by the Kubernetes rules.
+func validateLabels(labels map[string]string) error {
+	var problems []string
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			problems = append(problems, fmt.Sprintf("label key %q: %s", k, strings.Join(errs, "; ")))
+		}
+		if errs := validation.IsValidLabelValue(labels[k]); len(errs) > 0 {
+			problems = append(problems, fmt.Sprintf("label %q value %q: %s", k, labels[k], strings.Join(errs, "; ")))
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("invalid plugin output: %s", strings.Join(problems, ", "))
+	}
+	return nil
+}
+
+// nodeInput builds the node_labels hook input.
+func nodeInput(node *corev1.Node, s *hcloud.Server) plugins.NodeInput {
+	in := plugins.NodeInput{
+		NodeName:   node.Name,
+		NodeLabels: maps.Clone(node.Labels),
+		Server: plugins.Server{
+			ID:          s.ID,
+			Name:        s.Name,
+			Labels:      maps.Clone(s.Labels),
+			PrivateNets: []plugins.PrivateNet{},
+		},
+	}
+	if in.NodeLabels == nil {
+		in.NodeLabels = map[string]string{}
+	}
+	if in.Server.Labels == nil {
+		in.Server.Labels = map[string]string{}
+	}
+	if s.ServerType != nil {
+		in.Server.Type = s.ServerType.Name
+	}
+	if s.Location != nil {
+		in.Server.Location = s.Location.Name
+		in.Server.NetworkZone = string(s.Location.NetworkZone)
+	}
+	if !s.PublicNet.IPv4.IsUnspecified() {
+		in.Server.PublicIPv4 = s.PublicNet.IPv4.IP.String()
+	}
+	if !s.PublicNet.IPv6.IsUnspecified() {
+		in.Server.PublicIPv6 = IPv6HostAddress(s.PublicNet.IPv6.IP).String()
+	}
+	for _, pn := range s.PrivateNet {
+		if pn.Network == nil || pn.IP == nil {
+			continue
+		}
+		in.Server.PrivateNets = append(in.Server.PrivateNets, plugins.PrivateNet{NetworkID: pn.Network.ID, IP: pn.IP.String()})
+	}
+	return in
+}
