@@ -153,7 +153,7 @@ func TestInstances_InstanceMetadata(t *testing.T) {
 			cfg:  instancesCfg(config.AddressFamilyDualStack, true),
 			node: newNode("node-v6"),
 			want: &cloudprovider.InstanceMetadata{ProviderID: fmt.Sprintf("hcloud://%d", noV4), InstanceType: "cx22", Region: "ash", Zone: "ash-dc1",
-				NodeAddresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: "node-v6"}, {Type: corev1.NodeExternalIP, Address: "2001:db8:5::1"}},
+				NodeAddresses:    []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: "node-v6"}, {Type: corev1.NodeExternalIP, Address: "2001:db8:5::1"}},
 				AdditionalLabels: labels},
 		},
 	}
