@@ -210,3 +210,36 @@ func TestContract_LoadBalancerLifecycle(t *testing.T) {
 		t.Errorf("after delete GetByID = %v, %v; want nil, nil", gone, err)
 	}
 }
+
+func TestContract_CreateByNetworkZoneAndTypeIDThenAttach(t *testing.T) {
+	w := newWorld(t)
+	c := w.client
+	lt, _, err := c.LoadBalancerType.GetByID(ctx(t), 3)
+	if err != nil || lt == nil || lt.Name != "lb31" {
+		t.Fatalf("LoadBalancerType.GetByID(3) = %+v, %v", lt, err)
+	}
+	lb := createLB(t, w, "by-zone", func(o *hcloud.LoadBalancerCreateOpts) {
+		o.Location = nil
+		o.NetworkZone = hcloud.NetworkZoneEUCentral
+		o.LoadBalancerType = &hcloud.LoadBalancerType{ID: lt.ID}
+		o.Network = nil
+		o.Algorithm = &hcloud.LoadBalancerAlgorithm{Type: hcloud.LoadBalancerAlgorithmTypeLeastConnections}
+	})
+	if lb.Location.NetworkZone != hcloud.NetworkZoneEUCentral || lb.LoadBalancerType.Name != "lb31" || lb.Algorithm.Type != hcloud.LoadBalancerAlgorithmTypeLeastConnections {
+		t.Errorf("created = location %s type %s algorithm %s", lb.Location.Name, lb.LoadBalancerType.Name, lb.Algorithm.Type)
+	}
+	a, resp, err := c.LoadBalancer.AttachToNetwork(ctx(t), lb, hcloud.LoadBalancerAttachToNetworkOpts{Network: &hcloud.Network{ID: w.network}, IP: net.ParseIP("10.0.0.200")})
+	mustWait(t, c, a, resp, err)
+	a, resp, err = c.LoadBalancer.ChangeProtection(ctx(t), lb, hcloud.LoadBalancerChangeProtectionOpts{Delete: hcloud.Ptr(true)})
+	mustWait(t, c, a, resp, err)
+	got, _, err := c.LoadBalancer.Get(ctx(t), "by-zone")
+	if err != nil || got == nil {
+		t.Fatalf("Get(by-zone) = %v, %v", got, err)
+	}
+	if len(got.PrivateNet) != 1 || got.PrivateNet[0].IP.String() != "10.0.0.200" || !got.Protection.Delete {
+		t.Errorf("after attach and protection: %+v, protection %+v", got.PrivateNet, got.Protection)
+	}
+	if w.emu.MutatingRequests() != 3 {
+		t.Errorf("mutating requests = %d, want create, attach, protection", w.emu.MutatingRequests())
+	}
+}

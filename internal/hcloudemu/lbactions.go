@@ -539,8 +539,6 @@ func (e *Emulator) attach(lb *schema.LoadBalancer, req schema.LoadBalancerAction
 	if err != nil {
 		return err
 	}
-	// The candidate lb may not be stored yet: make sure its own other
-	// attachments do not already hold the IP.
 	lb.PrivateNet = append(lb.PrivateNet, schema.LoadBalancerPrivateNet{Network: nw.ID, IP: got})
 	return nil
 }

@@ -95,8 +95,8 @@ func (e *Emulator) list(r *http.Request, key string, items []listItem, keep func
 	return http.StatusOK, map[string]any{key: out, "meta": map[string]any{"pagination": p}}, nil
 }
 
-// setLinkHeader is applied by the response writer wrapper through the
-// request context; here it is computed and stashed on the request.
+// setLinkHeader sets the Link header (rel prev, next, last) on the response
+// writer the middleware put into the request context.
 func setLinkHeader(r *http.Request, p pagination) {
 	rw, ok := r.Context().Value(responseWriterKey{}).(http.ResponseWriter)
 	if !ok {
