@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/tester"
@@ -25,19 +26,27 @@ type EvalResult struct {
 	Error    string    `json:"error,omitempty"`
 }
 
-// ReadInputFile reads one policy input from a JSON file, rejecting unknown fields.
+// ReadInputFile reads one policy input from a JSON file, or from standard input when path is
+// "-", rejecting unknown fields.
 //
 // A file that holds exactly one key equal to its base name without ".json" is unwrapped: the
 // sample inputs in examples/policies/inputs use that form so that `opa test` can load them all
-// into data.inputs without conflicts (inputs/lb_create.json holds {"lb_create": {...}}).
+// into data.inputs without conflicts (inputs/lb_create_default.json holds
+// {"lb_create_default": {...}}).
 func ReadInputFile(path string) (Input, error) {
 	var in Input
-	b, err := os.ReadFile(path)
+	var b []byte
+	var err error
+	if path == "-" {
+		b, err = io.ReadAll(os.Stdin)
+	} else {
+		b, err = os.ReadFile(path)
+	}
 	if err != nil {
 		return in, fmt.Errorf("read policy input: %w", err)
 	}
 	var wrapped map[string]json.RawMessage
-	if json.Unmarshal(b, &wrapped) == nil && len(wrapped) == 1 {
+	if path != "-" && json.Unmarshal(b, &wrapped) == nil && len(wrapped) == 1 {
 		if inner, ok := wrapped[strings.TrimSuffix(filepath.Base(path), ".json")]; ok {
 			b = inner
 		}
@@ -50,7 +59,7 @@ func ReadInputFile(path string) (Input, error) {
 	return in, nil
 }
 
-// EvalFile decides the input in inputFile (see [ReadInputFile]) with the policies of policyDir
+// EvalFile decides the input in inputFile (see [ReadInputFile]; "-" is standard input) with the policies of policyDir
 // (read like [WatchDir] does) and the options o, and writes the decision to w as indented JSON
 // ([EvalResult]). It is the CLI's `policy eval`.
 //
@@ -116,7 +125,7 @@ func RunTests(ctx context.Context, dirs []string, w io.Writer, verbose bool) (fa
 		SetStore(store).
 		CapturePrintOutput(true).
 		RaiseBuiltinErrors(true).
-		SetTimeout(DefaultTimeout*5).
+		SetTimeout(5*time.Second). // opa test's default
 		Run(ctx, modules)
 	if err != nil {
 		return 0, fmt.Errorf("compile policy tests: %w", &LoadError{Revision: "under test", Problems: problemsFrom(err)})

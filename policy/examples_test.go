@@ -166,6 +166,35 @@ func TestEvalFile(t *testing.T) {
 		t.Fatalf("EvalFile(dry run) = %v, output:\n%s", err, out.String())
 	}
 
+	// "-" reads standard input, without unwrapping.
+	stdin, err := os.Open(filepath.Join(examplesDir, "inputs", "route_create.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	sample, err := readSample(stdin.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := json.Marshal(sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainFile := filepath.Join(t.TempDir(), "route.json")
+	writeFile(t, filepath.Dir(plainFile), "route.json", string(plain))
+	f, err := os.Open(plainFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	saved := os.Stdin
+	os.Stdin = f
+	defer func() { os.Stdin = saved }()
+	out.Reset()
+	if err := policy.EvalFile(ctx, examplesDir, "-", &out, policy.Options{}); err != nil || !strings.Contains(out.String(), `"allowed": true`) {
+		t.Fatalf("EvalFile(stdin) = %v, output:\n%s", err, out.String())
+	}
+
 	unknown := filepath.Join(t.TempDir(), "in.json")
 	writeFile(t, filepath.Dir(unknown), "in.json", `{"action": "loadbalancer.create", "load_balancer": {"typ": "lb11"}}`)
 	if err := policy.EvalFile(ctx, examplesDir, unknown, &out, policy.Options{}); err == nil || !strings.Contains(err.Error(), `unknown field "typ"`) {
