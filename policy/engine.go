@@ -171,7 +171,10 @@ func (e *Engine) Revision() string {
 // files maps flat file names (ConfigMap keys, or base names of a directory's files) to contents:
 //   - names starting with "." are ignored (a mounted ConfigMap's "..data" and the like),
 //     as are "*_test.rego" files and names without a known extension;
-//   - "*.rego" files are Rego v1 modules; at least one must declare "package ccm";
+//   - "*.rego" files are Rego v1 modules; at least one must declare "package ccm". Without any
+//     .rego file (an empty ConfigMap) there is no policy: before the first good revision Load
+//     returns no error and the engine keeps allowing everything; after it, such a revision is
+//     rejected like any revision without package ccm;
 //   - "*.json", "*.yaml" and "*.yml" files each hold one object that is merged at the root of
 //     data, as `opa test DIR` does for the files of DIR: {"config": {...}} becomes data.config.
 //
@@ -192,6 +195,10 @@ func (e *Engine) Load(ctx context.Context, files map[string][]byte, from Source)
 	policies, data := selectFiles(files)
 	rev := revisionOf(policies, data)
 	if cur := e.active.Load(); cur != nil && cur.revision == rev {
+		return rev, nil
+	}
+	if len(policies) == 0 && e.active.Load() == nil && e.optsErr == nil {
+		klog.InfoS("Policy source holds no .rego file: no policy in force, every mutation is allowed", "source", from.Name)
 		return rev, nil
 	}
 	if e.lastRejected != nil && e.lastRejected.Revision == rev {

@@ -125,8 +125,8 @@ func TestEngine_Load_rejects(t *testing.T) {
 			want:  policy.Problem{Code: "ccm_missing_package", Message: "no module declares package ccm"},
 		},
 		{
-			name:  "An empty revision is rejected",
-			files: files(),
+			name:  "Data files without package ccm are rejected",
+			files: files("config.json", `{"a": 1}`, "other.rego", "package other\n\nx := 1\n"),
 			want:  policy.Problem{Code: "ccm_missing_package", Message: "no module declares package ccm"},
 		},
 		{
@@ -438,4 +438,24 @@ func TestEngine_Decide_concurrentWithLoad(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+func TestEngine_Load_emptyRevision(t *testing.T) {
+	ctx := context.Background()
+	e := policy.NewEngine(policy.Options{})
+	if _, err := e.Load(ctx, files("README.md", "# nothing yet", "data.json", `{"config": {}}`), policy.Source{Name: "test"}); err != nil {
+		t.Fatalf("Load(no .rego) before any revision = %v, want nil: no policy", err)
+	}
+	if d := e.Decide(ctx, lbInput("lb31")); !d.Allowed || d.Revision != "" || e.Revision() != "" {
+		t.Fatalf("Decide without policy = %+v (revision %q), want allowed without revision", d, e.Revision())
+	}
+	good := mustLoad(t, e, files("lb.rego", denyLB31))
+	_, err := e.Load(ctx, files(), policy.Source{Name: "test"})
+	var lerr *policy.LoadError
+	if !errors.As(err, &lerr) || lerr.Problems[0].Code != "ccm_missing_package" {
+		t.Fatalf("Load(empty) after a good revision = %v, want a ccm_missing_package rejection", err)
+	}
+	if e.Revision() != good {
+		t.Fatalf("Revision() = %q, want %q to stay in force", e.Revision(), good)
+	}
 }
