@@ -35,8 +35,6 @@ const (
 	ReasonLoadBalancerUpdated = "LoadBalancerUpdated"
 	ReasonLoadBalancerCreated = "LoadBalancerCreated"
 	ReasonLoadBalancerDeleted = "LoadBalancerDeleted"
-	ReasonRouteCreated        = "RouteCreated"
-	ReasonRouteDeleted        = "RouteDeleted"
 )
 
 // RetryAfter is how long the service controller waits before retrying a load balancer that was
@@ -69,6 +67,7 @@ func New(client *hcloud.Client, decider policy.Decider, recorder record.EventRec
 	if recorder == nil {
 		recorder = &record.FakeRecorder{}
 	}
+	registerMetrics()
 	x := &Executor{client: client, decider: decider, recorder: recorder, cluster: cluster}
 	for _, o := range opts {
 		o(x)
@@ -165,9 +164,6 @@ func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Pl
 			Service:      service,
 			LoadBalancer: st.LoadBalancer,
 			Current:      st.Current,
-		}
-		if st.Mutation.Action() == policy.ActionLoadBalancerDelete {
-			in.LoadBalancer = st.Current
 		}
 		d := x.decider.Decide(ctx, in)
 		label := st.Mutation.Label()

@@ -1,0 +1,348 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+)
+
+const uid = "0b7e7a52-6f1c-4a55-8a9e-2c3d4e5f6a7b"
+
+// decider returns a fixed decision and records the inputs.
+type decider struct {
+	mu       sync.Mutex
+	decision func(policy.Input) policy.Decision
+	inputs   []policy.Input
+}
+
+func (d *decider) Decide(_ context.Context, in policy.Input) policy.Decision {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.inputs = append(d.inputs, in)
+	return d.decision(in)
+}
+
+func allow(policy.Input) policy.Decision { return policy.Decision{Allowed: true} }
+
+func denyAll(policy.Input) policy.Decision {
+	return policy.Decision{Deny: []policy.Message{{Msg: "frozen", Code: "F1"}}}
+}
+
+type env struct {
+	emu      *hcloudemu.Emulator
+	client   *hcloud.Client
+	recorder *record.FakeRecorder
+	decider  *decider
+	exec     *executor.Executor
+	network  *hcloud.Network
+	servers  []int64
+}
+
+func newEnv(t *testing.T, decide func(policy.Input) policy.Decision, opts ...executor.Option) *env {
+	t.Helper()
+	emu, endpoint := hcloudemu.NewTestServer(t)
+	client := hcloud.NewClient(
+		hcloud.WithEndpoint(endpoint), hcloud.WithToken(emu.Token()),
+		hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ConstantBackoff(2 * time.Millisecond)}),
+		hcloud.WithRetryOpts(hcloud.RetryOpts{BackoffFunc: hcloud.ConstantBackoff(time.Millisecond), MaxRetries: 3}),
+	)
+	netID, err := emu.AddNetwork(hcloudemu.NetworkSpec{Name: "k8s", IPRange: "10.0.0.0/8",
+		Subnets: []hcloudemu.SubnetSpec{{Type: "cloud", IPRange: "10.0.0.0/24", NetworkZone: "eu-central"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &env{emu: emu, client: client, recorder: record.NewFakeRecorder(100), decider: &decider{decision: decide}, network: &hcloud.Network{ID: netID}}
+	for i := 1; i <= 2; i++ {
+		id, err := emu.AddServer(hcloudemu.ServerSpec{Name: fmt.Sprintf("node-%d", i), Networks: []hcloudemu.ServerNetwork{{NetworkID: netID, IP: fmt.Sprintf("10.0.0.%d", 10+i)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev.servers = append(ev.servers, id)
+	}
+	cluster := policy.Cluster{Name: "prod", ClusterCIDR: "10.244.0.0/16", Network: &policy.Network{ID: netID, Name: "k8s", IPRange: "10.0.0.0/8"}}
+	ev.exec = executor.New(client, ev.decider, ev.recorder, cluster, opts...)
+	return ev
+}
+
+func newService() *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: types.UID(uid), Labels: map[string]string{"app": "web"}},
+		Spec: corev1.ServiceSpec{
+			Type:                  corev1.ServiceTypeLoadBalancer,
+			Ports:                 []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}},
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
+		},
+	}
+}
+
+// plan plans svc against lb (nil: create).
+func (ev *env) plan(t *testing.T, svc *corev1.Service, lb *hcloud.LoadBalancer) lbplan.Plan {
+	t.Helper()
+	var nodes []lbplan.Node
+	for i, id := range ev.servers {
+		nodes = append(nodes, lbplan.Node{Name: fmt.Sprintf("node-%d", i+1), ServerID: id})
+	}
+	d, err := lbplan.NewDesired(lbplan.Input{Service: svc, Name: "web", Nodes: nodes, Defaults: config.LoadBalancer{Location: "fsn1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := lbplan.Compute(d, lbplan.NewActual(lb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (ev *env) lb(t *testing.T) *hcloud.LoadBalancer {
+	t.Helper()
+	lbs, err := ev.client.LoadBalancer.All(context.Background())
+	if err != nil || len(lbs) != 1 {
+		t.Fatalf("load balancers: %d, %v", len(lbs), err)
+	}
+	return lbs[0]
+}
+
+func (ev *env) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-ev.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func count(events []string, prefix string) int {
+	n := 0
+	for _, e := range events {
+		if strings.HasPrefix(e, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func route(dst, gw string) hcloud.NetworkRoute {
+	_, d, _ := net.ParseCIDR(dst)
+	return hcloud.NetworkRoute{Destination: d, Gateway: net.ParseIP(gw)}
+}
+
+// TestInvariant_DenyAllMakesNoMutatingRequest is the architecture's first invariant: with a
+// deny-all policy, a create, an update, a delete and route changes send no mutating request.
+func TestInvariant_DenyAllMakesNoMutatingRequest(t *testing.T) {
+	ev := newEnv(t, denyAll)
+	ctx := context.Background()
+	svc := newService()
+	if _, err := ev.exec.Run(ctx, svc, ev.plan(t, svc, nil)); !errors.Is(err, policy.ErrDenied) {
+		t.Fatalf("create: err = %v", err)
+	}
+	id, err := ev.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "web", Labels: map[string]string{lbplan.LabelServiceUID: uid}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, _, err := ev.client.LoadBalancer.GetByID(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ev.exec.Run(ctx, svc, ev.plan(t, svc, lb)); !errors.Is(err, policy.ErrDenied) {
+		t.Fatalf("update: err = %v", err)
+	}
+	del, err := lbplan.ComputeDelete(lbplan.NewActual(lb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ev.exec.Run(ctx, svc, del); !errors.Is(err, policy.ErrDenied) {
+		t.Fatalf("delete: err = %v", err)
+	}
+	if err := ev.exec.AddRoute(ctx, ev.network, route("10.244.1.0/24", "10.0.0.11"), "node-1"); !errors.Is(err, policy.ErrDenied) {
+		t.Fatalf("add route: err = %v", err)
+	}
+	if err := ev.exec.DeleteRoute(ctx, ev.network, route("10.244.1.0/24", "10.0.0.11"), "node-1"); !errors.Is(err, policy.ErrDenied) {
+		t.Fatalf("delete route: err = %v", err)
+	}
+	if n := ev.emu.MutatingRequests(); n != 0 {
+		t.Fatalf("%d mutating requests under deny-all: %v", n, ev.emu.Counts())
+	}
+	events := ev.events()
+	if count(events, "Warning PolicyDenied") != 5 {
+		t.Errorf("want one PolicyDenied per run, got %v", events)
+	}
+}
+
+func TestRun_InputsDescribeEveryMutation(t *testing.T) {
+	nsIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	_ = nsIndexer.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"tier": "prod"}}})
+	ev := newEnv(t, allow, executor.WithNamespaceLister(corelisters.NewNamespaceLister(nsIndexer)))
+	svc := newService()
+	p := ev.plan(t, svc, nil)
+	lb, err := ev.exec.Run(context.Background(), svc, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lb == nil || lb.Name != "web" || len(lb.Targets) != 2 {
+		t.Fatalf("run returned %+v", lb)
+	}
+	ins := ev.decider.inputs
+	if len(ins) != len(p.Mutations) {
+		t.Fatalf("%d decisions for %d mutations", len(ins), len(p.Mutations))
+	}
+	first, last := ins[0], ins[len(ins)-1]
+	if first.Version != policy.InputVersion || first.Action != policy.ActionLoadBalancerCreate || first.Operation != "create" || first.Current != nil {
+		t.Errorf("create input = %+v", first)
+	}
+	if first.Cluster.Name != "prod" || first.Service.Namespace != "shop" || first.Service.Ports[0].NodePort != 30080 ||
+		first.Service.NamespaceLabels["tier"] != "prod" || first.Service.ExternalTrafficPolicy != "Cluster" || first.Service.Labels["app"] != "web" {
+		t.Errorf("service input = %+v", first.Service)
+	}
+	if last.Operation != "add_target" || len(last.Current.Targets) != 1 || len(last.LoadBalancer.Targets) != 2 {
+		t.Errorf("last input = %+v", last)
+	}
+	if e := ev.events(); count(e, "Normal LoadBalancerCreated") != 1 {
+		t.Errorf("events = %v", e)
+	}
+}
+
+func TestRun_WarningsAndDryRunProceed(t *testing.T) {
+	ev := newEnv(t, func(in policy.Input) policy.Decision {
+		return policy.Decision{Allowed: true, DryRun: true, Deny: []policy.Message{{Msg: "would deny " + in.Operation}}, Warn: []policy.Message{{Msg: "careful"}}}
+	})
+	svc := newService()
+	if _, err := ev.exec.Run(context.Background(), svc, ev.plan(t, svc, nil)); err != nil {
+		t.Fatal(err)
+	}
+	e := ev.events()
+	if count(e, "Warning PolicyWarning") != 1 || count(e, "Warning PolicyDryRunDenied") != 1 || count(e, "Warning PolicyDenied") != 0 {
+		t.Errorf("events = %v", e)
+	}
+	if ev.emu.MutatingRequests() == 0 {
+		t.Errorf("dry-run denial blocked the run")
+	}
+}
+
+func TestRun_PartialDenyRunsNothing(t *testing.T) {
+	ev := newEnv(t, func(in policy.Input) policy.Decision {
+		if in.Operation == "add_target" {
+			return policy.Decision{Deny: []policy.Message{{Msg: "no targets today"}}}
+		}
+		return policy.Decision{Allowed: true}
+	})
+	svc := newService()
+	_, err := ev.exec.Run(context.Background(), svc, ev.plan(t, svc, nil))
+	if !errors.Is(err, policy.ErrDenied) || !strings.Contains(err.Error(), "add_target(server:") {
+		t.Fatalf("err = %v", err)
+	}
+	if ev.emu.MutatingRequests() != 0 {
+		t.Errorf("%d mutating requests after a partial deny", ev.emu.MutatingRequests())
+	}
+	e := ev.events()
+	if count(e, "Warning PolicyDenied") != 1 || !strings.Contains(e[0], "no targets today") {
+		t.Errorf("events = %v", e)
+	}
+}
+
+func TestRun_Delete(t *testing.T) {
+	tests := []struct {
+		name       string
+		fault      *hcloudemu.Fault
+		wantErr    string
+		wantEvent  string
+		wantRemain int
+	}{
+		{name: "a delete waits for the action and the load balancer is gone"},
+		{name: "a load balancer already gone counts as deleted", fault: &hcloudemu.Fault{Method: "DELETE", Pattern: "/v1/load_balancers/*", Code: "not_found"}, wantRemain: 1},
+		{name: "a protected load balancer is a clear error with an event", fault: &hcloudemu.Fault{Method: "DELETE", Pattern: "/v1/load_balancers/*", Code: "protected"},
+			wantErr: "has delete protection", wantEvent: "Warning DeleteProtected", wantRemain: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := newEnv(t, allow)
+			svc := newService()
+			lb, err := ev.exec.Run(context.Background(), svc, ev.plan(t, svc, nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.fault != nil {
+				ev.emu.AddFault(*tc.fault)
+			}
+			p, _ := lbplan.ComputeDelete(lbplan.NewActual(lb))
+			got, err := ev.exec.Run(context.Background(), svc, p)
+			if tc.wantErr == "" && (err != nil || got != nil) {
+				t.Fatalf("got %v, err %v", got, err)
+			}
+			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.HasPrefix(err.Error(), "delete(web): ")) {
+				t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			}
+			if n := len(ev.emu.LoadBalancers()); n != tc.wantRemain {
+				t.Errorf("%d load balancers remain, want %d", n, tc.wantRemain)
+			}
+			if tc.wantEvent != "" && count(ev.events(), tc.wantEvent) == 0 {
+				t.Errorf("no %s event", tc.wantEvent)
+			}
+		})
+	}
+}
+
+func TestRoutes(t *testing.T) {
+	ev := newEnv(t, allow)
+	ctx := context.Background()
+	r := route("10.244.1.0/24", "10.0.0.11")
+	if err := ev.exec.AddRoute(ctx, ev.network, r, "node-1"); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := ev.emu.Network(ev.network.ID)
+	if len(n.Routes) != 1 || n.Routes[0].Destination != "10.244.1.0/24" || n.Routes[0].Gateway != "10.0.0.11" {
+		t.Fatalf("routes = %+v", n.Routes)
+	}
+	in := ev.decider.inputs[0]
+	if in.Action != policy.ActionRouteCreate || in.Operation != "add_route" || in.Route == nil || in.Route.Node != "node-1" || in.Service != nil {
+		t.Errorf("input = %+v", in)
+	}
+	if err := ev.exec.DeleteRoute(ctx, ev.network, r, "node-1"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := ev.emu.Network(ev.network.ID); len(n.Routes) != 0 {
+		t.Errorf("route not deleted: %+v", n.Routes)
+	}
+	if ev.decider.inputs[1].Action != policy.ActionRouteDelete || ev.decider.inputs[1].Operation != "delete_route" {
+		t.Errorf("input = %+v", ev.decider.inputs[1])
+	}
+	ev.emu.AddFault(hcloudemu.Fault{Method: "POST", Pattern: "/v1/networks/*/actions/add_route", Times: 1, Code: "locked"})
+	err := ev.exec.AddRoute(ctx, ev.network, r, "node-1")
+	var retry interface{ RetryAfter() time.Duration }
+	if !errors.As(err, &retry) {
+		t.Errorf("locked: err = %v, want a retry error", err)
+	}
+}
+
+func TestRoutes_DenyPutsTheEventOnTheNode(t *testing.T) {
+	ev := newEnv(t, denyAll)
+	err := ev.exec.AddRoute(context.Background(), ev.network, route("10.244.1.0/24", "10.0.0.11"), "node-1")
+	if !errors.Is(err, policy.ErrDenied) || !strings.Contains(err.Error(), "frozen (F1)") {
+		t.Fatalf("err = %v", err)
+	}
+	e := ev.events()
+	if len(e) != 1 || !strings.HasPrefix(e[0], "Warning PolicyDenied") || !strings.Contains(e[0], "add_route(10.244.1.0/24 via 10.0.0.11)") {
+		t.Errorf("events = %v", e)
+	}
+}
