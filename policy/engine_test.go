@@ -2,8 +2,9 @@ package policy_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -203,8 +204,9 @@ func TestEngine_Load_keepsLastGoodRevision(t *testing.T) {
 func TestEngine_Load_revision(t *testing.T) {
 	e := policy.NewEngine(policy.Options{})
 	rev := mustLoad(t, e, files("lb.rego", denyLB31))
-	if !regexp.MustCompile(`^[0-9a-f]{12}$`).MatchString(rev) {
-		t.Fatalf("revision %q is not 12 hex digits", rev)
+	h := sha256.Sum256([]byte("lb.rego\x00" + denyLB31 + "\x00"))
+	if want := hex.EncodeToString(h[:])[:12]; rev != want {
+		t.Fatalf("revision = %q, want %q: the first 12 hex of sha256 over name, NUL, content, NUL", rev, want)
 	}
 	ignored := files("lb.rego", denyLB31, "lb_test.rego", "garbage", "..data", "x", ".hidden.rego", "garbage", "README.md", "# notes")
 	if got := mustLoad(t, e, ignored); got != rev {
