@@ -84,6 +84,9 @@ func EvalFile(ctx context.Context, policyDir, inputFile string, w io.Writer, o O
 	if _, err := e.Load(ctx, files, DirSource(policyDir)); err != nil {
 		return err
 	}
+	if e.Revision() == "" {
+		return fmt.Errorf("evaluate policy: no .rego file in %s (the CCM would allow everything)", policyDir)
+	}
 	d := e.Decide(ctx, in)
 	res := EvalResult{Allowed: d.Allowed, DryRun: d.DryRun, Revision: d.Revision, Deny: d.Deny, Warn: d.Warn}
 	if res.Deny == nil {

@@ -181,6 +181,9 @@ func (e *Engine) Revision() string {
 // The revision is the first 12 hex digits of the SHA-256 over the selected files in name order,
 // each hashed as name, NUL, content, NUL. Loading the revision already in force does nothing.
 //
+// Feed one engine from one source: two sources would replace each other's revision on every
+// change.
+//
 // # Errors
 //
 // A revision that does not parse or compile (strict mode, sandbox capabilities) is rejected

@@ -195,6 +195,10 @@ func TestEvalFile(t *testing.T) {
 		t.Fatalf("EvalFile(stdin) = %v, output:\n%s", err, out.String())
 	}
 
+	if err := policy.EvalFile(ctx, t.TempDir(), plainFile, &out, policy.Options{}); err == nil || !strings.Contains(err.Error(), "no .rego file") {
+		t.Fatalf("EvalFile with an empty policy directory = %v, want a no .rego file error", err)
+	}
+
 	unknown := filepath.Join(t.TempDir(), "in.json")
 	writeFile(t, filepath.Dir(unknown), "in.json", `{"action": "loadbalancer.create", "load_balancer": {"typ": "lb11"}}`)
 	if err := policy.EvalFile(ctx, examplesDir, unknown, &out, policy.Options{}); err == nil || !strings.Contains(err.Error(), `unknown field "typ"`) {
