@@ -174,7 +174,7 @@ func TestDeployRBACIsEnoughAndLeast(t *testing.T) {
 		}},
 		{"create an events.k8s.io/v1 event", func() error {
 			_, err := sa.EventsV1().Events(ccmNamespace).Create(ctx, &eventsv1.Event{
-				ObjectMeta:          metav1.ObjectMeta{GenerateName: "policy."},
+				ObjectMeta:          metav1.ObjectMeta{Name: policyConfigMap + ".e2e"},
 				EventTime:           metav1.NowMicro(),
 				Regarding:           corev1.ObjectReference{Kind: "ConfigMap", Namespace: ccmNamespace, Name: policyConfigMap},
 				Reason:              "PolicyLoaded",
