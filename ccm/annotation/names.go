@@ -192,11 +192,12 @@ const (
 	// Changes: new connections (update_service)
 	LBSvcHTTPCertificates Name = "load-balancer.hetzner.cloud/http-certificates"
 
-	// LBSvcHTTPManagedCertificateName is the name of the managed certificate.
+	// LBSvcHTTPManagedCertificateName is the name of the managed certificate, created with the
+	// hcloud-ccm/service-uid label when no certificate carries it yet.
 	//
 	// Type: string
 	// Default: ccm-managed-certificate-<Service UID>
-	// Changes: new connections (a new certificate)
+	// Changes: none (read when the certificate is created; delete the certificate to recreate it)
 	LBSvcHTTPManagedCertificateName Name = "load-balancer.hetzner.cloud/http-managed-certificate-name"
 
 	// LBSvcHTTPManagedCertificateUseACMEStaging requests the managed certificate from Let's
@@ -212,7 +213,7 @@ const (
 	//
 	// Type: CSV
 	// Default: none
-	// Changes: new connections (a new certificate)
+	// Changes: none (read when the certificate is created; delete the certificate to recreate it)
 	LBSvcHTTPManagedCertificateDomains Name = "load-balancer.hetzner.cloud/http-managed-certificate-domains"
 
 	// LBSvcRedirectHTTP redirects HTTP to HTTPS.

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	corev1 "k8s.io/api/core/v1"
@@ -11,19 +12,45 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 )
 
-// apply runs one mutation against lb and waits for its action. It returns the load balancer to
-// use for the next mutation (the created one after Create, nil after Delete).
-func (x *Executor) apply(ctx context.Context, svc *corev1.Service, lb *hcloud.LoadBalancer, m lbplan.Mutation) (*hcloud.LoadBalancer, error) {
-	if c, ok := m.(lbplan.Create); ok {
-		return x.create(ctx, c)
+// run is the state of one Run.
+type run struct {
+	lb *hcloud.LoadBalancer
+	// certificateID is the managed certificate created in this run, for listeners that use
+	// lbplan.PendingCertificateID.
+	certificateID int64
+}
+
+// apply runs one mutation and waits for its action. It updates r.lb to the load balancer to use
+// for the next mutation (the created one after Create, nil after Delete).
+func (x *Executor) apply(ctx context.Context, svc *corev1.Service, r *run, m lbplan.Mutation) error {
+	switch m := m.(type) {
+	case lbplan.Create:
+		lb, err := x.create(ctx, m)
+		if err == nil {
+			r.lb = lb
+		}
+		return err
+	case lbplan.CreateManagedCertificate:
+		id, err := x.createCertificate(ctx, m.Certificate)
+		r.certificateID = id
+		return err
 	}
-	if lb == nil {
-		return nil, errNoLoadBalancer
+	if r.lb == nil {
+		return errNoLoadBalancer
 	}
+	next, err := x.applyToLB(ctx, svc, r, m)
+	if err == nil {
+		r.lb = next
+	}
+	return err
+}
+
+func (x *Executor) applyToLB(ctx context.Context, svc *corev1.Service, r *run, m lbplan.Mutation) (*hcloud.LoadBalancer, error) {
+	lb := r.lb
 	if d, ok := m.(lbplan.Delete); ok {
 		return nil, x.delete(ctx, svc, lb, d)
 	}
-	action, err := x.call(ctx, lb, m)
+	action, err := x.call(ctx, lb, withCertificate(m, r.certificateID))
 	if err != nil {
 		if t, ok := m.(lbplan.AddTarget); ok && hcloud.IsError(err, hcloud.ErrorCodeResourceLimitExceeded) {
 			x.recorder.Eventf(nodeRef(t.Target.Node), corev1.EventTypeWarning, ReasonMaxTargetsReached,
@@ -94,6 +121,49 @@ func (x *Executor) call(ctx context.Context, lb *hcloud.LoadBalancer, m lbplan.M
 		return nil, fmt.Errorf("unknown mutation %T", m)
 	}
 	return action, err
+}
+
+// withCertificate puts the certificate created in this run into listeners that wait for it.
+func withCertificate(m lbplan.Mutation, id int64) lbplan.Mutation {
+	fix := func(s lbplan.Service) lbplan.Service {
+		certs := slices.Clone(s.HTTP.Certificates)
+		for i, c := range certs {
+			if c == lbplan.PendingCertificateID {
+				certs[i] = id
+			}
+		}
+		s.HTTP.Certificates = certs
+		return s
+	}
+	switch m := m.(type) {
+	case lbplan.AddService:
+		m.Service = fix(m.Service)
+		return m
+	case lbplan.UpdateService:
+		m.Service = fix(m.Service)
+		return m
+	}
+	return m
+}
+
+// createCertificate creates a managed certificate. It does not wait for issuance, which can
+// take minutes (DNS validation); listeners can use a pending certificate, as with the official
+// CCM. A certificate of that name without our label is a uniqueness_error.
+func (x *Executor) createCertificate(ctx context.Context, c lbplan.ManagedCertificate) (int64, error) {
+	res, _, err := x.client.Certificate.CreateCertificate(ctx, hcloud.CertificateCreateOpts{
+		Name: c.Name, Type: hcloud.CertificateTypeManaged, DomainNames: c.Domains, Labels: c.Labels,
+	})
+	if hcloud.IsError(err, hcloud.ErrorCodeUniquenessError) {
+		return 0, fmt.Errorf("a certificate named %q exists without the %s label: rename it, or set %q to another name: %w",
+			c.Name, lbplan.LabelServiceUID, "load-balancer.hetzner.cloud/http-managed-certificate-name", err)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if res.Certificate == nil {
+		return 0, fmt.Errorf("create answered without a certificate")
+	}
+	return res.Certificate.ID, nil
 }
 
 func (x *Executor) create(ctx context.Context, c lbplan.Create) (*hcloud.LoadBalancer, error) {

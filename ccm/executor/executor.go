@@ -88,30 +88,29 @@ func New(client *hcloud.Client, decider policy.Decider, recorder record.EventRec
 // mutation's label. A load balancer locked by a running action or changed during the request
 // gives a wrapped *api.RetryError (retried after RetryAfter).
 func (x *Executor) Run(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) (*hcloud.LoadBalancer, error) {
-	var lb *hcloud.LoadBalancer
+	r := &run{}
 	if plan.Actual != nil {
-		lb = plan.Actual.LoadBalancer
+		r.lb = plan.Actual.LoadBalancer
 	}
 	if plan.Empty() {
-		return lb, nil
+		return r.lb, nil
 	}
 	if err := x.gate(ctx, svc, plan); err != nil {
 		return nil, err
 	}
 	var applied []string
 	for _, m := range plan.Mutations {
-		klog.InfoS("executing", "op", m.Label(), "service", klog.KObj(svc), "loadBalancer", lbName(lb, m))
-		next, err := x.apply(ctx, svc, lb, m)
-		if err != nil {
+		klog.InfoS("executing", "op", m.Label(), "service", klog.KObj(svc), "loadBalancer", lbName(r.lb, m))
+		if err := x.apply(ctx, svc, r, m); err != nil {
 			countMutation(m.Action(), m.Operation(), resultError)
 			x.reportApplied(svc, applied)
 			return nil, wrapAPIError(m.Label(), err)
 		}
 		countMutation(m.Action(), m.Operation(), resultSuccess)
 		applied = append(applied, m.Label())
-		lb = next
 	}
 	x.reportApplied(svc, applied)
+	lb := r.lb
 	if lb == nil { // deleted
 		return nil, nil
 	}

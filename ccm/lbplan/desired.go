@@ -63,6 +63,9 @@ type Input struct {
 	// CertificateIDs are the uploaded certificates of the http-certificates annotation, resolved
 	// to IDs by the caller.
 	CertificateIDs []int64
+	// ManagedCertificateID is the managed certificate carrying the Service's UID label, found
+	// by the caller; PendingCertificateID (0) when there is none yet.
+	ManagedCertificateID int64
 }
 
 // Desired is the load balancer a Service asks for.
@@ -93,6 +96,8 @@ type Desired struct {
 	IPv4RDNS, IPv6RDNS *string
 	Services           []Service // sorted by ListenPort
 	Targets            []Target  // sorted by ServerID
+	// ManagedCertificate is set for https with certificate-type managed.
+	ManagedCertificate *ManagedCertificate
 	// UnsupportedPorts are Service ports with another protocol than TCP (not load balanced).
 	UnsupportedPorts []corev1.ServicePort
 	Status           StatusOptions
@@ -173,7 +178,7 @@ func NewDesired(in Input) (Desired, error) {
 	}
 	steps := []func(*Desired, Input) error{
 		desiredType, desiredPlacement, desiredAlgorithm, desiredNetwork, desiredRDNS,
-		desiredStatus, desiredServices, desiredTargets,
+		desiredStatus, desiredServices, desiredManagedCertificate, desiredTargets,
 	}
 	for _, step := range steps {
 		if err := step(&d, in); err != nil {

@@ -40,6 +40,9 @@ const (
 	OpDeleteService          = "delete_service"
 	OpAddTarget              = "add_target"
 	OpRemoveTarget           = "remove_target"
+	// OpCreateManagedCertificate creates the managed certificate of https listeners; its policy
+	// action is loadbalancer.update (it changes what the load balancer serves).
+	OpCreateManagedCertificate = "create_managed_certificate"
 )
 
 type update struct{}
@@ -227,6 +230,19 @@ func (m RemoveTarget) Label() string {
 func (m RemoveTarget) Apply(lb *policy.LoadBalancer) {
 	lb.Targets = removeTarget(lb.Targets, m.Target.ServerID)
 }
+
+// CreateManagedCertificate creates a managed certificate; listeners later in the plan that use
+// PendingCertificateID get its ID.
+type CreateManagedCertificate struct {
+	update
+	Certificate ManagedCertificate
+}
+
+func (CreateManagedCertificate) Operation() string { return OpCreateManagedCertificate }
+func (m CreateManagedCertificate) Label() string {
+	return fmt.Sprintf("create_managed_certificate(%s)", m.Certificate.Name)
+}
+func (CreateManagedCertificate) Apply(*policy.LoadBalancer) {} // certificates are not in the view
 
 // Delete deletes the load balancer. Its policy view keeps the load balancer being deleted as
 // load_balancer (and current), so policies can match on its name and labels.

@@ -110,7 +110,8 @@ func clonePolicy(lb *policy.LoadBalancer) *policy.LoadBalancer {
 // Compute plans the mutations that turn actual (nil: none exists) into d. It is pure.
 //
 // Order: create; update (name, labels); change_type; change_algorithm; enable_public_interface;
-// detach_from_network; attach_to_network; change_dns_ptr; remove_target; delete_service;
+// detach_from_network; attach_to_network; change_dns_ptr; remove_target;
+// create_managed_certificate; delete_service;
 // update_service; add_service; add_target; disable_public_interface — so that targets are on
 // private IPs before the public interface goes away, and a listener is gone before its port is
 // reused.
@@ -148,6 +149,7 @@ func Compute(d Desired, actual *Actual) (Plan, error) {
 	add(planDNSPtr(d, actual)...)
 	removes, adds, skipped := planTargets(d, actual)
 	add(removes...)
+	add(planCertificate(d)...)
 	add(planServices(d, actual)...)
 	add(adds...)
 	p.SkippedTargets = skipped
@@ -189,6 +191,7 @@ func planCreate(d Desired, p Plan) (Plan, error) {
 		p.Mutations = append(p.Mutations, AttachNetwork{Network: *d.Network})
 	}
 	p.Mutations = append(p.Mutations, planDNSPtr(d, &Actual{})...)
+	p.Mutations = append(p.Mutations, planCertificate(d)...)
 	for _, s := range d.Services {
 		p.Mutations = append(p.Mutations, AddService{Service: s})
 	}
@@ -256,6 +259,17 @@ func planNetwork(d Desired, a *Actual) []Mutation {
 		out = append(out, AttachNetwork{Network: *d.Network})
 	}
 	return out
+}
+
+// planCertificate creates the managed certificate when the caller found none.
+func planCertificate(d Desired) []Mutation {
+	mc := d.ManagedCertificate
+	if mc == nil || mc.ID != PendingCertificateID {
+		return nil
+	}
+	c := *mc
+	c.Domains, c.Labels = slices.Clone(mc.Domains), maps.Clone(mc.Labels)
+	return []Mutation{CreateManagedCertificate{Certificate: c}}
 }
 
 func planDNSPtr(d Desired, a *Actual) []Mutation {

@@ -245,10 +245,13 @@ func TestCompute(t *testing.T) {
 				"disable_public_interface"},
 		},
 		{
-			name:   "re-enabling the public network comes first",
-			in:     newInput(web(withAnnotation(annotation.LBUsePrivateIP, "true")), withNetwork),
-			actual: newLB(attached("10.0.0.3"), func(lb *hcloud.LoadBalancer) { lb.PublicNet.Enabled = false; lb.Targets = []hcloud.LoadBalancerTarget{serverTarget(1, true), serverTarget(2, true)} }),
-			want:   []string{"enable_public_interface"},
+			name: "re-enabling the public network comes first",
+			in:   newInput(web(withAnnotation(annotation.LBUsePrivateIP, "true")), withNetwork),
+			actual: newLB(attached("10.0.0.3"), func(lb *hcloud.LoadBalancer) {
+				lb.PublicNet.Enabled = false
+				lb.Targets = []hcloud.LoadBalancerTarget{serverTarget(1, true), serverTarget(2, true)}
+			}),
+			want: []string{"enable_public_interface"},
 		},
 		{
 			name:   "proxy protocol updates the listener",
@@ -257,8 +260,10 @@ func TestCompute(t *testing.T) {
 			want:   []string{"update_service(80)"},
 		},
 		{
-			name:   "a changed node port updates the listener",
-			in:     newInput(newService("web", func(s *corev1.Service) { s.Spec.Ports = []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 31111}} })),
+			name: "a changed node port updates the listener",
+			in: newInput(newService("web", func(s *corev1.Service) {
+				s.Spec.Ports = []corev1.ServicePort{{Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 31111}}
+			})),
 			actual: newLB(),
 			want:   []string{"update_service(80)"},
 		},
@@ -276,7 +281,7 @@ func TestCompute(t *testing.T) {
 		},
 		{
 			name: "changed certificates update the listener",
-			in: newInput(web(withAnnotation(annotation.LBSvcProtocol, "https")), func(in *lbplan.Input) { in.CertificateIDs = []int64{9, 8} }),
+			in:   newInput(web(withAnnotation(annotation.LBSvcProtocol, "https")), func(in *lbplan.Input) { in.CertificateIDs = []int64{9, 8} }),
 			actual: newLB(func(lb *hcloud.LoadBalancer) {
 				lb.Services[0].Protocol = hcloud.LoadBalancerServiceProtocolHTTPS
 				lb.Services[0].HTTP.Certificates = []*hcloud.Certificate{{ID: 8}}
@@ -289,6 +294,23 @@ func TestCompute(t *testing.T) {
 			actual: newLB(func(lb *hcloud.LoadBalancer) {
 				lb.Services[0].Protocol = hcloud.LoadBalancerServiceProtocolHTTPS
 				lb.Services[0].HTTP.Certificates = []*hcloud.Certificate{{ID: 9}, {ID: 8}}
+			}),
+			want: nil,
+		},
+		{
+			name: "a managed certificate that does not exist yet is created before the listener changes",
+			in: newInput(web(withAnnotation(annotation.LBSvcProtocol, "https"), withAnnotation(annotation.LBSvcHTTPCertificateType, "managed"),
+				withAnnotation(annotation.LBSvcHTTPManagedCertificateDomains, "example.com"))),
+			actual: newLB(),
+			want:   []string{"create_managed_certificate(ccm-managed-certificate-" + uid + ")", "update_service(80)"},
+		},
+		{
+			name: "an existing managed certificate in use needs nothing",
+			in: newInput(web(withAnnotation(annotation.LBSvcProtocol, "https"), withAnnotation(annotation.LBSvcHTTPCertificateType, "managed"),
+				withAnnotation(annotation.LBSvcHTTPManagedCertificateDomains, "example.com")), func(in *lbplan.Input) { in.ManagedCertificateID = 12 }),
+			actual: newLB(func(lb *hcloud.LoadBalancer) {
+				lb.Services[0].Protocol = hcloud.LoadBalancerServiceProtocolHTTPS
+				lb.Services[0].HTTP.Certificates = []*hcloud.Certificate{{ID: 12}}
 			}),
 			want: nil,
 		},
@@ -421,7 +443,9 @@ func TestCompute_Guardrails(t *testing.T) {
 }
 
 func TestCompute_NeverRemovesTheUIDLabel(t *testing.T) {
-	lb := newLB(func(lb *hcloud.LoadBalancer) { lb.Labels = map[string]string{lbplan.LabelServiceUID: "stale", "x": "y"} })
+	lb := newLB(func(lb *hcloud.LoadBalancer) {
+		lb.Labels = map[string]string{lbplan.LabelServiceUID: "stale", "x": "y"}
+	})
 	p, err := lbplan.Compute(mustDesired(t, newInput(newService("web", withPorts(80)))), lbplan.NewActual(lb))
 	if err != nil {
 		t.Fatal(err)
@@ -454,7 +478,7 @@ func TestNewDesired_InvalidCombinations(t *testing.T) {
 		{"a bad bool names the annotation", newInput(web(withAnnotation(annotation.LBSvcProxyProtocol, "yes"))), `invalid value for "load-balancer.hetzner.cloud/uses-proxyprotocol": "yes"`},
 		{"a bad selector names the annotation", newInput(web(withAnnotation(annotation.LBNodeSelector, "a b"))), `invalid value for "load-balancer.hetzner.cloud/node-selector"`},
 		{"https without certificates is refused", newInput(web(withAnnotation(annotation.LBSvcProtocol, "https"))), `set "load-balancer.hetzner.cloud/http-certificates"`},
-		{"managed certificates are refused loudly", newInput(web(withAnnotation(annotation.LBSvcProtocol, "https"), withAnnotation(annotation.LBSvcHTTPCertificateType, "managed"))), "managed certificates are not supported"},
+		{"managed certificates need domains", newInput(web(withAnnotation(annotation.LBSvcProtocol, "https"), withAnnotation(annotation.LBSvcHTTPCertificateType, "managed"))), `set "load-balancer.hetzner.cloud/http-managed-certificate-domains"`},
 		{"a bad environment algorithm names the variable", newInput(web(), func(in *lbplan.Input) { in.Defaults.AlgorithmType = "x" }), `"HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE"`},
 		{"a port without node port is refused", newInput(newService("web", func(s *corev1.Service) { s.Spec.Ports = []corev1.ServicePort{{Port: 80}} })), "has no node port"},
 	}
@@ -538,6 +562,28 @@ func TestPlan_Steps(t *testing.T) {
 	}
 	if steps[1].Mutation.Action() != policy.ActionLoadBalancerUpdate || steps[1].Mutation.Operation() != "add_service" {
 		t.Errorf("action/operation = %s/%s", steps[1].Mutation.Action(), steps[1].Mutation.Operation())
+	}
+}
+
+func TestCompute_ManagedCertificateOnCreate(t *testing.T) {
+	svc := newService("web", withPorts(443), withAnnotation(annotation.LBSvcProtocol, "https"), withAnnotation(annotation.LBSvcHTTPCertificateType, "managed"),
+		withAnnotation(annotation.LBSvcHTTPManagedCertificateDomains, "a.example.com, b.example.com"),
+		withAnnotation(annotation.LBSvcHTTPManagedCertificateName, "web-cert"), withAnnotation(annotation.LBSvcHTTPManagedCertificateUseACMEStaging, "true"))
+	p, err := lbplan.Compute(mustDesired(t, newInput(svc, withNodes())), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"create(web-lb)", "create_managed_certificate(web-cert)", "add_service(443)"}, p.Labels()); diff != "" {
+		t.Fatalf("plan (-want +got):\n%s", diff)
+	}
+	c := p.Mutations[1].(lbplan.CreateManagedCertificate).Certificate
+	want := lbplan.ManagedCertificate{Name: "web-cert", Domains: []string{"a.example.com", "b.example.com"},
+		Labels: map[string]string{lbplan.LabelServiceUID: uid, lbplan.LabelACMEStaging: "true"}}
+	if diff := cmp.Diff(want, c); diff != "" {
+		t.Errorf("certificate (-want +got):\n%s", diff)
+	}
+	if got := p.Mutations[2].(lbplan.AddService).Service.HTTP.Certificates; !cmp.Equal(got, []int64{lbplan.PendingCertificateID}) {
+		t.Errorf("listener certificates = %v, want the pending one", got)
 	}
 }
 

@@ -11,9 +11,22 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 )
 
-// ErrManagedCertificates is returned for certificate-type managed, which this CCM does not
-// create yet: failing loudly beats serving https without the certificate the Service asks for.
-var ErrManagedCertificates = errors.New("managed certificates are not supported by this CCM yet: use uploaded certificates (http-certificates)")
+// LabelACMEStaging asks Hetzner to issue a managed certificate from Let's Encrypt staging
+// (official CCM, internal testing annotation).
+const LabelACMEStaging = "HC-Use-Staging-CA"
+
+// PendingCertificateID stands for the managed certificate that a CreateManagedCertificate
+// earlier in the same plan creates; the executor replaces it with the new certificate's ID.
+const PendingCertificateID int64 = 0
+
+// ManagedCertificate is the managed (Let's Encrypt) certificate of https listeners.
+type ManagedCertificate struct {
+	// ID is the existing certificate's ID; PendingCertificateID when it must be created.
+	ID      int64
+	Name    string
+	Domains []string
+	Labels  map[string]string
+}
 
 // desiredServices builds one listener per TCP Service port; other protocols are reported in
 // UnsupportedPorts (event UnsupportedProtocolConfigured), as the official CCM does.
@@ -72,6 +85,40 @@ func serviceTemplate(in Input) (Service, error) {
 	return s, err
 }
 
+// desiredManagedCertificate reads the managed certificate annotations of an https Service
+// with certificate-type managed.
+func desiredManagedCertificate(d *Desired, in Input) error {
+	svc := in.Service
+	if len(d.Services) == 0 || d.Services[0].Protocol != hcloud.LoadBalancerServiceProtocolHTTPS {
+		return nil
+	}
+	ct, err := annotation.LBSvcHTTPCertificateType.CertificateType(svc)
+	if err != nil || ct != hcloud.CertificateTypeManaged {
+		return nil // errors were reported by desiredServices
+	}
+	domains, err := annotation.LBSvcHTTPManagedCertificateDomains.CSV(svc)
+	if errors.Is(err, annotation.ErrNotSet) {
+		return fmt.Errorf("%q is managed: set %q to the certificate's domains", annotation.LBSvcHTTPCertificateType, annotation.LBSvcHTTPManagedCertificateDomains)
+	}
+	if err != nil {
+		return err
+	}
+	name, err := annotation.LBSvcHTTPManagedCertificateName.NonEmptyString(svc)
+	if name, err = pick(name, err, "ccm-managed-certificate-"+string(svc.UID)); err != nil {
+		return err
+	}
+	staging, err := boolOr(annotation.LBSvcHTTPManagedCertificateUseACMEStaging, svc, false)
+	if err != nil {
+		return err
+	}
+	mc := &ManagedCertificate{ID: in.ManagedCertificateID, Name: name, Domains: domains, Labels: map[string]string{LabelServiceUID: string(svc.UID)}}
+	if staging {
+		mc.Labels[LabelACMEStaging] = "true"
+	}
+	d.ManagedCertificate = mc
+	return nil
+}
+
 func httpSettings(in Input, proto hcloud.LoadBalancerServiceProtocol) (HTTP, error) {
 	svc := in.Service
 	var h HTTP
@@ -100,7 +147,8 @@ func httpSettings(in Input, proto hcloud.LoadBalancerServiceProtocol) (HTTP, err
 	}
 	if proto == hcloud.LoadBalancerServiceProtocolHTTPS {
 		if ct == hcloud.CertificateTypeManaged {
-			return h, fmt.Errorf("%q: %w", annotation.LBSvcHTTPCertificateType, ErrManagedCertificates)
+			h.Certificates = []int64{in.ManagedCertificateID}
+			return h, nil
 		}
 		if len(in.CertificateIDs) == 0 {
 			return h, fmt.Errorf("%q is https: set %q to the IDs or names of uploaded certificates", annotation.LBSvcProtocol, annotation.LBSvcHTTPCertificates)

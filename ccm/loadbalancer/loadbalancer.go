@@ -196,9 +196,13 @@ func (l *LoadBalancers) reconcile(ctx context.Context, clusterName string, svc *
 	if err != nil {
 		return nil, lbplan.Desired{}, err
 	}
+	managed, err := l.managedCertificate(ctx, svc)
+	if err != nil {
+		return nil, lbplan.Desired{}, err
+	}
 	in := lbplan.Input{
 		Service: svc, Name: name, Rename: rename, Nodes: l.targetNodes(svc, nodes),
-		Defaults: l.cfg, CertificateIDs: certs,
+		Defaults: l.cfg, CertificateIDs: certs, ManagedCertificateID: managed,
 	}
 	if l.network != nil {
 		in.Network = &lbplan.ClusterNetwork{ID: l.network.ID, Name: l.network.Name}
@@ -313,6 +317,27 @@ func (l *LoadBalancers) certificates(ctx context.Context, svc *corev1.Service) (
 		ids = append(ids, c.ID)
 	}
 	return ids, nil
+}
+
+// managedCertificate finds the managed certificate carrying the Service's UID label, for https
+// Services with certificate-type managed (one request); 0 when there is none or none is wanted.
+func (l *LoadBalancers) managedCertificate(ctx context.Context, svc *corev1.Service) (int64, error) {
+	proto, _ := annotation.LBSvcProtocol.Protocol(svc)
+	ct, _ := annotation.LBSvcHTTPCertificateType.CertificateType(svc)
+	if proto != hcloud.LoadBalancerServiceProtocolHTTPS || ct != hcloud.CertificateTypeManaged {
+		return 0, nil // bad values are reported by lbplan.NewDesired
+	}
+	sel := lbplan.LabelServiceUID + "=" + string(svc.UID)
+	certs, _, err := l.client.Certificate.List(ctx, hcloud.CertificateListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel, PerPage: 50}})
+	if err != nil {
+		return 0, fmt.Errorf("list certificates by %s: %w", sel, err)
+	}
+	for _, c := range certs {
+		if c.Type == hcloud.CertificateTypeManaged {
+			return c.ID, nil
+		}
+	}
+	return 0, nil
 }
 
 // find returns the Service's load balancer: by UID label, else by name (adoption of load

@@ -2,7 +2,15 @@ package loadbalancer_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
+	"fmt"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -299,6 +307,71 @@ func TestEnsureLoadBalancer_LocationIsCreateTimeOnly(t *testing.T) {
 	if ev.emu.MutatingRequests() != 0 {
 		t.Errorf("%d mutating requests", ev.emu.MutatingRequests())
 	}
+}
+
+func TestEnsureLoadBalancer_ManagedCertificate(t *testing.T) {
+	ev := newEnv(t)
+	svc := newService("web", withPorts(443), withAnnotation(annotation.LBSvcProtocol, "https"),
+		withAnnotation(annotation.LBSvcHTTPCertificateType, "managed"), withAnnotation(annotation.LBSvcHTTPManagedCertificateDomains, "shop.example.com"))
+	ev.mustEnsure(svc)
+	certs, err := ev.client.Certificate.All(context.Background())
+	if err != nil || len(certs) != 1 || certs[0].Type != hcloud.CertificateTypeManaged || certs[0].Name != "ccm-managed-certificate-"+testUID {
+		t.Fatalf("certificates = %+v, %v", certs, err)
+	}
+	lb := ev.onlyLB()
+	if got := lb.Services[0].HTTP.Certificates; len(got) != 1 || got[0].ID != certs[0].ID {
+		t.Errorf("listener certificates = %+v, want %d", got, certs[0].ID)
+	}
+	ev.emu.ResetRequests()
+	ev.mustEnsure(svc)
+	if ev.emu.MutatingRequests() != 0 || reads(ev.emu.Counts()) != 2 {
+		t.Errorf("unchanged managed https: %v", ev.emu.Counts())
+	}
+}
+
+func TestEnsureLoadBalancer_UploadedCertificatesByIDAndName(t *testing.T) {
+	ev := newEnv(t)
+	certPEM, keyPEM := selfSigned(t)
+	var ids []int64
+	for _, name := range []string{"shop", "extra"} {
+		c, _, err := ev.client.Certificate.Create(context.Background(), hcloud.CertificateCreateOpts{Name: name, Certificate: certPEM, PrivateKey: keyPEM})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, c.ID)
+	}
+	svc := newService("web", withPorts(443), withAnnotation(annotation.LBSvcProtocol, "https"),
+		withAnnotation(annotation.LBSvcHTTPCertificates, fmt.Sprintf("shop, %d", ids[1])))
+	ev.mustEnsure(svc)
+	got := ev.onlyLB().Services[0].HTTP.Certificates
+	if len(got) != 2 || got[0].ID+got[1].ID != ids[0]+ids[1] {
+		t.Errorf("listener certificates = %+v, want %v", got, ids)
+	}
+	ev.emu.ResetRequests()
+	ev.mustEnsure(svc)
+	if ev.emu.MutatingRequests() != 0 || reads(ev.emu.Counts()) != 2 {
+		t.Errorf("unchanged https (one name to resolve): %v", ev.emu.Counts())
+	}
+}
+
+func selfSigned(t *testing.T) (certPEM, keyPEM string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "shop.example.com"},
+		DNSNames: []string{"shop.example.com"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
 }
 
 func TestEnsureLoadBalancer_UnsupportedProtocol(t *testing.T) {
