@@ -1,0 +1,88 @@
+package hcloudclient_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+)
+
+func emulatorConfig(endpoint, token string) config.HCloud {
+	return config.HCloud{Endpoint: endpoint, Token: token, PollInterval: time.Millisecond, RetryInterval: time.Millisecond, Timeout: 5 * time.Second}
+}
+
+// TestTransport_emulator: against the emulator's token bucket (36000/h, i.e. 10 per second),
+// with pacing from the 6th request on, 16 requests take at least 10 refill intervals of
+// 100ms, and none is answered 429.
+func TestTransport_emulator(t *testing.T) {
+	emu, endpoint := hcloudemu.NewTestServer(t, hcloudemu.WithRateLimit(36000))
+	const free = 5
+	client, err := hcloudclient.New(emulatorConfig(endpoint, emu.Token()), nil, hcloudclient.WithReserve(1-float64(free)/36000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for range 16 {
+		if _, _, err := client.Location.List(t.Context(), hcloud.LocationListOpts{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if elapsed := time.Since(start); elapsed < 900*time.Millisecond {
+		t.Errorf("16 requests took %s, want at least 900ms of pacing", elapsed)
+	}
+	for _, r := range emu.Requests() {
+		if r.Status == 429 {
+			t.Fatalf("request %s %s was answered 429", r.Method, r.Path)
+		}
+	}
+	remaining := counterValue(t, "hcloud_ccm_api_ratelimit_remaining", nil)
+	if remaining < 35980 || remaining > 36000 {
+		t.Errorf("hcloud_ccm_api_ratelimit_remaining = %v, want about 35984", remaining)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	emu, endpoint := hcloudemu.NewTestServer(t)
+	good, err := hcloudclient.New(emulatorConfig(endpoint, emu.Token()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hcloudclient.Check(t.Context(), good); err != nil {
+		t.Errorf("Check() with the right token = %v", err)
+	}
+	bad, err := hcloudclient.New(emulatorConfig(endpoint, "wrong"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = hcloudclient.Check(t.Context(), bad)
+	if err == nil || !strings.HasPrefix(err.Error(), "hcloudclient.Check: the API rejected the token: check HCLOUD_TOKEN: ") {
+		t.Errorf("Check() with a wrong token = %v", err)
+	}
+}
+
+func TestNetwork(t *testing.T) {
+	emu, endpoint := hcloudemu.NewTestServer(t)
+	id, err := emu.AddNetwork(hcloudemu.NetworkSpec{Name: "k8s", IPRange: "10.0.0.0/8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := hcloudclient.New(emulatorConfig(endpoint, emu.Token()), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nameOrID := range []string{"k8s", strconv.FormatInt(id, 10)} {
+		n, err := hcloudclient.Network(t.Context(), client, nameOrID)
+		if err != nil || n.ID != id {
+			t.Errorf("Network(%q) = %v, %v, want network %d", nameOrID, n, err, id)
+		}
+	}
+	if _, err := hcloudclient.Network(t.Context(), client, "other"); err == nil || err.Error() != `hcloudclient.Network: network "other" not found: check HCLOUD_NETWORK` {
+		t.Errorf("Network(other) error = %v", err)
+	}
+}
