@@ -1,6 +1,8 @@
 package servercache_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"sync"
@@ -8,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
@@ -236,4 +239,57 @@ func TestNew_errors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCache_callerGivesUp: a lookup whose context ends returns at once; the list it started
+// still completes and serves the others.
+func TestCache_callerGivesUp(t *testing.T) {
+	emu, c, ids := newEnv(t, 2, config.ServerCacheModeAll, time.Minute)
+	emu.AddFault(hcloudemu.Fault{Method: "GET", Pattern: "/v1/servers", Delay: 200 * time.Millisecond, Times: 1})
+
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := c.ByID(ctx, ids[0]); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ByID() with an expiring context = %v, want DeadlineExceeded", err)
+	}
+	if s, err := c.ByID(t.Context(), ids[1]); err != nil || s == nil {
+		t.Fatalf("ByID() = %v, %v", s, err)
+	}
+	if got := requests(emu); len(got) != 1 {
+		t.Errorf("requests = %v, want the one list both callers shared", got)
+	}
+}
+
+func TestCache_metrics(t *testing.T) {
+	_, c, ids := newEnv(t, 2, config.ServerCacheModeAll, time.Minute)
+	hits, misses, lists := metric(t, "requests", "hit"), metric(t, "requests", "miss"), metric(t, "refreshes", "list")
+	for range 3 {
+		if _, err := c.ByID(t.Context(), ids[0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := []float64{metric(t, "requests", "hit") - hits, metric(t, "requests", "miss") - misses, metric(t, "refreshes", "list") - lists}
+	if want := []float64{2, 1, 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("hits, misses, lists = %v, want %v", got, want)
+	}
+}
+
+// metric returns hcloud_ccm_server_cache_<name>_total with its one label set to value.
+func metric(t *testing.T, name, value string) float64 {
+	t.Helper()
+	mfs, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "hcloud_ccm_server_cache_"+name+"_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetLabel()[0].GetValue() == value {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
