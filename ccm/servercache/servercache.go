@@ -143,7 +143,8 @@ func (c *Cache) ByName(ctx context.Context, name string) (*hcloud.Server, error)
 }
 
 // All returns every server of the project, from one paginated list that is at most max age
-// old (in mode off, a new list).
+// old (in mode one too, since one list is the cheapest way to read every server; in mode off,
+// a new list).
 func (c *Cache) All(ctx context.Context) ([]*hcloud.Server, error) {
 	const op = "servercache.All"
 	if c.mode == config.ServerCacheModeOff {
