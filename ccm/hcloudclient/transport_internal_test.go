@@ -129,3 +129,21 @@ func TestTransport_contextEndsWhileHeldBack(t *testing.T) {
 		t.Fatalf("RoundTrip() error = %v, want context.Canceled", err)
 	}
 }
+
+// TestTransport_estimate: requests sent before any reply arrives count the budget down, so a
+// concurrent burst is paced too.
+func TestTransport_estimate(t *testing.T) {
+	tr := NewTransport(http.DefaultTransport, DefaultReserve)
+	ft := &fakeTime{now: time.Unix(1000, 0)}
+	ft.install(tr)
+	tr.observe(http.Header{"Ratelimit-Limit": {"100"}, "Ratelimit-Remaining": {"12"}})
+	var got []time.Duration
+	for range 6 {
+		got = append(got, tr.delay())
+	}
+	// 12, 11 and 10 are not below the reserve of 10; 9 takes the first slot; then 36s each.
+	want := []time.Duration{0, 0, 0, 0, 36 * time.Second, 72 * time.Second}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("delays mismatch (-want +got):\n%s", diff)
+	}
+}
