@@ -70,6 +70,9 @@ func (o *Options) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("invalid value for --policy-failure-mode: %q (expect one of: closed, open)", o.PolicyFailureMode))
 	}
+	if o.PolicyDir != "" && o.PolicyConfigMap != "" {
+		errs = append(errs, errors.New("--policy-dir and --policy-configmap are both set: set only one policy source (a mounted ConfigMap works with --policy-dir)"))
+	}
 	if o.PolicyConfigMap != "" {
 		if _, _, err := o.PolicyConfigMapRef(); err != nil {
 			errs = append(errs, err)

@@ -1,0 +1,257 @@
+// Package ccm implements k8s.io/cloud-provider for Hetzner Cloud: a drop-in replacement for the
+// official hcloud-cloud-controller-manager in which every cloud mutation passes a policy gate.
+//
+// New wires the parts: configuration (ccm/config), the API client (ccm/hcloudclient), the
+// server cache (ccm/servercache), node metadata (ccm/instances), load balancers
+// (ccm/loadbalancer, planned by ccm/lbplan), routes (ccm/routes), and the executor
+// (ccm/executor), the only code that writes to Hetzner, which asks the policy engine (policy/)
+// before every mutation. Plugins (plugins/) compute node labels and load balancer names.
+package ccm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/instances"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routes"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
+	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+)
+
+// ProviderName is the value of --cloud-provider.
+//
+// It MUST not change: it is the official CCM's name, and operators' manifests pass it.
+const ProviderName = "hcloud"
+
+// EventComponent is the source component of the events this CCM emits.
+const EventComponent = "hcloud-policy-ccm"
+
+// Version is the build version, set with -ldflags "-X .../ccm.Version=v1.2.3".
+var Version = "dev"
+
+// Deps are what New needs from the controller manager.
+type Deps struct {
+	// Options are the policy and plugin flags.
+	Options *Options
+	// Env looks up environment variables (os.LookupEnv in production).
+	Env func(string) (string, bool)
+	// Kube is a Kubernetes client for the policy ConfigMap watch.
+	Kube kubernetes.Interface
+	// Informers is the controller manager's shared informer factory; New registers the node
+	// and namespace informers it needs, which start with the controllers.
+	Informers informers.SharedInformerFactory
+	// Recorder receives the events of every part.
+	Recorder record.EventRecorder
+	// ClusterName is --cluster-name; ClusterCIDR is --cluster-cidr (may be empty).
+	ClusterName, ClusterCIDR string
+}
+
+// Cloud implements cloudprovider.Interface for Hetzner Cloud.
+type Cloud struct {
+	cfg       config.Config
+	client    *hcloud.Client
+	instances *instances.Instances
+	lbs       *loadbalancer.LoadBalancers
+	routes    *routes.Routes
+	decider   policy.Decider
+	plugins   []*plugins.Plugin
+}
+
+var _ cloudprovider.Interface = (*Cloud)(nil)
+
+// New reads and validates the configuration, checks the token with one API call, loads the
+// policies and plugins and builds the provider.
+//
+// # Errors
+//
+// Every configuration problem is reported at once (errors.Join), naming the variable or flag
+// and the fix. A failed token check, an unknown HCLOUD_NETWORK, a policy revision that does not
+// compile and a plugin that does not load (unless --plugins-optional) are errors too.
+func New(ctx context.Context, d Deps) (*Cloud, error) {
+	cfg, err := readConfig(d)
+	if err != nil {
+		return nil, err
+	}
+	client, err := hcloudclient.New(cfg.HCloud, legacyregistry.Registerer(), hcloudclient.WithVersion(Version))
+	if err != nil {
+		return nil, fmt.Errorf("ccm.New: %w", err)
+	}
+	if _, _, err := client.Location.List(ctx, hcloud.LocationListOpts{}); err != nil {
+		return nil, fmt.Errorf("ccm.New: checking HCLOUD_TOKEN and HCLOUD_ENDPOINT with GET /locations: %w", err)
+	}
+	network, err := resolveNetwork(ctx, client, cfg.Network.NameOrID)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Metrics.Enabled {
+		if err := serveMetrics(cfg.Metrics.Address); err != nil {
+			return nil, err
+		}
+	}
+	decider, err := startPolicy(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cloud{cfg: cfg, client: client, decider: decider}
+	labeler, namer, err := c.loadPlugins(ctx, d.Options)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.build(d, network, labeler, namer); err != nil {
+		return nil, err
+	}
+	c.logStart(network)
+	return c, nil
+}
+
+// readConfig reads the environment and validates it together with the flags.
+func readConfig(d Deps) (config.Config, error) {
+	cfg, readErr := config.Read(d.Env)
+	var errs []error
+	if readErr != nil {
+		errs = append(errs, readErr)
+	} else if err := cfg.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := d.Options.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return config.Config{}, fmt.Errorf("invalid configuration:\n%w", err)
+	}
+	return cfg, nil
+}
+
+// resolveNetwork finds HCLOUD_NETWORK by ID or name; an empty value means no network.
+func resolveNetwork(ctx context.Context, client *hcloud.Client, nameOrID string) (*hcloud.Network, error) {
+	if nameOrID == "" {
+		return nil, nil
+	}
+	network, _, err := client.Network.Get(ctx, nameOrID)
+	if err != nil {
+		return nil, fmt.Errorf("ccm.New: reading HCLOUD_NETWORK %q: %w", nameOrID, err)
+	}
+	if network == nil {
+		return nil, fmt.Errorf("invalid value for %q: network %q not found (give the name or ID of an existing network, or unset it)", config.EnvHCloudNetwork, nameOrID)
+	}
+	return network, nil
+}
+
+// build constructs the provider's parts.
+func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLabeler, namer loadbalancer.Namer) error {
+	cache, err := servercache.New(c.client, c.cfg.ServerCache)
+	if err != nil {
+		return fmt.Errorf("ccm.New: %w", err)
+	}
+	var networkID int64
+	if network != nil {
+		networkID = network.ID
+	}
+	c.instances = instances.New(cache, c.cfg.Instances, networkID, d.Recorder, labeler)
+
+	var execOpts []executor.Option
+	if d.Informers != nil {
+		execOpts = append(execOpts, executor.WithNamespaceLister(d.Informers.Core().V1().Namespaces().Lister()))
+	}
+	exec := executor.New(c.client, c.decider, d.Recorder, clusterView(d, network), execOpts...)
+	c.lbs = loadbalancer.New(c.client, exec, c.cfg.LoadBalancer, network, d.Recorder, namer)
+
+	if network != nil && c.cfg.Network.RoutesEnabled && d.Informers != nil {
+		r, err := routes.New(routes.Options{
+			Client:      c.client,
+			Network:     network,
+			ClusterCIDR: d.ClusterCIDR,
+			Servers:     cache,
+			Writer:      exec,
+			Nodes:       d.Informers.Core().V1().Nodes().Lister(),
+			Recorder:    d.Recorder,
+		})
+		if err != nil {
+			return fmt.Errorf("ccm.New: %w", err)
+		}
+		c.routes = r
+	}
+	return nil
+}
+
+// clusterView is the cluster as policies see it.
+func clusterView(d Deps, network *hcloud.Network) policy.Cluster {
+	cl := policy.Cluster{Name: d.ClusterName, ClusterCIDR: d.ClusterCIDR}
+	if network != nil {
+		cl.Network = &policy.Network{ID: network.ID, Name: network.Name}
+		if network.IPRange != nil {
+			cl.Network.IPRange = network.IPRange.String()
+		}
+	}
+	return cl
+}
+
+// Initialize is called by the controller manager before the controllers start. Everything is
+// set up in New, so there is nothing left to do.
+func (c *Cloud) Initialize(cloudprovider.ControllerClientBuilder, <-chan struct{}) {}
+
+// LoadBalancer returns the load balancer implementation unless HCLOUD_LOAD_BALANCERS_ENABLED
+// is false.
+func (c *Cloud) LoadBalancer() (cloudprovider.LoadBalancer, bool) {
+	if !c.cfg.LoadBalancer.Enabled {
+		return nil, false
+	}
+	return c.lbs, true
+}
+
+// Instances is not implemented: InstancesV2 is.
+func (c *Cloud) Instances() (cloudprovider.Instances, bool) { return nil, false }
+
+// InstancesV2 returns the node metadata implementation.
+func (c *Cloud) InstancesV2() (cloudprovider.InstancesV2, bool) { return c.instances, true }
+
+// Zones is not implemented: InstancesV2 provides zones.
+func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
+
+// Clusters is not implemented.
+func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
+
+// Routes returns the routes implementation when HCLOUD_NETWORK is set and
+// HCLOUD_NETWORK_ROUTES_ENABLED is not false.
+func (c *Cloud) Routes() (cloudprovider.Routes, bool) {
+	if c.routes == nil {
+		return nil, false
+	}
+	return c.routes, true
+}
+
+// ProviderName returns "hcloud".
+func (c *Cloud) ProviderName() string { return ProviderName }
+
+// HasClusterID is false: Hetzner Cloud resources carry no cluster tag (run with
+// --allow-untagged-cloud, as the official CCM).
+func (c *Cloud) HasClusterID() bool { return false }
+
+// networkLabel formats a network for logs.
+func networkLabel(n *hcloud.Network) string {
+	if n == nil {
+		return "none"
+	}
+	return n.Name + " (" + strconv.FormatInt(n.ID, 10) + ")"
+}
+
+// logStart logs the effective configuration once.
+func (c *Cloud) logStart(network *hcloud.Network) {
+	klog.InfoS("hcloud-policy-ccm configured", "version", Version, "network", networkLabel(network),
+		"loadBalancers", c.cfg.LoadBalancer.Enabled, "routes", c.routes != nil, "plugins", len(c.plugins))
+}

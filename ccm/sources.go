@@ -1,0 +1,121 @@
+package ccm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"time"
+
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/instances"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
+	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+)
+
+// startPolicy builds the policy engine and loads its source, or returns policy.AllowAll when
+// no source is configured. The watch runs until ctx ends.
+//
+// # Errors
+//
+// A first revision that does not compile is an error: the CCM does not start with a policy it
+// cannot enforce. Later bad revisions are rejected and the last good one stays in force.
+func startPolicy(ctx context.Context, d Deps) (policy.Decider, error) {
+	o := d.Options
+	if o.PolicyDir == "" && o.PolicyConfigMap == "" {
+		klog.InfoS("No policy source configured: every mutation is allowed (set --policy-dir or --policy-configmap to enable the gate)")
+		return policy.AllowAll{}, nil
+	}
+	engine := policy.NewEngine(policy.Options{
+		Mode:        policy.Mode(o.PolicyMode),
+		FailureMode: policy.FailureMode(o.PolicyFailureMode),
+		Recorder:    d.Recorder,
+	})
+	if o.PolicyDir != "" {
+		if err := policy.WatchDir(ctx, engine, o.PolicyDir); err != nil {
+			return nil, fmt.Errorf("loading policies from --policy-dir %s: %w", o.PolicyDir, err)
+		}
+	} else {
+		ns, name, err := o.PolicyConfigMapRef()
+		if err != nil {
+			return nil, err
+		}
+		if d.Kube == nil {
+			return nil, errors.New("--policy-configmap needs a Kubernetes client (run with --kubeconfig or in a cluster)")
+		}
+		if err := policy.WatchConfigMap(ctx, engine, d.Kube, ns, name); err != nil {
+			return nil, fmt.Errorf("loading policies from --policy-configmap %s/%s: %w", ns, name, err)
+		}
+	}
+	klog.InfoS("Policy gate enabled", "mode", o.PolicyMode, "failureMode", o.PolicyFailureMode, "revision", engine.Revision())
+	return engine, nil
+}
+
+// loadPlugins loads the configured plugin modules. A module that fails to load is an error,
+// or a warning with --plugins-optional; a module without the hook it is configured for is an
+// error either way.
+func (c *Cloud) loadPlugins(ctx context.Context, o *Options) (instances.NodeLabeler, loadbalancer.Namer, error) {
+	var labeler instances.NodeLabeler
+	var namer loadbalancer.Namer
+	p, err := c.loadPlugin(ctx, "--plugin-node-labels", o.NodeLabelsPlugin, plugins.HookNodeLabels, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p != nil {
+		labeler = p
+	}
+	p, err = c.loadPlugin(ctx, "--plugin-load-balancer-name", o.LoadBalancerNamePlugin, plugins.HookLoadBalancerName, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p != nil {
+		namer = p
+	}
+	return labeler, namer, nil
+}
+
+// loadPlugin loads one module; it returns nil when path is empty or an optional module failed.
+func (c *Cloud) loadPlugin(ctx context.Context, flag, path, hook string, o *Options) (*plugins.Plugin, error) {
+	if path == "" {
+		return nil, nil
+	}
+	p, err := plugins.Load(ctx, path, plugins.Options{CallTimeout: o.PluginTimeout})
+	if err != nil {
+		if o.PluginsOptional {
+			klog.ErrorS(err, "Plugin not loaded; using the built-in behaviour (--plugins-optional)", "flag", flag, "path", path)
+			return nil, nil
+		}
+		return nil, fmt.Errorf("loading %s %s: %w (fix the module or pass --plugins-optional to start without it)", flag, path, err)
+	}
+	if !slices.Contains(p.Hooks(), hook) {
+		_ = p.Close(ctx) // the hook error is the one to report
+		return nil, fmt.Errorf("invalid value for %s: %s does not implement the %s hook (it exports: %v)", flag, path, hook, p.Hooks())
+	}
+	c.plugins = append(c.plugins, p)
+	klog.InfoS("Plugin loaded", "flag", flag, "path", path, "hooks", p.Hooks())
+	return p, nil
+}
+
+// serveMetrics serves the metrics registry on addr (HCLOUD_METRICS_ADDRESS), as the official
+// CCM does on :8233. Listening happens before New returns, so a busy address fails startup.
+func serveMetrics(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("invalid value for HCLOUD_METRICS_ADDRESS: cannot listen on %q: %w (pick a free address or set HCLOUD_METRICS_ENABLED=false)", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", legacyregistry.Handler())
+	srv := &http.Server{Handler: mux, ReadTimeout: 5 * time.Second, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 20 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.ErrorS(err, "Metrics server stopped", "address", addr)
+		}
+	}()
+	klog.InfoS("Serving metrics", "address", ln.Addr().String(), "path", "/metrics")
+	return nil
+}

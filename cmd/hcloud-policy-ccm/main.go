@@ -1,0 +1,84 @@
+// Command hcloud-policy-ccm is a Kubernetes cloud-controller-manager for Hetzner Cloud in which
+// every cloud mutation passes a Rego policy gate and wasm plugins compute node labels and load
+// balancer names. It runs the upstream controllers of k8s.io/cloud-provider with the provider in
+// package ccm, and is configured like the official hcloud-cloud-controller-manager (same env
+// vars, same annotations).
+//
+// Subcommands:
+//
+//	hcloud-policy-ccm policy eval --policies DIR --input FILE   # print a decision
+//	hcloud-policy-ccm policy test DIR...                        # run Rego tests, as opa test
+//	hcloud-policy-ccm plugin run --module FILE --hook HOOK --input FILE
+package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/scheme"
+	cloudprovider "k8s.io/cloud-provider"
+	"k8s.io/cloud-provider/app"
+	cloudconfig "k8s.io/cloud-provider/app/config"
+	"k8s.io/cloud-provider/names"
+	"k8s.io/cloud-provider/options"
+	"k8s.io/component-base/cli"
+	cliflag "k8s.io/component-base/cli/flag"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics
+	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric
+	"k8s.io/klog/v2"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm"
+)
+
+func main() {
+	os.Exit(cli.Run(newCommand()))
+}
+
+// newCommand builds the root command: the upstream cloud-controller-manager command with our
+// flag set and subcommands.
+func newCommand() *cobra.Command {
+	ccmOptions, err := options.NewCloudControllerManagerOptions()
+	if err != nil {
+		klog.Fatalf("unable to initialize command options: %v", err)
+	}
+	ours := ccm.NewOptions()
+	fss := cliflag.NamedFlagSets{}
+	ours.AddFlags(fss.FlagSet("hcloud policy ccm"))
+
+	initCloud := func(c *cloudconfig.CompletedConfig) cloudprovider.Interface {
+		return mustNewCloud(c, ours)
+	}
+	cmd := app.NewCloudControllerManagerCommand(ccmOptions, initCloud, app.DefaultInitFuncConstructors,
+		names.CCMControllerAliases(), fss, wait.NeverStop)
+	cmd.Use = "hcloud-policy-ccm"
+	cmd.AddCommand(newPolicyCommand(), newPluginCommand(), newVersionCommand())
+	return cmd
+}
+
+// mustNewCloud validates the configuration and builds the provider. Bad configuration exits
+// non-zero before any controller starts, with every problem listed.
+func mustNewCloud(c *cloudconfig.CompletedConfig, o *ccm.Options) *ccm.Cloud {
+	if !c.ComponentConfig.KubeCloudShared.AllowUntaggedCloud {
+		klog.Fatalf("no ClusterID found: pass --allow-untagged-cloud (Hetzner Cloud has no cluster tags; the official CCM requires the same flag)")
+	}
+	if name := c.ComponentConfig.KubeCloudShared.CloudProvider.Name; name != ccm.ProviderName {
+		klog.Fatalf("invalid value for --cloud-provider: %q (expect %q)", name, ccm.ProviderName)
+	}
+	shared := c.ComponentConfig.KubeCloudShared
+	cloud, err := ccm.New(context.Background(), ccm.Deps{
+		Options:     o,
+		Env:         os.LookupEnv,
+		Kube:        c.Client,
+		Informers:   c.SharedInformers,
+		Recorder:    c.EventBroadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: ccm.EventComponent}),
+		ClusterName: shared.ClusterName,
+		ClusterCIDR: shared.ClusterCIDR,
+	})
+	if err != nil {
+		klog.Fatalf("hcloud-policy-ccm cannot start:\n%v", err)
+	}
+	return cloud
+}
