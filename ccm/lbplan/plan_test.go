@@ -480,6 +480,7 @@ func TestNewDesired_InvalidCombinations(t *testing.T) {
 		{"https without certificates is refused", newInput(web(withAnnotation(annotation.LBSvcProtocol, "https"))), `set "load-balancer.hetzner.cloud/http-certificates"`},
 		{"managed certificates need domains", newInput(web(withAnnotation(annotation.LBSvcProtocol, "https"), withAnnotation(annotation.LBSvcHTTPCertificateType, "managed"))), `set "load-balancer.hetzner.cloud/http-managed-certificate-domains"`},
 		{"a bad environment algorithm names the variable", newInput(web(), func(in *lbplan.Input) { in.Defaults.AlgorithmType = "x" }), `"HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE"`},
+		{"an idle timeout out of range names the accepted range", newInput(web(withAnnotation(annotation.LBSvcHTTPTimeoutIdle, "10s"))), `(expect a duration from 30s to 300s)`},
 		{"a port without node port is refused", newInput(newService("web", func(s *corev1.Service) { s.Spec.Ports = []corev1.ServicePort{{Port: 80}} })), "has no node port"},
 	}
 	for _, tc := range tests {
@@ -618,4 +619,34 @@ func TestComputeDelete(t *testing.T) {
 	if p, err := lbplan.ComputeDelete(nil); err != nil || !p.Empty() {
 		t.Errorf("nil: %v %v", p.Labels(), err)
 	}
+}
+
+// FuzzCompute sets every annotation to the same value: building the desired state and planning
+// against a live load balancer must never panic, and a plan never drops the UID label.
+func FuzzCompute(f *testing.F) {
+	for _, seed := range []string{"", "true", "15s", "10.0.0.1", "10.0.0.0/24", "https", "a,b", "role in (a)", "lb21", "-1", "\x00"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		svc := newService("web", withPorts(80, 443))
+		for _, n := range annotation.All {
+			svc.Annotations[string(n)] = v
+		}
+		in := newInput(svc, withNetwork, func(in *lbplan.Input) { in.CertificateIDs = []int64{1} })
+		d, err := lbplan.NewDesired(in)
+		if err != nil {
+			return
+		}
+		for _, actual := range []*lbplan.Actual{nil, lbplan.NewActual(newLB(attached("10.0.0.3")))} {
+			p, err := lbplan.Compute(d, actual)
+			if err != nil {
+				continue
+			}
+			for _, st := range p.Steps() {
+				if st.LoadBalancer.Labels[lbplan.LabelServiceUID] != uid {
+					t.Fatalf("%s drops the UID label: %v", st.Mutation.Label(), st.LoadBalancer.Labels)
+				}
+			}
+		}
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	corev1 "k8s.io/api/core/v1"
@@ -134,6 +135,10 @@ func httpSettings(in Input, proto hcloud.LoadBalancerServiceProtocol) (HTTP, err
 	idle, err := annotation.LBSvcHTTPTimeoutIdle.Duration(svc)
 	if h.TimeoutIdle, err = pick(idle, err, 0); err != nil {
 		return h, err
+	}
+	if h.TimeoutIdle != 0 && (h.TimeoutIdle < 30*time.Second || h.TimeoutIdle > 300*time.Second) {
+		v, _ := annotation.LBSvcHTTPTimeoutIdle.Value(svc)
+		return h, &annotation.InvalidError{Name: annotation.LBSvcHTTPTimeoutIdle, Value: v, Accepted: "a duration from 30s to 300s"}
 	}
 	if h.RedirectHTTP, err = boolOr(annotation.LBSvcRedirectHTTP, svc, false); err != nil {
 		return h, err

@@ -29,7 +29,7 @@ import (
 
 func TestEnsureLoadBalancer_CreateThenNoOp(t *testing.T) {
 	ev := newEnv(t)
-	svc := newService("web", withPorts(80, 443))
+	svc := newService("web", withPorts(80, 443), withAnnotation(annotation.LBPublicIPv6RDNS, "lb6.example.com"))
 	st := ev.mustEnsure(svc)
 	createCounts := ev.emu.Counts()
 	t.Logf("create: %d mutating, %d reads: %v", ev.emu.MutatingRequests(), reads(createCounts), createCounts)
@@ -46,6 +46,9 @@ func TestEnsureLoadBalancer_CreateThenNoOp(t *testing.T) {
 	}
 	if !hasEvent(ev.events(), "Normal LoadBalancerCreated") {
 		t.Errorf("no LoadBalancerCreated event")
+	}
+	if lb.PublicNet.IPv6.DNSPtr != "lb6.example.com" {
+		t.Errorf("IPv6 PTR = %q", lb.PublicNet.IPv6.DNSPtr)
 	}
 
 	ev.emu.ResetRequests()
@@ -459,6 +462,16 @@ func TestEnsureLoadBalancer_PluginRenameKeepsIdentity(t *testing.T) {
 	lb := ev.onlyLB()
 	if lb.ID != id || lb.Name != "second" {
 		t.Errorf("id %d name %q, want %d second", lb.ID, lb.Name, id)
+	}
+}
+
+func TestUpdateLoadBalancer_MissingIsLeftToEnsure(t *testing.T) {
+	ev := newEnv(t)
+	if err := ev.lbs.UpdateLoadBalancer(context.Background(), clusterName, newService("web", withPorts(80)), ev.nodes); err != nil {
+		t.Fatal(err)
+	}
+	if ev.emu.MutatingRequests() != 0 {
+		t.Errorf("%d mutating requests", ev.emu.MutatingRequests())
 	}
 }
 
