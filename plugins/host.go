@@ -142,6 +142,15 @@ func Load(ctx context.Context, path string, o Options) (*Plugin, error) {
 }
 
 func readModule(path string) ([]byte, error) {
+	raw, err := readFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return decompress(path, raw)
+}
+
+// readFile reads at most maxModuleBytes of path.
+func readFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -154,6 +163,11 @@ func readModule(path string) ([]byte, error) {
 	if len(b) > maxModuleBytes {
 		return nil, fmt.Errorf("file larger than %d bytes", maxModuleBytes)
 	}
+	return b, nil
+}
+
+// decompress gunzips b when path ends in ".gz" or b starts with the gzip magic.
+func decompress(path string, b []byte) ([]byte, error) {
 	if !strings.HasSuffix(path, ".gz") && !bytes.HasPrefix(b, []byte{0x1f, 0x8b}) {
 		return b, nil
 	}
