@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,7 +48,9 @@ type Options struct {
 	Client *hcloud.Client
 	// Network is HCLOUD_NETWORK, already resolved (its ID is what counts; it is read again).
 	Network *hcloud.Network
-	// ClusterCIDR is --cluster-cidr; PodCIDRs outside it raise a Warning event.
+	// ClusterCIDR is --cluster-cidr: one CIDR or a comma-separated dual-stack pair. PodCIDRs
+	// outside its IPv4 CIDR raise a Warning event. Empty is allowed: upstream runs the route
+	// controller only with a cluster CIDR, and HCLOUD_NETWORK alone must not stop the CCM.
 	ClusterCIDR string
 	// Servers maps route gateways to servers and nodes to gateways.
 	Servers *servercache.Cache
@@ -63,7 +66,8 @@ type Options struct {
 
 // Routes implements [cloudprovider.Routes].
 type Routes struct {
-	o Options
+	o           Options
+	clusterCIDR *net.IPNet // the IPv4 cluster CIDR; nil for none
 
 	mu        sync.Mutex
 	network   *hcloud.Network // replaced, never modified in place
@@ -77,16 +81,17 @@ var _ cloudprovider.Routes = (*Routes)(nil)
 //
 // # Errors
 //
-// A missing client, network, server cache, writer or node lister, or a cluster CIDR that is
-// not an IPv4 CIDR.
+// A missing client, network, server cache, writer or node lister, or a cluster CIDR that does
+// not parse.
 func New(o Options) (*Routes, error) {
 	const op = "routes.New"
 	var errs []error
 	if o.Client == nil || o.Network == nil || o.Servers == nil || o.Writer == nil || o.Nodes == nil {
 		errs = append(errs, errors.New("client, network, server cache, route writer and node lister are required"))
 	}
-	if _, cidr, err := net.ParseCIDR(o.ClusterCIDR); err != nil || cidr.IP.To4() == nil {
-		errs = append(errs, fmt.Errorf("invalid cluster CIDR %q: set --cluster-cidr to an IPv4 CIDR such as 10.244.0.0/16", o.ClusterCIDR))
+	clusterCIDR, err := ipv4ClusterCIDR(o.ClusterCIDR)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -98,7 +103,7 @@ func New(o Options) (*Routes, error) {
 		o.NetworkMaxAge = DefaultNetworkMaxAge
 	}
 	// The network given was read at startup; the first lookup reads it again.
-	return &Routes{o: o, network: o.Network, now: time.Now}, nil
+	return &Routes{o: o, clusterCIDR: clusterCIDR, network: o.Network, now: time.Now}, nil
 }
 
 // ListRoutes lists the routes of the network. Each is named "<gateway>-<destination>" and
@@ -276,8 +281,30 @@ func (r *Routes) gateway(ctx context.Context, node *corev1.Node, network *hcloud
 	return pn.IP, nil
 }
 
+// ipv4ClusterCIDR returns the IPv4 CIDR of --cluster-cidr ("a" or "a,b"), nil if there is
+// none.
+func ipv4ClusterCIDR(s string) (*net.IPNet, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var v4 *net.IPNet
+	for _, part := range strings.Split(s, ",") {
+		_, cidr, err := net.ParseCIDR(strings.TrimSpace(part))
+		if err != nil {
+			return nil, fmt.Errorf("invalid cluster CIDR %q: set --cluster-cidr to a CIDR such as 10.244.0.0/16, or two separated by a comma", s)
+		}
+		if cidr.IP.To4() != nil && v4 == nil {
+			v4 = cidr
+		}
+	}
+	return v4, nil
+}
+
 func (r *Routes) warnOutsideClusterCIDR(node *corev1.Node, dest *net.IPNet) {
-	_, cluster, _ := net.ParseCIDR(r.o.ClusterCIDR) // checked in New
+	cluster := r.clusterCIDR
+	if cluster == nil {
+		return
+	}
 	clusterOnes, _ := cluster.Mask.Size()
 	destOnes, _ := dest.Mask.Size()
 	if cluster.Contains(dest.IP) && destOnes >= clusterOnes {

@@ -342,9 +342,9 @@ func TestNew_errors(t *testing.T) {
 	}{
 		{name: "missing dependencies are an error", opts: routes.Options{ClusterCIDR: "10.244.0.0/16"}, wantErr: "routes.New: client, network, server cache, route writer and node lister are required"},
 		{name: "a malformed cluster CIDR is an error", opts: routes.Options{Client: e.client, Network: e.network, Servers: &servercache.Cache{}, Writer: e.writer, Nodes: corelisters.NewNodeLister(e.indexer), ClusterCIDR: "10.244.0.0"},
-			wantErr: `routes.New: invalid cluster CIDR "10.244.0.0": set --cluster-cidr to an IPv4 CIDR such as 10.244.0.0/16`},
-		{name: "an IPv6 cluster CIDR is an error", opts: routes.Options{Client: e.client, Network: e.network, Servers: &servercache.Cache{}, Writer: e.writer, Nodes: corelisters.NewNodeLister(e.indexer), ClusterCIDR: "fd00::/48"},
-			wantErr: `invalid cluster CIDR "fd00::/48"`},
+			wantErr: `routes.New: invalid cluster CIDR "10.244.0.0": set --cluster-cidr to a CIDR such as 10.244.0.0/16, or two separated by a comma`},
+		{name: "a list with a malformed CIDR is an error", opts: routes.Options{Client: e.client, Network: e.network, Servers: &servercache.Cache{}, Writer: e.writer, Nodes: corelisters.NewNodeLister(e.indexer), ClusterCIDR: "10.244.0.0/16,fd00::"},
+			wantErr: `invalid cluster CIDR "10.244.0.0/16,fd00::"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -384,5 +384,41 @@ func TestRoutes_requestBudget(t *testing.T) {
 	delete(counts, "GET /v1/actions") // polls depend on timing
 	if diff := cmp.Diff(map[string]int{"GET /v1/networks/{id}": 1, "POST /v1/networks/{id}/actions/add_route": 1}, counts); diff != "" {
 		t.Errorf("create + list: requests mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestNew_clusterCIDR: an empty or dual-stack cluster CIDR is accepted; the warning uses the
+// IPv4 CIDR, and without one there is no warning.
+func TestNew_clusterCIDR(t *testing.T) {
+	tests := []struct {
+		name        string
+		clusterCIDR string
+		wantEvent   bool
+	}{
+		{name: "a dual-stack pair warns about routes outside its IPv4 CIDR", clusterCIDR: "fd00::/48,10.244.0.0/16", wantEvent: true},
+		{name: "an empty cluster CIDR warns about nothing", clusterCIDR: ""},
+		{name: "an IPv6-only cluster CIDR warns about nothing", clusterCIDR: "fd00::/48"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			servers, err := servercache.New(e.client, config.ServerCache{Mode: config.ServerCacheModeAll, MaxAge: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := routes.New(routes.Options{
+				Client: e.client, Network: e.network, ClusterCIDR: tc.clusterCIDR, Servers: servers,
+				Writer: e.writer, Nodes: corelisters.NewNodeLister(e.indexer), Recorder: e.recorder,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.245.1.0/24"}); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(e.recorder.Events) == 1; got != tc.wantEvent {
+				t.Errorf("warning event = %v, want %v", got, tc.wantEvent)
+			}
+		})
 	}
 }
