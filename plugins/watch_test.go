@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,4 +92,56 @@ func TestWatch_BadFirstRevision(t *testing.T) {
 	if _, err := plugins.Watch(context.Background(), path, plugins.Options{}, 0, nil); err == nil || !strings.Contains(err.Error(), "load plugin "+path) {
 		t.Errorf("error %v, want one naming the file", err)
 	}
+}
+
+func TestHammerWatch(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lb.wasm")
+	revisions := [][]byte{fixture(t, "good"), fixture(t, "looplabels")}
+	write := func(b []byte) {
+		t.Helper()
+		if err := os.WriteFile(path+".tmp", b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(path+".tmp", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(revisions[0])
+	reloads := make(chan error, 100)
+	w, err := plugins.Watch(context.Background(), path, plugins.Options{PoolSize: 2, CallTimeout: 5 * time.Second}, time.Millisecond, func(err error) { reloads <- err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close(context.Background())
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				n, err := w.LoadBalancerName(context.Background(), lbIn)
+				if err != nil || n != "wat-lb" && n != "still-serving" {
+					t.Errorf("goroutine %d call %d: %q, %v", g, i, n, err)
+					return
+				}
+			}
+		})
+	}
+	for i := range 10 {
+		write(revisions[(i+1)%2])
+		select {
+		case err := <-reloads:
+			if err != nil {
+				t.Errorf("reload %d: %v", i, err)
+			}
+		case <-time.After(bound):
+			t.Fatalf("reload %d: none within %s", i, bound)
+		}
+	}
+	close(stop)
+	wg.Wait()
 }
