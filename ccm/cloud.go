@@ -91,12 +91,14 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ccm.New: %w", err)
 	}
-	if _, _, err := client.Location.List(ctx, hcloud.LocationListOpts{}); err != nil {
-		return nil, fmt.Errorf("ccm.New: checking HCLOUD_TOKEN and HCLOUD_ENDPOINT with GET /locations: %w", err)
+	if err := hcloudclient.Check(ctx, client); err != nil {
+		return nil, fmt.Errorf("ccm.New: %w", err)
 	}
-	network, err := resolveNetwork(ctx, client, cfg.Network.NameOrID)
-	if err != nil {
-		return nil, err
+	var network *hcloud.Network
+	if cfg.Network.NameOrID != "" {
+		if network, err = hcloudclient.Network(ctx, client, cfg.Network.NameOrID); err != nil {
+			return nil, fmt.Errorf("ccm.New: %w", err)
+		}
 	}
 	if cfg.Metrics.Enabled {
 		if err := serveMetrics(cfg.Metrics.Address); err != nil {
@@ -134,22 +136,10 @@ func readConfig(d Deps) (config.Config, error) {
 	if err := errors.Join(errs...); err != nil {
 		return config.Config{}, fmt.Errorf("invalid configuration:\n%w", err)
 	}
+	for _, w := range cfg.Warnings() {
+		klog.Warning(w)
+	}
 	return cfg, nil
-}
-
-// resolveNetwork finds HCLOUD_NETWORK by ID or name; an empty value means no network.
-func resolveNetwork(ctx context.Context, client *hcloud.Client, nameOrID string) (*hcloud.Network, error) {
-	if nameOrID == "" {
-		return nil, nil
-	}
-	network, _, err := client.Network.Get(ctx, nameOrID)
-	if err != nil {
-		return nil, fmt.Errorf("ccm.New: reading HCLOUD_NETWORK %q: %w", nameOrID, err)
-	}
-	if network == nil {
-		return nil, fmt.Errorf("invalid value for %q: network %q not found (give the name or ID of an existing network, or unset it)", config.EnvHCloudNetwork, nameOrID)
-	}
-	return network, nil
 }
 
 // build constructs the provider's parts.

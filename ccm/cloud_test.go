@@ -78,12 +78,12 @@ func TestNew(t *testing.T) {
 		{
 			name:    "a wrong token fails the startup check",
 			env:     func(e map[string]string) { e["HCLOUD_TOKEN"] = "wrong" },
-			wantErr: []string{"GET /locations", "unauthorized"},
+			wantErr: []string{"rejected the token", "HCLOUD_TOKEN", "unauthorized"},
 		},
 		{
 			name:    "an unknown network is named with the fix",
 			env:     func(e map[string]string) { e["HCLOUD_NETWORK"] = "nope" },
-			wantErr: []string{`"HCLOUD_NETWORK"`, `network "nope" not found`},
+			wantErr: []string{`network "nope" not found`, "HCLOUD_NETWORK"},
 		},
 		{
 			name:    "a policy that does not compile stops the start with file and line",
