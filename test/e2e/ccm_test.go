@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,19 +24,45 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
 )
 
+// ccmBuild is the CCM binary built once for the package's tests.
+var ccmBuild struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// TestMain removes the CCM binary built by ccmBinary.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if ccmBuild.dir != "" {
+		os.RemoveAll(ccmBuild.dir)
+	}
+	os.Exit(code)
+}
+
 // ccmBinary returns the CCM binary under test: $CCM_BIN if set (the Makefile passes the one it
-// built), otherwise a fresh `go build` of ./cmd/hcloud-policy-ccm into the test's temp dir.
+// built), otherwise a `go build` of ./cmd/hcloud-policy-ccm, made once per test binary.
 func ccmBinary(t *testing.T) string {
 	t.Helper()
 	if bin := os.Getenv("CCM_BIN"); bin != "" {
 		return bin
 	}
-	bin := filepath.Join(t.TempDir(), "hcloud-policy-ccm")
-	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/hcloud-policy-ccm")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the CCM: %v\n%s", err, out)
+	ccmBuild.once.Do(func() {
+		ccmBuild.dir, ccmBuild.err = os.MkdirTemp("", "hcloud-e2e-ccm-")
+		if ccmBuild.err != nil {
+			return
+		}
+		ccmBuild.path = filepath.Join(ccmBuild.dir, "hcloud-policy-ccm")
+		out, err := exec.Command("go", "build", "-o", ccmBuild.path, "../../cmd/hcloud-policy-ccm").CombinedOutput()
+		if err != nil {
+			ccmBuild.err = fmt.Errorf("go build ./cmd/hcloud-policy-ccm: %w\n%s", err, out)
+		}
+	})
+	if ccmBuild.err != nil {
+		t.Fatalf("build the CCM: %v", ccmBuild.err)
 	}
-	return bin
+	return ccmBuild.path
 }
 
 // startCCM runs the CCM out of cluster as the ServiceAccount of deploy/ against the cluster and
@@ -83,28 +111,15 @@ func TestCCMInitialisesNode(t *testing.T) {
 
 	ccm, port := startCCM(t, c, "ccm", endpoint, emu.Token())
 
-	ctx := context.Background()
-	wantProviderID := fmt.Sprintf("hcloud://%d", id)
-	var node *corev1.Node
-	harness.WaitFor(t, 2*time.Minute, func() (bool, error) {
-		if exited, err := ccm.Exited(); exited {
-			t.Fatalf("the CCM exited (%v)", err)
-		}
-		node, err = c.Client().CoreV1().Nodes().Get(ctx, "worker-1", metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		tainted := slices.ContainsFunc(node.Spec.Taints, func(taint corev1.Taint) bool { return taint.Key == harness.TaintUninitialized })
-		if node.Spec.ProviderID != wantProviderID || tainted {
-			return false, fmt.Errorf("node worker-1: providerID %q, taints %v", node.Spec.ProviderID, node.Spec.Taints)
-		}
-		return true, nil
-	})
+	node := waitInitialised(t, c, "worker-1", id)
+	if exited, err := ccm.Exited(); exited {
+		t.Fatalf("the CCM exited (%v)", err)
+	}
 	if got := node.Labels[corev1.LabelInstanceTypeStable]; got != "cx22" {
 		t.Errorf("label %s = %q, want cx22", corev1.LabelInstanceTypeStable, got)
 	}
 
-	lease, err := c.Client().CoordinationV1().Leases(ccmNamespace).Get(ctx, "cloud-controller-manager", metav1.GetOptions{})
+	lease, err := c.Client().CoordinationV1().Leases(ccmNamespace).Get(context.Background(), "cloud-controller-manager", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("leader-election Lease: %v", err)
 	}
@@ -124,4 +139,79 @@ func TestCCMInitialisesNode(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("GET /healthz: %s, want 200 OK", resp.Status)
 	}
+}
+
+// TestCCMLeaderFailover runs two CCMs with leader election, kills the leader with SIGKILL (no
+// graceful release of the Lease, as in a node crash) and checks that the other one takes over
+// and initialises a node registered after the failover.
+func TestCCMLeaderFailover(t *testing.T) {
+	c := harness.Start(t)
+	c.ApplyKustomize(t, deployDir)
+	emu, endpoint := hcloudemu.NewTestServer(t)
+	var ids []int64
+	for _, name := range []string{"worker-1", "worker-2"} {
+		id, err := emu.AddServer(hcloudemu.ServerSpec{Name: name})
+		if err != nil {
+			t.Fatalf("add server %s: %v", name, err)
+		}
+		ids = append(ids, id)
+	}
+	c.CreateNode(t, "worker-1", "10.244.1.0/24")
+	fastElection := []string{
+		"--leader-elect-lease-duration=4s",
+		"--leader-elect-renew-deadline=3s",
+		"--leader-elect-retry-period=1s",
+	}
+	a, _ := startCCM(t, c, "ccm-a", endpoint, emu.Token(), fastElection...)
+	b, _ := startCCM(t, c, "ccm-b", endpoint, emu.Token(), fastElection...)
+
+	const acquired = "Successfully acquired lease"
+	var leader, standby *harness.Process
+	harness.WaitFor(t, time.Minute, func() (bool, error) {
+		switch {
+		case strings.Contains(a.Logs(), acquired):
+			leader, standby = a, b
+		case strings.Contains(b.Logs(), acquired):
+			leader, standby = b, a
+		default:
+			return false, fmt.Errorf("no CCM logged %q yet", acquired)
+		}
+		return true, nil
+	})
+	waitInitialised(t, c, "worker-1", ids[0])
+	if strings.Contains(standby.Logs(), acquired) {
+		t.Fatalf("both %s and %s acquired the lease", leader.Name, standby.Name)
+	}
+
+	leader.Kill()
+	t.Logf("killed the leader %s; waiting for %s to take over", leader.Name, standby.Name)
+	harness.WaitFor(t, time.Minute, func() (bool, error) {
+		if exited, err := standby.Exited(); exited {
+			t.Fatalf("%s exited (%v)", standby.Name, err)
+		}
+		return strings.Contains(standby.Logs(), acquired), fmt.Errorf("%s has not acquired the lease", standby.Name)
+	})
+	c.CreateNode(t, "worker-2", "10.244.2.0/24")
+	waitInitialised(t, c, "worker-2", ids[1])
+}
+
+// waitInitialised waits until the CCM has initialised node name as server id: providerID set,
+// uninitialized taint gone.
+func waitInitialised(t *testing.T, c *harness.Cluster, name string, id int64) *corev1.Node {
+	t.Helper()
+	want := fmt.Sprintf("hcloud://%d", id)
+	var node *corev1.Node
+	harness.WaitFor(t, 2*time.Minute, func() (bool, error) {
+		var err error
+		node, err = c.Client().CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		tainted := slices.ContainsFunc(node.Spec.Taints, func(taint corev1.Taint) bool { return taint.Key == harness.TaintUninitialized })
+		if node.Spec.ProviderID != want || tainted {
+			return false, fmt.Errorf("node %s: providerID %q (want %q), taints %v", name, node.Spec.ProviderID, want, node.Spec.Taints)
+		}
+		return true, nil
+	})
+	return node
 }

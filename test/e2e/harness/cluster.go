@@ -174,11 +174,25 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 	if err != nil {
 		t.Fatalf("start cluster: %v", err)
 	}
+	// The front proxy (aggregation layer) of a kubeadm cluster: without it, the
+	// extension-apiserver-authentication ConfigMap has no requestheader CA, and every component
+	// with delegated authentication (the CCM's secure port) logs errors about it.
+	frontProxyCA, err := newCA("hcloud-e2e-front-proxy-ca")
+	if err != nil {
+		t.Fatalf("start cluster: %v", err)
+	}
+	frontProxy, err := newClientCert(frontProxyCA, "front-proxy-client", nil)
+	if err != nil {
+		t.Fatalf("start cluster: %v", err)
+	}
 	files := map[string][]byte{
-		filepath.Join(dir, "ca.crt"):      ca.certPEM,
-		filepath.Join(dir, "serving.crt"): serving.certPEM,
-		filepath.Join(dir, "serving.key"): serving.keyPEM,
-		filepath.Join(dir, "sa.key"):      saKey,
+		filepath.Join(dir, "ca.crt"):                 ca.certPEM,
+		filepath.Join(dir, "serving.crt"):            serving.certPEM,
+		filepath.Join(dir, "serving.key"):            serving.keyPEM,
+		filepath.Join(dir, "sa.key"):                 saKey,
+		filepath.Join(dir, "front-proxy-ca.crt"):     frontProxyCA.certPEM,
+		filepath.Join(dir, "front-proxy-client.crt"): frontProxy.certPEM,
+		filepath.Join(dir, "front-proxy-client.key"): frontProxy.keyPEM,
 	}
 	if err := writeFiles(files); err != nil {
 		t.Fatalf("start cluster: %v", err)
@@ -202,6 +216,13 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + filepath.Join(dir, "sa.key"),
 		"--service-account-signing-key-file=" + filepath.Join(dir, "sa.key"),
+		"--requestheader-client-ca-file=" + filepath.Join(dir, "front-proxy-ca.crt"),
+		"--requestheader-allowed-names=front-proxy-client",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + filepath.Join(dir, "front-proxy-client.crt"),
+		"--proxy-client-key-file=" + filepath.Join(dir, "front-proxy-client.key"),
 		// No kubelet or kube-controller-manager runs, and the "kubernetes" Service must not
 		// point at a loopback address (rejected by Endpoints validation, logged forever).
 		"--endpoint-reconciler-type=none",
