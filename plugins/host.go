@@ -108,21 +108,21 @@ func (o Options) withDefaults() (Options, error) {
 //   - The module is compiled once, in its own wazero.Runtime. Calls run on a pool of up to
 //     Options.PoolSize instances, created on demand (the first at load). An instance serves
 //     one call at a time; after any error it is discarded and a fresh one is made on demand.
-//     It is also replaced after 10,000 calls or once its memory passes half the limit, since
-//     wasm memory never shrinks.
+//     It is also replaced after 10,000 calls, or once its memory passes halfway from its size
+//     after _initialize to the limit, since wasm memory never shrinks.
 //   - The guest has no filesystem, network, environment or arguments, fake deterministic
 //     clocks and a deterministic random source (wazero's defaults). WASI is provided when the
 //     module imports it (stock Go guests do) and AssemblyScript's env.abort when imported;
 //     any other import is refused at load.
 type Plugin struct {
-	name    string
-	opts    Options
-	rt      wazero.Runtime
-	cm      wazero.CompiledModule
-	hooks   []string
-	pool    chan *instance // nil entries are free slots
-	closed  atomic.Bool
-	recycle uint64 // memory size in bytes past which an instance is replaced
+	name       string
+	opts       Options
+	rt         wazero.Runtime
+	cm         wazero.CompiledModule
+	hooks      []string
+	pool       chan *instance // nil entries are free slots
+	closed     atomic.Bool
+	limitBytes uint64 // the memory limit
 }
 
 // Load reads a plugin module from path and loads it with LoadBytes. A file ending in ".gz", or
@@ -214,7 +214,7 @@ func loadBytes(ctx context.Context, name string, wasm []byte, o Options) (*Plugi
 		WithCloseOnContextDone(true).
 		WithMemoryLimitPages(o.MemoryLimitPages).
 		WithCompilationCache(cache))
-	p := &Plugin{name: name, opts: o, rt: rt, recycle: uint64(o.MemoryLimitPages) * 65536 / 2}
+	p := &Plugin{name: name, opts: o, rt: rt, limitBytes: uint64(o.MemoryLimitPages) * 65536}
 	if err := p.init(ctx, wasm); err != nil {
 		_ = rt.Close(ctx) // don't overwrite the error
 		return nil, err
@@ -350,6 +350,7 @@ type instance struct {
 	alloc, free api.Function
 	hooks       map[string]api.Function
 	calls       int
+	recycleAt   uint64 // memory size in bytes past which the instance is replaced
 }
 
 // newInstance instantiates the module, runs _initialize and checks ccm_abi_version, under a
@@ -384,6 +385,9 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		alloc: mod.ExportedFunction(exportAlloc),
 		free:  mod.ExportedFunction(exportFree),
 		hooks: map[string]api.Function{},
+		// Halfway between the size after _initialize and the limit, so a module that starts
+		// near the limit is not replaced after every call.
+		recycleAt: (uint64(mod.Memory().Size()) + p.limitBytes) / 2,
 	}
 	for _, h := range p.hooks {
 		inst.hooks[h] = mod.ExportedFunction(hookExports[h])
@@ -510,7 +514,11 @@ func (p *Plugin) acquire(ctx context.Context, hook string) (*instance, error) {
 		if p.closed.Load() {
 			return nil, p.errorf(hook, ErrClosed, "%v", err)
 		}
-		return nil, p.errorf(hook, ErrTrap, "new instance: %v", err)
+		kind := ErrTrap
+		if errors.Is(err, ErrTimeout) {
+			kind = ErrTimeout
+		}
+		return nil, p.errorf(hook, kind, "new instance: %v", err)
 	}
 	return inst, nil
 }
@@ -519,7 +527,7 @@ func (p *Plugin) acquire(ctx context.Context, hook string) (*instance, error) {
 // instance is due for recycling.
 func (p *Plugin) release(inst *instance, callErr error) {
 	inst.calls++
-	if callErr != nil || p.closed.Load() || inst.calls >= recycleCalls || uint64(inst.mod.Memory().Size()) > p.recycle {
+	if callErr != nil || p.closed.Load() || inst.calls >= recycleCalls || uint64(inst.mod.Memory().Size()) > inst.recycleAt {
 		_ = inst.mod.Close(context.Background()) // the instance is discarded either way
 		p.pool <- nil
 		return

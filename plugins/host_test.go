@@ -324,3 +324,13 @@ func TestHammerPlugin(t *testing.T) {
 		})
 	}
 }
+
+func TestPlugin_RecyclesGrownInstances(t *testing.T) {
+	// Each call grows memory by a page; without recycling the 8th call on one instance traps.
+	p := load(t, "grow", plugins.Options{MemoryLimitPages: 8, PoolSize: 1})
+	for i := range 50 {
+		if n, err := p.LoadBalancerName(context.Background(), lbIn); err != nil || n != "grown" {
+			t.Fatalf("call %d: %q, %v", i, n, err)
+		}
+	}
+}
