@@ -69,7 +69,9 @@ type Cloud struct {
 	lbs       *loadbalancer.LoadBalancers
 	routes    *routes.Routes
 	decider   policy.Decider
-	plugins   []*plugins.Plugin
+	plugins   []*plugins.Watched
+	// onNodeLabelsReload is called after the node label plugin was reloaded.
+	onNodeLabelsReload func()
 }
 
 var _ cloudprovider.Interface = (*Cloud)(nil)

@@ -79,12 +79,22 @@ func (c *Cloud) loadPlugins(ctx context.Context, o *Options) (instances.NodeLabe
 	return labeler, namer, nil
 }
 
-// loadPlugin loads one module; it returns nil when path is empty or an optional module failed.
-func (c *Cloud) loadPlugin(ctx context.Context, flag, path, hook string, o *Options) (*plugins.Plugin, error) {
+// loadPlugin loads one module and watches its file for changes (a new revision replaces the
+// old one only when it loads completely); it returns nil when path is empty or an optional
+// module failed to load.
+func (c *Cloud) loadPlugin(ctx context.Context, flag, path, hook string, o *Options) (*plugins.Watched, error) {
 	if path == "" {
 		return nil, nil
 	}
-	p, err := plugins.Load(ctx, path, plugins.Options{CallTimeout: o.PluginTimeout})
+	notify := func(err error) {
+		if err != nil {
+			klog.ErrorS(err, "Plugin reload refused; the previous revision stays in force", "flag", flag, "path", path)
+			return
+		}
+		klog.InfoS("Plugin reloaded", "flag", flag, "path", path)
+		c.pluginReloaded(hook)
+	}
+	p, err := plugins.Watch(ctx, path, plugins.Options{CallTimeout: o.PluginTimeout}, 0, notify)
 	if err != nil {
 		if o.PluginsOptional {
 			klog.ErrorS(err, "Plugin not loaded; using the built-in behaviour (--plugins-optional)", "flag", flag, "path", path)
@@ -97,8 +107,16 @@ func (c *Cloud) loadPlugin(ctx context.Context, flag, path, hook string, o *Opti
 		return nil, fmt.Errorf("invalid value for %s: %s does not implement the %s hook (it exports: %v)", flag, path, hook, p.Hooks())
 	}
 	c.plugins = append(c.plugins, p)
-	klog.InfoS("Plugin loaded", "flag", flag, "path", path, "hooks", p.Hooks())
+	klog.InfoS("Plugin loaded", "flag", flag, "path", path, "hooks", p.Hooks(), "revision", p.Revision())
 	return p, nil
+}
+
+// pluginReloaded reacts to a new plugin revision. Node labels are re-applied by the node label
+// controller; load balancer names follow on the next sync of each Service.
+func (c *Cloud) pluginReloaded(hook string) {
+	if hook == plugins.HookNodeLabels && c.onNodeLabelsReload != nil {
+		c.onNodeLabelsReload()
+	}
 }
 
 // serveMetrics serves the metrics registry on addr (HCLOUD_METRICS_ADDRESS), as the official
