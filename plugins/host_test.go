@@ -334,3 +334,33 @@ func TestPlugin_RecyclesGrownInstances(t *testing.T) {
 		}
 	}
 }
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers, as Options.Stderr must be.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestPlugin_GuestOutputIsCapped(t *testing.T) {
+	var out syncBuffer
+	p := load(t, "stderr", plugins.Options{Stderr: &out, PoolSize: 1})
+	if _, err := p.NodeLabels(context.Background(), nodeIn); !errors.Is(err, plugins.ErrTrap) {
+		t.Fatalf("error %v, want ErrTrap", err)
+	}
+	want := strings.Repeat("x", 64<<10) + "\n[plugin output truncated]\n"
+	if got := out.String(); got != want {
+		t.Errorf("output: %d bytes ending %q, want %d bytes ending %q", len(got), got[max(0, len(got)-40):], len(want), want[len(want)-40:])
+	}
+}
