@@ -70,6 +70,12 @@ func ccmBinary(t *testing.T) string {
 // the policy ConfigMap of deploy/. It returns the process and its secure port.
 func startCCM(t *testing.T, c *harness.Cluster, name, endpoint, token string, extraArgs ...string) (*harness.Process, int) {
 	t.Helper()
+	return startCCMWithEnv(t, c, name, endpoint, token, nil, extraArgs...)
+}
+
+// startCCMWithEnv is startCCM with extra environment variables ("KEY=value").
+func startCCMWithEnv(t *testing.T, c *harness.Cluster, name, endpoint, token string, extraEnv []string, extraArgs ...string) (*harness.Process, int) {
+	t.Helper()
 	kubeconfig := c.ServiceAccountKubeconfig(t, ccmNamespace, ccmServiceAccount)
 	port := harness.FreePort(t)
 	args := []string{
@@ -92,7 +98,7 @@ func startCCM(t *testing.T, c *harness.Cluster, name, endpoint, token string, ex
 		"HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK=true",
 		"HCLOUD_METRICS_ADDRESS=127.0.0.1:" + strconv.Itoa(harness.FreePort(t)),
 	}
-	return harness.StartProcess(t, name, ccmBinary(t), append(args, extraArgs...), env), port
+	return harness.StartProcess(t, name, ccmBinary(t), append(args, extraArgs...), append(env, extraEnv...)), port
 }
 
 // TestCCMInitialisesNode runs the CCM binary as its ServiceAccount (RBAC from deploy/) against a
