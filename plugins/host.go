@@ -457,8 +457,16 @@ func (p *Plugin) Close(ctx context.Context) error {
 	return p.rt.Close(ctx)
 }
 
+// maxDetailBytes caps the detail of an error: a guest controls it (error replies, label keys),
+// and it ends up in logs and events.
+const maxDetailBytes = 1024
+
 func (p *Plugin) errorf(hook string, kind error, format string, args ...any) error {
-	return fmt.Errorf("plugin %s: hook %s: %w: %s", p.name, hook, kind, fmt.Sprintf(format, args...))
+	detail := fmt.Sprintf(format, args...)
+	if len(detail) > maxDetailBytes {
+		detail = strings.ToValidUTF8(detail[:maxDetailBytes], "") + "... (truncated)"
+	}
+	return fmt.Errorf("plugin %s: hook %s: %w: %s", p.name, hook, kind, detail)
 }
 
 // call runs one hook call: request in, strictly decoded reply out.

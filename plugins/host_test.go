@@ -364,3 +364,14 @@ func TestPlugin_GuestOutputIsCapped(t *testing.T) {
 		t.Errorf("output: %d bytes ending %q, want %d bytes ending %q", len(got), got[max(0, len(got)-40):], len(want), want[len(want)-40:])
 	}
 }
+
+func TestPlugin_LongErrorsAreTruncated(t *testing.T) {
+	p := load(t, "longerror", plugins.Options{})
+	_, err := p.LoadBalancerName(context.Background(), lbIn)
+	if !errors.Is(err, plugins.ErrPluginError) {
+		t.Fatalf("error %v, want ErrPluginError", err)
+	}
+	if msg := err.Error(); len(msg) > 1200 || !strings.HasSuffix(msg, strings.Repeat("x", 100)+"... (truncated)") {
+		t.Errorf("error of %d bytes ending %q, want at most 1200 ending in x... (truncated)", len(msg), msg[max(0, len(msg)-40):])
+	}
+}
