@@ -229,9 +229,9 @@ func (i *Instances) pluginLabels(ctx context.Context, node *corev1.Node, s *hclo
 	if i.labeler == nil {
 		return nil
 	}
-	labels, err := i.labeler.NodeLabels(ctx, nodeInput(node, s))
+	labels, err := i.labeler.NodeLabels(ctx, NodeInput(node, s))
 	if err == nil {
-		err = validateLabels(labels)
+		err = ValidatePluginLabels(labels)
 	}
 	if err != nil {
 		pluginFailures.WithLabelValues(plugins.HookNodeLabels).Inc()
@@ -243,8 +243,14 @@ func (i *Instances) pluginLabels(ctx context.Context, node *corev1.Node, s *hclo
 	return labels
 }
 
-// validateLabels checks keys and values by the Kubernetes rules.
-func validateLabels(labels map[string]string) error {
+// ValidatePluginLabels checks the labels a node_labels plugin returned: every key must be a
+// qualified name and every value a valid label value, by the Kubernetes rules. It returns one
+// error naming every problem, in key order, or nil for valid (including empty) labels.
+//
+// It does not reject keys in the kubernetes.io and k8s.io namespaces: the upstream node
+// controller drops those from AdditionalLabels, and ccm/nodelabels leaves them out too. Every
+// consumer of plugin labels uses this function, so all of them accept the same output.
+func ValidatePluginLabels(labels map[string]string) error {
 	var problems []string
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
@@ -260,8 +266,14 @@ func validateLabels(labels map[string]string) error {
 	return nil
 }
 
-// nodeInput builds the node_labels hook input.
-func nodeInput(node *corev1.Node, s *hcloud.Server) plugins.NodeInput {
+// NodeInput builds the node_labels hook input for node and its server s: the node's name and
+// labels, and the server's ID, name, type, location, network zone, labels, public IPs (the
+// IPv6 as the host address the node reports) and private network IPs. Maps and slices in the
+// result are never nil and never shared with node or s, which are left untouched.
+//
+// InstanceMetadata and ccm/nodelabels both build their input here, so a plugin sees the same
+// input at node initialisation and afterwards.
+func NodeInput(node *corev1.Node, s *hcloud.Server) plugins.NodeInput {
 	in := plugins.NodeInput{
 		NodeName:   node.Name,
 		NodeLabels: maps.Clone(node.Labels),

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -418,4 +420,104 @@ func failures(t *testing.T) float64 {
 		}
 	}
 	return 0
+}
+
+func TestNodeInput(t *testing.T) {
+	tests := []struct {
+		name   string
+		node   *corev1.Node
+		server *hcloud.Server
+		want   plugins.NodeInput
+	}{
+		{
+			name:   "a bare server gives empty, non-nil maps and slices",
+			node:   &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}},
+			server: &hcloud.Server{ID: 7, Name: "n1"},
+			want: plugins.NodeInput{
+				NodeName: "n1", NodeLabels: map[string]string{},
+				Server: plugins.Server{ID: 7, Name: "n1", Labels: map[string]string{}, PrivateNets: []plugins.PrivateNet{}},
+			},
+		},
+		{
+			name: "a full server fills every field and skips networks without an IP",
+			node: newNode("n2"),
+			server: &hcloud.Server{
+				ID: 8, Name: "n2", Labels: map[string]string{"pool": "b"},
+				ServerType: &hcloud.ServerType{Name: "cx32"},
+				Location:   &hcloud.Location{Name: "hel1", NetworkZone: hcloud.NetworkZoneEUCentral},
+				PublicNet: hcloud.ServerPublicNet{
+					IPv4: hcloud.ServerPublicNetIPv4{IP: net.ParseIP("203.0.113.8")},
+					IPv6: hcloud.ServerPublicNetIPv6{IP: net.ParseIP("2001:db8:8::")},
+				},
+				PrivateNet: []hcloud.ServerPrivateNet{
+					{Network: &hcloud.Network{ID: 3}, IP: net.ParseIP("10.0.0.8")},
+					{Network: &hcloud.Network{ID: 4}},
+					{IP: net.ParseIP("10.1.0.8")},
+				},
+			},
+			want: plugins.NodeInput{
+				NodeName: "n2", NodeLabels: map[string]string{"role": "worker"},
+				Server: plugins.Server{
+					ID: 8, Name: "n2", Type: "cx32", Location: "hel1", NetworkZone: "eu-central",
+					Labels: map[string]string{"pool": "b"}, PublicIPv4: "203.0.113.8", PublicIPv6: "2001:db8:8::1",
+					PrivateNets: []plugins.PrivateNet{{NetworkID: 3, IP: "10.0.0.8"}},
+				},
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			nodeBefore, serverLabelsBefore := tc.node.DeepCopy(), maps.Clone(tc.server.Labels)
+			got := instances.NodeInput(tc.node, tc.server)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("NodeInput mismatch (-want +got):\n%s", diff)
+			}
+			got.NodeLabels["added"] = "x"
+			got.Server.Labels["added"] = "x"
+			if diff := cmp.Diff(nodeBefore, tc.node); diff != "" {
+				t.Errorf("the node was modified (-before +after):\n%s", diff)
+			}
+			if diff := cmp.Diff(serverLabelsBefore, tc.server.Labels); diff != "" {
+				t.Errorf("the server labels were modified (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestValidatePluginLabels(t *testing.T) {
+	tests := []struct {
+		name    string
+		labels  map[string]string
+		wantErr string // a substring; empty for no error
+	}{
+		{name: "no labels are valid", labels: nil},
+		{name: "prefixed keys and empty values are valid", labels: map[string]string{"example.com/pool": "a", "gpu": ""}},
+		{name: "reserved namespaces are left to the callers", labels: map[string]string{"node-role.kubernetes.io/worker": ""}},
+		{name: "a key with a space is invalid", labels: map[string]string{"bad key": "x"}, wantErr: `label key "bad key"`},
+		{name: "a value over 63 characters is invalid", labels: map[string]string{"k": strings.Repeat("v", 64)}, wantErr: `label "k" value`},
+		{
+			name:    "every problem is reported in key order",
+			labels:  map[string]string{"b!": "x", "a!": "x"},
+			wantErr: `invalid plugin output: label key "a!": `,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := instances.ValidatePluginLabels(tc.labels)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("ValidatePluginLabels() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("ValidatePluginLabels() = %v, want an error containing %q", err, tc.wantErr)
+			}
+			for k := range tc.labels {
+				if !strings.Contains(err.Error(), fmt.Sprintf("%q", k)) {
+					t.Errorf("ValidatePluginLabels() = %v, want it to name %q", err, k)
+				}
+			}
+		})
+	}
 }
