@@ -172,6 +172,7 @@ func TestEnsureLoadBalancer_EveryAnnotation(t *testing.T) {
 				t.Errorf("change not applied: %+v", lb)
 			}
 			counts := ev.emu.Counts()
+			t.Logf("%d mutating, %d reads: %v", ev.emu.MutatingRequests(), reads(counts), counts)
 			for _, op := range st.ops {
 				if counts[op] == 0 {
 					t.Errorf("no %s: %v", op, counts)
