@@ -421,7 +421,7 @@ func TestEngine_Load_events(t *testing.T) {
 	}
 }
 
-func TestEngine_Decide_concurrentWithLoad(t *testing.T) {
+func TestHammerEngine_DecideDuringLoad(t *testing.T) {
 	e := policy.NewEngine(policy.Options{})
 	mustLoad(t, e, files("lb.rego", denyLB31))
 	ctx, cancel := context.WithCancel(context.Background())
