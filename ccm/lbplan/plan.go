@@ -25,6 +25,9 @@ type Plan struct {
 	SkippedTargets []Target
 	// IPv6 is the policy view's ipv6 flag (IPv6 in the Service status).
 	IPv6 bool
+	// network is the cluster network; its range fills the policy view of an attachment the
+	// API reports without one.
+	network *Network
 }
 
 // Empty reports whether the plan has no mutation.
@@ -53,6 +56,9 @@ func (p Plan) Steps() []Step {
 	var cur *policy.LoadBalancer
 	if p.Actual != nil {
 		cur = p.Actual.Policy(p.IPv6)
+		if n := cur.Network; n != nil && n.IPRange == "" && p.network != nil && p.network.ID == n.ID {
+			n.IPRange = p.network.IPRange
+		}
 	}
 	steps := make([]Step, 0, len(p.Mutations))
 	for _, m := range p.Mutations {
@@ -127,7 +133,7 @@ func Compute(d Desired, actual *Actual) (Plan, error) {
 	if d.Name == "" {
 		return Plan{}, errors.New("desired load balancer has no name")
 	}
-	p := Plan{Actual: actual, IPv6: !d.Status.DisableIPv6}
+	p := Plan{Actual: actual, IPv6: !d.Status.DisableIPv6, network: d.Network}
 	if actual == nil {
 		return planCreate(d, p)
 	}
@@ -209,11 +215,11 @@ func planCreate(d Desired, p Plan) (Plan, error) {
 // does on its own.
 func checkCreateOnly(d Desired, a *Actual) error {
 	if d.LocationFromAnnotation && d.Location != a.Location {
-		return fmt.Errorf("invalid value for %q: %q: location cannot be changed on an existing load balancer (create-time only; it is in %q)",
+		return fmt.Errorf("invalid value for %q: %q: location cannot be changed on an existing load balancer (create-time only): it is in %q",
 			annotation.LBLocation, d.Location, a.Location)
 	}
 	if d.NetworkZoneFromAnnot && d.NetworkZone != a.NetworkZone {
-		return fmt.Errorf("invalid value for %q: %q: network zone cannot be changed on an existing load balancer (create-time only; it is in %q)",
+		return fmt.Errorf("invalid value for %q: %q: network zone cannot be changed on an existing load balancer (create-time only): it is in %q",
 			annotation.LBNetworkZone, d.NetworkZone, a.NetworkZone)
 	}
 	return nil

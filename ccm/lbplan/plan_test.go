@@ -407,7 +407,7 @@ func TestCompute_Guardrails(t *testing.T) {
 			name:    "a location change on an existing load balancer is refused",
 			in:      newInput(web(withAnnotation(annotation.LBLocation, "nbg1"))),
 			actual:  newLB(),
-			wantErr: "location cannot be changed on an existing load balancer (create-time only",
+			wantErr: "location cannot be changed on an existing load balancer (create-time only)",
 		},
 		{
 			name:    "a network zone change on an existing load balancer is refused",
@@ -585,6 +585,22 @@ func TestCompute_ManagedCertificateOnCreate(t *testing.T) {
 	}
 	if got := p.Mutations[2].(lbplan.AddService).Service.HTTP.Certificates; !cmp.Equal(got, []int64{lbplan.PendingCertificateID}) {
 		t.Errorf("listener certificates = %v, want the pending one", got)
+	}
+}
+
+func TestPlan_StepsKnowTheClusterNetworkRange(t *testing.T) {
+	in := newInput(newService("web", withPorts(80), withAnnotation(annotation.LBAlgorithmType, "least_connections")), withNetwork)
+	p, err := lbplan.Compute(mustDesired(t, in), lbplan.NewActual(newLB(attached("10.0.0.3"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := p.Steps()[0]
+	want := &policy.LBNetwork{ID: 5, IPRange: "10.0.0.0/8", PrivateIP: "10.0.0.3"}
+	if diff := cmp.Diff(want, st.Current.Network); diff != "" {
+		t.Errorf("current network (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(st.Current.Network, st.LoadBalancer.Network); diff != "" {
+		t.Errorf("an algorithm change must not change the network view:\n%s", diff)
 	}
 }
 
