@@ -257,7 +257,7 @@ func (e *Engine) event(from Source, eventType, reason, format string, args ...an
 	}
 	msg := fmt.Sprintf(format, args...)
 	if len(msg) > maxEventMessage {
-		msg = msg[:maxEventMessage-3] + "..."
+		msg = strings.ToValidUTF8(msg[:maxEventMessage-3], "") + "..."
 	}
 	e.opts.Recorder.Event(from.Object, eventType, reason, msg)
 }
