@@ -166,7 +166,7 @@ func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Pl
 		}
 		d := x.decider.Decide(ctx, in)
 		label := st.Mutation.Label()
-		warnings = append(warnings, messages(label, d.Warn)...)
+		warnings = append(warnings, messages(label, decisionWarnings(d))...)
 		switch {
 		case !d.Allowed:
 			denied = append(denied, messages(label, denyMessages(d))...)
@@ -192,6 +192,15 @@ func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Pl
 	// Use %w deliberately: callers and tests match policy.ErrDenied, and the service controller
 	// retries the returned error with backoff.
 	return fmt.Errorf("%d of %d changes denied, nothing changed: %s: %w", len(deniedSteps), len(plan.Mutations), msg, policy.ErrDenied)
+}
+
+// decisionWarnings are the warnings of d, plus an evaluation failure that the failure mode
+// resolved to allow (it must not pass silently).
+func decisionWarnings(d policy.Decision) []policy.Message {
+	if d.Err != nil && d.Allowed {
+		return append(append([]policy.Message{}, d.Warn...), policy.Message{Msg: "policy evaluation failed, allowed by the failure mode: " + d.Err.Error()})
+	}
+	return d.Warn
 }
 
 func denyMessages(d policy.Decision) []policy.Message {

@@ -240,6 +240,29 @@ func TestRun_WarningsAndDryRunProceed(t *testing.T) {
 	}
 }
 
+func TestRun_FailOpenEvaluationErrorWarns(t *testing.T) {
+	ev := newEnv(t, func(policy.Input) policy.Decision {
+		return policy.Decision{Allowed: true, Err: errors.New("rego: undefined function")}
+	})
+	svc := newService()
+	if _, err := ev.exec.Run(context.Background(), svc, ev.plan(t, svc, nil)); err != nil {
+		t.Fatal(err)
+	}
+	e := ev.events()
+	if count(e, "Warning PolicyWarning") != 1 || !strings.Contains(strings.Join(e, "\n"), "allowed by the failure mode: rego: undefined function") {
+		t.Errorf("events = %v", e)
+	}
+}
+
+func TestRun_FailClosedEvaluationErrorDenies(t *testing.T) {
+	ev := newEnv(t, func(policy.Input) policy.Decision { return policy.Decision{Err: errors.New("timeout")} })
+	svc := newService()
+	_, err := ev.exec.Run(context.Background(), svc, ev.plan(t, svc, nil))
+	if !errors.Is(err, policy.ErrDenied) || !strings.Contains(err.Error(), "policy evaluation failed: timeout") || ev.emu.MutatingRequests() != 0 {
+		t.Errorf("err = %v, %d mutating", err, ev.emu.MutatingRequests())
+	}
+}
+
 func TestRun_PartialDenyRunsNothing(t *testing.T) {
 	ev := newEnv(t, func(in policy.Input) policy.Decision {
 		if in.Operation == "add_target" {

@@ -56,8 +56,8 @@ func (x *Executor) route(ctx context.Context, action, op string, network *hcloud
 		Version: policy.InputVersion, Action: action, Operation: op, Cluster: x.cluster, Route: pr,
 	})
 	ref := nodeRef(nodeName)
-	if len(d.Warn) > 0 {
-		x.recorder.Event(ref, corev1.EventTypeWarning, ReasonPolicyWarning, strings.Join(messages(label, d.Warn), "; "))
+	if w := decisionWarnings(d); len(w) > 0 {
+		x.recorder.Event(ref, corev1.EventTypeWarning, ReasonPolicyWarning, strings.Join(messages(label, w), "; "))
 	}
 	if !d.Allowed {
 		countMutation(action, op, resultDenied)
