@@ -216,6 +216,22 @@ func TestEnsureLoadBalancer_AdoptsAnOfficialLoadBalancer(t *testing.T) {
 	}
 }
 
+func TestEnsureLoadBalancer_FindsAnOfficialLoadBalancerByLabel(t *testing.T) {
+	ev := newEnv(t)
+	id, err := ev.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "legacy", Labels: map[string]string{lbplan.LabelServiceUID: testUID}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.mustEnsure(newService("web", withPorts(80)))
+	lb := ev.onlyLB()
+	if lb.ID != id || lb.Name != "legacy" || len(lb.Services) != 1 {
+		t.Errorf("id %d name %q services %d: a default name must not rename", lb.ID, lb.Name, len(lb.Services))
+	}
+	if c := ev.emu.Counts(); c["POST /v1/load_balancers"] != 0 || c["PUT /v1/load_balancers/{id}"] != 0 {
+		t.Errorf("counts = %v", c)
+	}
+}
+
 func TestEnsureLoadBalancer_DenyAllChangesNothing(t *testing.T) {
 	ev := newEnv(t, withNetworkEnv)
 	ev.decider.set(true)
