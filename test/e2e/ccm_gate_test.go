@@ -46,10 +46,10 @@ func TestCCMPolicyGate(t *testing.T) {
 		t.Fatalf("add server: %v", err)
 	}
 	c.CreateNode(t, "worker-1", "10.244.1.0/24")
-	startCCMWithEnv(t, c, "ccm", endpoint, emu.Token(), []string{
+	startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: []string{
 		"HCLOUD_LOAD_BALANCERS_LOCATION=fsn1",
 		"HCLOUD_LOAD_BALANCERS_TYPE=lb11",
-	})
+	}})
 	waitInitialised(t, c, "worker-1", id)
 	emu.ResetRequests()
 
@@ -138,7 +138,7 @@ func TestCCMNodeLabelsPlugin(t *testing.T) {
 		t.Fatalf("add server: %v", err)
 	}
 	c.CreateNode(t, "worker-1", "10.244.1.0/24")
-	startCCM(t, c, "ccm", endpoint, emu.Token(), "--plugin-node-labels="+nodeLabelsPlugin(t))
+	startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{args: []string{"--plugin-node-labels=" + nodeLabelsPlugin(t)}})
 
 	// The plugin's labels come with the initialisation (InstanceMetadata.AdditionalLabels).
 	node := waitInitialised(t, c, "worker-1", id)

@@ -65,40 +65,59 @@ func ccmBinary(t *testing.T) string {
 	return ccmBuild.path
 }
 
-// startCCM runs the CCM out of cluster as the ServiceAccount of deploy/ against the cluster and
-// the emulator at endpoint, with leader election on (the Lease in kube-system, as deployed) and
-// the policy ConfigMap of deploy/. It returns the process and its secure port.
-func startCCM(t *testing.T, c *harness.Cluster, name, endpoint, token string, extraArgs ...string) (*harness.Process, int) {
-	t.Helper()
-	return startCCMWithEnv(t, c, name, endpoint, token, nil, extraArgs...)
+// ccmRun says how to run the CCM out of cluster.
+type ccmRun struct {
+	// deploy is the kustomization whose Deployment gives the container args (default deploy/).
+	deploy string
+	// args are appended to the command line; env ("KEY=value") to the environment.
+	args, env []string
 }
 
-// startCCMWithEnv is startCCM with extra environment variables ("KEY=value").
-func startCCMWithEnv(t *testing.T, c *harness.Cluster, name, endpoint, token string, extraEnv []string, extraArgs ...string) (*harness.Process, int) {
+// startCCM runs the CCM out of cluster as the ServiceAccount of deploy/ against the cluster and
+// the emulator at endpoint, and returns the process and its secure port.
+//
+// The command line is the container args of the Deployment that `kubectl kustomize run.deploy`
+// renders (so the tests prove that the shipped flags work: leader election on the Lease in
+// kube-system, the policy ConfigMap, ...), plus what running outside a pod needs: the
+// ServiceAccount's kubeconfig for the API and for delegated authn/authz, a free secure port on
+// loopback, and the emulator's endpoint and token in place of the Secret. The test fails if the
+// apiserver refused any of the CCM's requests.
+func startCCM(t *testing.T, c *harness.Cluster, name, endpoint, token string, run ccmRun) (*harness.Process, int) {
 	t.Helper()
+	if run.deploy == "" {
+		run.deploy = deployDir
+	}
+	d := render(t, run.deploy).deployment
+	if d == nil {
+		t.Fatalf("kubectl kustomize %s renders no Deployment", run.deploy)
+	}
 	kubeconfig := c.ServiceAccountKubeconfig(t, ccmNamespace, ccmServiceAccount)
 	port := harness.FreePort(t)
-	args := []string{
-		"--kubeconfig=" + kubeconfig,
-		"--authentication-kubeconfig=" + kubeconfig,
-		"--authorization-kubeconfig=" + kubeconfig,
-		"--cloud-provider=hcloud",
-		"--allow-untagged-cloud",
-		"--leader-elect=true",
-		"--secure-port=" + strconv.Itoa(port),
+	args := append(slices.Clone(d.Spec.Template.Spec.Containers[0].Args),
+		"--kubeconfig="+kubeconfig,
+		"--authentication-kubeconfig="+kubeconfig,
+		"--authorization-kubeconfig="+kubeconfig,
+		"--secure-port="+strconv.Itoa(port),
 		"--bind-address=127.0.0.1",
-		"--webhook-secure-port=0",
-		"--policy-configmap=" + ccmNamespace + "/" + policyConfigMap,
-		"--policy-mode=enforce",
 		"--v=2",
-	}
+	)
 	env := []string{
 		"HCLOUD_TOKEN=" + token,
 		"HCLOUD_ENDPOINT=" + endpoint,
 		"HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK=true",
 		"HCLOUD_METRICS_ADDRESS=127.0.0.1:" + strconv.Itoa(harness.FreePort(t)),
 	}
-	return harness.StartProcess(t, name, ccmBinary(t), append(args, extraArgs...), append(env, extraEnv...)), port
+	p := harness.StartProcess(t, name, ccmBinary(t), append(args, run.args...), append(env, run.env...))
+	// The RBAC of deploy/ must be enough for everything the CCM does: any "forbidden" reply from
+	// the apiserver in its log fails the test.
+	t.Cleanup(func() {
+		for _, line := range strings.Split(p.Logs(), "\n") {
+			if strings.Contains(line, "is forbidden") {
+				t.Errorf("%s was refused by the apiserver (RBAC of deploy/ is missing a rule):\n%s", name, line)
+			}
+		}
+	})
+	return p, port
 }
 
 // TestCCMInitialisesNode runs the CCM binary as its ServiceAccount (RBAC from deploy/) against a
@@ -115,7 +134,7 @@ func TestCCMInitialisesNode(t *testing.T) {
 	}
 	c.CreateNode(t, "worker-1", "10.244.1.0/24")
 
-	ccm, port := startCCM(t, c, "ccm", endpoint, emu.Token())
+	ccm, port := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{})
 
 	node := waitInitialised(t, c, "worker-1", id)
 	if exited, err := ccm.Exited(); exited {
@@ -168,8 +187,8 @@ func TestCCMLeaderFailover(t *testing.T) {
 		"--leader-elect-renew-deadline=3s",
 		"--leader-elect-retry-period=1s",
 	}
-	a, _ := startCCM(t, c, "ccm-a", endpoint, emu.Token(), fastElection...)
-	b, _ := startCCM(t, c, "ccm-b", endpoint, emu.Token(), fastElection...)
+	a, _ := startCCM(t, c, "ccm-a", endpoint, emu.Token(), ccmRun{args: fastElection})
+	b, _ := startCCM(t, c, "ccm-b", endpoint, emu.Token(), ccmRun{args: fastElection})
 
 	const acquired = "Successfully acquired lease"
 	var leader, standby *harness.Process

@@ -24,7 +24,7 @@ type rendered struct {
 	clusterRoles map[string]*rbacv1.ClusterRole
 }
 
-func render(t *testing.T, dir string) rendered {
+func render(t testing.TB, dir string) rendered {
 	t.Helper()
 	out := harness.Kustomize(t, dir)
 	r := rendered{configMaps: map[string]*corev1.ConfigMap{}, clusterRoles: map[string]*rbacv1.ClusterRole{}}

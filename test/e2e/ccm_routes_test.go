@@ -1,0 +1,104 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
+)
+
+// TestCCMNetworkRoutes runs the CCM with the args of deploy/networks (--allocate-node-cidrs,
+// --cluster-cidr=10.244.0.0/16, watch-based routes) and HCLOUD_NETWORK: a node's pod CIDR
+// becomes a route in the network via the server's private IP and the node's NetworkUnavailable
+// condition turns False; a pod CIDR outside the cluster CIDR is denied by the example policy
+// (Warning event PolicyDenied on the Node, no route).
+func TestCCMNetworkRoutes(t *testing.T) {
+	c := harness.Start(t)
+	c.ApplyKustomize(t, deployDir+"/networks")
+	emu, endpoint := hcloudemu.NewTestServer(t)
+	netID, err := emu.AddNetwork(hcloudemu.NetworkSpec{
+		Name: "k8s", IPRange: "10.0.0.0/8",
+		Subnets: []hcloudemu.SubnetSpec{{IPRange: "10.0.0.0/16", NetworkZone: "eu-central"}},
+	})
+	if err != nil {
+		t.Fatalf("add network: %v", err)
+	}
+	servers := map[string]string{"worker-1": "10.0.0.2", "worker-2": "10.0.0.3"}
+	ids := map[string]int64{}
+	for name, ip := range servers {
+		id, err := emu.AddServer(hcloudemu.ServerSpec{Name: name, Networks: []hcloudemu.ServerNetwork{{NetworkID: netID, IP: ip}}})
+		if err != nil {
+			t.Fatalf("add server %s: %v", name, err)
+		}
+		ids[name] = id
+	}
+	c.CreateNode(t, "worker-1", "10.244.1.0/24", harness.WithInternalIP(servers["worker-1"]))
+	c.CreateNode(t, "worker-2", "192.168.7.0/24", harness.WithInternalIP(servers["worker-2"]))
+	startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{
+		deploy: deployDir + "/networks",
+		env:    []string{"HCLOUD_NETWORK=k8s"},
+	})
+	waitInitialised(t, c, "worker-1", ids["worker-1"])
+	waitInitialised(t, c, "worker-2", ids["worker-2"])
+
+	harness.WaitFor(t, 2*time.Minute, func() (bool, error) {
+		network, ok := emu.Network(netID)
+		if !ok {
+			t.Fatalf("network %d is gone", netID)
+		}
+		for _, r := range network.Routes {
+			if r.Destination == "10.244.1.0/24" && r.Gateway == servers["worker-1"] {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no route 10.244.1.0/24 via %s yet; routes: %+v", servers["worker-1"], network.Routes)
+	})
+
+	ctx := context.Background()
+	admin := c.Client()
+	harness.WaitFor(t, time.Minute, func() (bool, error) {
+		node, err := admin.CoreV1().Nodes().Get(ctx, "worker-1", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		i := slices.IndexFunc(node.Status.Conditions, func(cond corev1.NodeCondition) bool {
+			return cond.Type == corev1.NodeNetworkUnavailable
+		})
+		if i < 0 || node.Status.Conditions[i].Status != corev1.ConditionFalse {
+			return false, fmt.Errorf("worker-1 conditions: %+v", node.Status.Conditions)
+		}
+		return true, nil
+	})
+
+	harness.WaitFor(t, time.Minute, func() (bool, error) {
+		events, err := admin.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
+			"involvedObject.name": "worker-2", "reason": "PolicyDenied",
+		}.String()})
+		if err != nil {
+			return false, err
+		}
+		for _, ev := range events.Items {
+			if ev.Type == corev1.EventTypeWarning && strings.Contains(ev.Message, "outside the cluster CIDR") {
+				return true, nil
+			}
+		}
+		return false, fmt.Errorf("no PolicyDenied event about the cluster CIDR on worker-2 yet (%d events)", len(events.Items))
+	})
+	network, _ := emu.Network(netID)
+	for _, r := range network.Routes {
+		if r.Destination == "192.168.7.0/24" {
+			t.Errorf("route %+v exists, want it denied by policy", r)
+		}
+	}
+}
