@@ -107,7 +107,8 @@ func (o Options) withDefaults() (Options, error) {
 //
 //   - The module is compiled once, in its own wazero.Runtime. Calls run on a pool of up to
 //     Options.PoolSize instances, created on demand (the first at load). An instance serves
-//     one call at a time; after any error it is discarded and a fresh one is made on demand.
+//     one call at a time; after any error it is discarded and a fresh one is made in the
+//     background.
 //     It is also replaced after 10,000 calls, or once its memory passes halfway from its size
 //     after _initialize to the limit, since wasm memory never shrinks.
 //   - The guest has no filesystem, network, environment or arguments, fake deterministic
@@ -531,12 +532,28 @@ func (p *Plugin) acquire(ctx context.Context, hook string) (*instance, error) {
 	return inst, nil
 }
 
-// release returns inst to the pool, or a free slot in its place when the call failed or the
-// instance is due for recycling.
+// release returns inst to the pool. An instance that failed or is due for recycling is closed
+// and replaced in the background, so the next call does not pay for instantiation (about 8 ms
+// for a Go guest) inside its deadline.
 func (p *Plugin) release(inst *instance, callErr error) {
 	inst.calls++
-	if callErr != nil || p.closed.Load() || inst.calls >= recycleCalls || uint64(inst.mod.Memory().Size()) > inst.recycleAt {
-		_ = inst.mod.Close(context.Background()) // the instance is discarded either way
+	if callErr == nil && !p.closed.Load() && inst.calls < recycleCalls && uint64(inst.mod.Memory().Size()) <= inst.recycleAt {
+		p.pool <- inst
+		return
+	}
+	_ = inst.mod.Close(context.Background()) // the instance is discarded either way
+	go p.refill()
+}
+
+// refill puts a new instance into the pool, or a free slot when that fails: the next acquire
+// then retries and reports the error.
+func (p *Plugin) refill() {
+	if p.closed.Load() {
+		p.pool <- nil
+		return
+	}
+	inst, err := p.newInstance(context.Background())
+	if err != nil {
 		p.pool <- nil
 		return
 	}
