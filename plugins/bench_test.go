@@ -72,17 +72,23 @@ func BenchmarkCall(b *testing.B) {
 	}{
 		{
 			name: "go/node_labels",
-			p:    func(b *testing.B) *plugins.Plugin { return loadExample(b, "node-labels", plugins.Options{PoolSize: 1, CallTimeout: time.Second}) },
+			p: func(b *testing.B) *plugins.Plugin {
+				return loadExample(b, "node-labels", plugins.Options{PoolSize: 1, CallTimeout: time.Second})
+			},
 			call: func(p *plugins.Plugin) error { _, err := p.NodeLabels(ctx, nodeIn); return err },
 		},
 		{
 			name: "go/load_balancer_name",
-			p:    func(b *testing.B) *plugins.Plugin { return loadExample(b, "lb-name", plugins.Options{PoolSize: 1, CallTimeout: time.Second}) },
+			p: func(b *testing.B) *plugins.Plugin {
+				return loadExample(b, "lb-name", plugins.Options{PoolSize: 1, CallTimeout: time.Second})
+			},
 			call: func(p *plugins.Plugin) error { _, err := p.LoadBalancerName(ctx, lbIn); return err },
 		},
 		{
 			name: "wat/node_labels",
-			p:    func(b *testing.B) *plugins.Plugin { return load(b, "good", plugins.Options{PoolSize: 1, CallTimeout: time.Second}) },
+			p: func(b *testing.B) *plugins.Plugin {
+				return load(b, "good", plugins.Options{PoolSize: 1, CallTimeout: time.Second})
+			},
 			call: func(p *plugins.Plugin) error { _, err := p.NodeLabels(ctx, nodeIn); return err },
 		},
 	}
