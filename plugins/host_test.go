@@ -375,3 +375,40 @@ func TestPlugin_LongErrorsAreTruncated(t *testing.T) {
 		t.Errorf("error of %d bytes ending %q, want at most 1200 ending in x... (truncated)", len(msg), msg[max(0, len(msg)-40):])
 	}
 }
+
+func TestHammerClose(t *testing.T) {
+	p := load(t, "good", plugins.Options{PoolSize: 3, CallTimeout: 5 * time.Second})
+	var wg sync.WaitGroup
+	calls := make(chan struct{}, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			sent := false
+			defer func() {
+				if !sent { // never leave the test waiting
+					calls <- struct{}{}
+				}
+			}()
+			for i := 0; ; i++ { // until Close: every goroutine is calling when it happens
+				_, err := p.NodeLabels(context.Background(), nodeIn)
+				if i == 10 {
+					sent = true
+					calls <- struct{}{}
+				}
+				if errors.Is(err, plugins.ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Errorf("goroutine %d call %d: %v, want success or ErrClosed", g, i, err)
+					return
+				}
+			}
+		})
+	}
+	for range 8 {
+		<-calls
+	}
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+}
