@@ -23,6 +23,15 @@ func TestStartProcessCapturesLogsAndKill(t *testing.T) {
 	p.Stop() // a no-op on an exited process
 }
 
+func TestStartProcessEnvironmentIsClean(t *testing.T) {
+	t.Setenv("HCLOUD_NETWORK", "from-the-shell")
+	p := StartProcess(t, "env", "/bin/sh", []string{"-c", "echo network=$HCLOUD_NETWORK token=$HCLOUD_TOKEN; test -n \"$PATH\" && echo path-set"}, []string{"HCLOUD_TOKEN=t"})
+	<-p.Done()
+	if logs := p.Logs(); !strings.Contains(logs, "network= token=t") || !strings.Contains(logs, "path-set") {
+		t.Errorf("process output %q: want HCLOUD_NETWORK unset, HCLOUD_TOKEN=t and PATH inherited", logs)
+	}
+}
+
 func TestStopEndsAProcessGracefully(t *testing.T) {
 	p := StartProcess(t, "sleep", "/bin/sh", []string{"-c", "exec sleep 60"}, nil)
 	start := time.Now()

@@ -41,9 +41,11 @@ const stopGrace = 10 * time.Second
 // logTailLines is how many lines of each log are written to the test log when a test fails.
 const logTailLines = 60
 
-// StartProcess starts bin with args and the environment of the test process plus env
-// ("KEY=value" entries, which win over inherited ones). It fails the test if the process cannot
-// be started. The process is stopped (Stop) when the test ends.
+// StartProcess starts bin with args and the environment env ("KEY=value" entries) plus a few
+// variables inherited from the test process (PATH, HOME, USER, TMPDIR, LANG, TZ, GOCOVERDIR):
+// nothing else leaks in, so an HCLOUD_* or KUBECONFIG variable in a developer's shell cannot
+// change what a test runs against. It fails the test if the process cannot be started. The
+// process is stopped (Stop) when the test ends.
 func StartProcess(t testing.TB, name, bin string, args, env []string) *Process {
 	t.Helper()
 	dir := LogDir(t)
@@ -55,7 +57,7 @@ func StartProcess(t testing.TB, name, bin string, args, env []string) *Process {
 	fmt.Fprintf(logFile, "# %s %s\n", bin, strings.Join(args, " "))
 
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(inheritedEnv(), env...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
 	cmd.SysProcAttr = sysProcAttr()
@@ -76,6 +78,19 @@ func StartProcess(t testing.TB, name, bin string, args, env []string) *Process {
 		}
 	})
 	return p
+}
+
+// inheritedVars are the variables StartProcess passes on from the test process.
+var inheritedVars = []string{"PATH", "HOME", "USER", "TMPDIR", "LANG", "TZ", "GOCOVERDIR"}
+
+func inheritedEnv() []string {
+	var env []string
+	for _, k := range inheritedVars {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
 }
 
 // Pid is the process ID.
