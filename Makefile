@@ -44,10 +44,11 @@ race:
 
 # Rego tests with the real opa CLI, built from the same module version as the library, plus
 # format and strict checks.
-policy-test:
+policy-test: build
+	$(BIN)/hcloud-policy-ccm policy capabilities > $(BIN)/capabilities.json
 	go tool opa fmt --fail --list examples/policies
-	go tool opa check --strict examples/policies
-	go tool opa test --fail-on-empty examples/policies
+	go tool opa check --strict --capabilities $(BIN)/capabilities.json examples/policies
+	go tool opa test --fail-on-empty --capabilities $(BIN)/capabilities.json examples/policies
 
 kube-bins:
 	test/tools/build.sh $(KUBE_BIN_DIR) $(KUBE_VERSION)

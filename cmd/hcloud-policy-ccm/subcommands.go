@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -25,7 +26,7 @@ func newPolicyCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" || input == "" {
-				return errors.New("policy eval: --policies and --input are required (for example --policies examples/policies --input examples/policies/inputs/lb-create-allowed.json)")
+				return errors.New("policy eval: --policies and --input are required (for example --policies examples/policies --input examples/policies/inputs/lb_create_default.json)")
 			}
 			o := policy.Options{Mode: policy.Mode(mode), FailureMode: policy.FailureMode(failure)}
 			if err := o.Validate(); err != nil {
@@ -56,7 +57,17 @@ func newPolicyCommand() *cobra.Command {
 		},
 	}
 	test.Flags().BoolVar(&verbose, "verbose", false, "print every test")
-	cmd.AddCommand(eval, test)
+	caps := &cobra.Command{
+		Use:   "capabilities",
+		Short: "Print the sandbox capabilities as JSON, for opa test/check --capabilities FILE",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			enc.SetIndent("", "  ")
+			return enc.Encode(policy.Capabilities())
+		},
+	}
+	cmd.AddCommand(eval, test, caps)
 	return cmd
 }
 
