@@ -517,19 +517,45 @@ func (p *Plugin) acquire(ctx context.Context, hook string) (*instance, error) {
 	if inst != nil {
 		return inst, nil
 	}
-	inst, err := p.newInstance(ctx)
-	if err != nil {
-		p.pool <- nil
-		if p.closed.Load() {
-			return nil, p.errorf(hook, ErrClosed, "%v", err)
-		}
-		kind := ErrTrap
-		if errors.Is(err, ErrTimeout) {
-			kind = ErrTimeout
-		}
-		return nil, p.errorf(hook, kind, "new instance: %v", err)
+	// A free slot: instantiate in the background, so the call still ends at its deadline;
+	// an instance that arrives late goes into the pool.
+	type result struct {
+		inst *instance
+		err  error
 	}
-	return inst, nil
+	done := make(chan result, 1)
+	go func() {
+		inst, err := p.newInstance(ctx)
+		done <- result{inst, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			p.pool <- nil
+			return nil, p.instanceError(hook, r.err)
+		}
+		return r.inst, nil
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.err != nil {
+				p.pool <- nil
+			} else {
+				p.pool <- r.inst
+			}
+		}()
+		return nil, p.ctxError(ctx, hook, "waiting for a new instance", ctx.Err())
+	}
+}
+
+func (p *Plugin) instanceError(hook string, err error) error {
+	if p.closed.Load() {
+		return p.errorf(hook, ErrClosed, "%v", err)
+	}
+	kind := ErrTrap
+	if errors.Is(err, ErrTimeout) {
+		kind = ErrTimeout
+	}
+	return p.errorf(hook, kind, "new instance: %v", err)
 }
 
 // release returns inst to the pool. An instance that failed or is due for recycling is closed
