@@ -271,21 +271,26 @@ func (c *Controller) processNext(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(name)
+	c.handle(ctx, name)
+	return true
+}
+
+// handle syncs one node, counts the result and requeues the node with backoff on an error.
+func (c *Controller) handle(ctx context.Context, name string) {
 	result, err := c.sync(ctx, name)
 	if result != "" {
 		syncTotal.WithLabelValues(result).Inc()
 	}
-	if err == nil {
+	switch {
+	case err == nil:
 		c.queue.Forget(name)
-		return true
-	}
-	if apierrors.IsConflict(err) {
+		return
+	case apierrors.IsConflict(err):
 		klog.V(2).InfoS("Node changed while syncing its plugin labels, retrying", "node", name)
-	} else {
+	default:
 		klog.ErrorS(err, "Syncing node plugin labels, retrying", "node", name)
 	}
 	c.queue.AddRateLimited(name)
-	return true
 }
 
 // sync brings the plugin labels of one node up to date. It returns the result to count ("" for
