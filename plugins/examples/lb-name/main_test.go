@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins/sdk"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins/sdk/lbname"
 )
@@ -64,4 +65,20 @@ func TestServeWithoutUID(t *testing.T) {
 func hash(uid string) string {
 	sum := sha256.Sum256([]byte(uid))
 	return hex.EncodeToString(sum[:4])
+}
+
+// FuzzName checks that every name the plugin computes passes the host's validation.
+func FuzzName(f *testing.F) {
+	f.Add("prod", "shop", "web", "u1")
+	f.Add("", "", "", "u")
+	f.Add("Ünïcode", "--", "..", "x")
+	f.Fuzz(func(t *testing.T, cluster, ns, name, uid string) {
+		got, err := Name(sdk.LoadBalancerNameInput{ClusterName: cluster, Service: sdk.Service{Namespace: ns, Name: name, UID: uid}})
+		if err != nil {
+			return
+		}
+		if err := plugins.ValidateLoadBalancerName(got); err != nil {
+			t.Errorf("Name(%q, %q, %q, %q): %v", cluster, ns, name, uid, err)
+		}
+	})
 }

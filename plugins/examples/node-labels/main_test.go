@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins/sdk"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins/sdk/nodelabels"
 )
@@ -49,4 +50,30 @@ func TestServe(t *testing.T) {
 	if got != want {
 		t.Errorf("reply = %s, want %s", got, want)
 	}
+}
+
+// FuzzLabels checks that every label set the plugin computes from valid server labels passes
+// the host's validation.
+func FuzzLabels(f *testing.F) {
+	f.Add("cax21", "pool", "db")
+	f.Add("", "", "")
+	f.Add("cx22", "a_b", "x.y")
+	f.Fuzz(func(t *testing.T, serverType, name, value string) {
+		labels := map[string]string{Prefix + name: value}
+		if plugins.ValidateLabels(labels) != nil {
+			return // Hetzner only stores valid labels
+		}
+		got, err := Labels(sdk.NodeInput{Server: sdk.Server{Type: serverType, Labels: labels}})
+		if err != nil {
+			return
+		}
+		if err := plugins.ValidateLabels(got); err != nil && validType(serverType) {
+			t.Errorf("Labels(type %q, %q=%q): %v", serverType, Prefix+name, value, err)
+		}
+	})
+}
+
+// validType reports whether s looks like a Hetzner server type: lowercase letters then digits.
+func validType(s string) bool {
+	return plugins.ValidateLabels(map[string]string{"t": s}) == nil
 }
