@@ -117,19 +117,19 @@ func New(o Options) (*Controller, error) {
 	const op = "nodelabels.New"
 	var errs []error
 	if o.Client == nil {
-		errs = append(errs, errors.New("Client is required"))
+		errs = append(errs, errors.New("option Client is required"))
 	}
 	if o.Nodes == nil {
-		errs = append(errs, errors.New("Nodes is required"))
+		errs = append(errs, errors.New("option Nodes is required"))
 	}
 	if o.Servers == nil {
-		errs = append(errs, errors.New("Servers is required"))
+		errs = append(errs, errors.New("option Servers is required"))
 	}
 	if o.Labeler == nil {
-		errs = append(errs, errors.New("Labeler is required"))
+		errs = append(errs, errors.New("option Labeler is required"))
 	}
 	if o.Resync < 0 {
-		errs = append(errs, fmt.Errorf("Resync must not be negative, got %s", o.Resync))
+		errs = append(errs, fmt.Errorf("option Resync must not be negative, got %s", o.Resync))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -159,10 +159,10 @@ func New(o Options) (*Controller, error) {
 	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: c.enqueue,
 		UpdateFunc: func(old, cur any) {
-			o, ok1 := old.(*corev1.Node)
-			n, ok2 := cur.(*corev1.Node)
-			if ok1 && ok2 && relevantUpdate(o, n) {
-				c.queue.Add(n.Name)
+			oldNode, ok1 := old.(*corev1.Node)
+			curNode, ok2 := cur.(*corev1.Node)
+			if ok1 && ok2 && relevantUpdate(oldNode, curNode) {
+				c.queue.Add(curNode.Name)
 			}
 		},
 		DeleteFunc: c.forget,

@@ -605,12 +605,12 @@ func TestNew(t *testing.T) {
 		{
 			name:    "every missing option is named",
 			tweak:   func(o *nodelabels.Options) { *o = nodelabels.Options{} },
-			wantErr: []string{"Client is required", "Nodes is required", "Servers is required", "Labeler is required"},
+			wantErr: []string{"option Client is required", "option Nodes is required", "option Servers is required", "option Labeler is required"},
 		},
 		{
 			name:    "a negative resync is an error",
 			tweak:   func(o *nodelabels.Options) { o.Resync = -time.Second },
-			wantErr: []string{"Resync must not be negative, got -1s"},
+			wantErr: []string{"option Resync must not be negative, got -1s"},
 		},
 	}
 	for _, tc := range tests {
