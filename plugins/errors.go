@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"errors"
+	"strings"
 )
 
 // Sentinel errors of plugin calls. Every error from NodeLabels and LoadBalancerName names the
@@ -58,4 +59,17 @@ func Reason(err error) string {
 		}
 	}
 	return "error"
+}
+
+// joinErrors joins errs into one single-line error ("a; b"), or nil: errors here end up in log
+// lines and events, where errors.Join's newlines split the message.
+func joinErrors(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, err := range errs {
+		msgs[i] = err.Error()
+	}
+	return errors.New(strings.Join(msgs, "; "))
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -84,7 +83,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.MaxReplyBytes < 0 {
 		errs = append(errs, fmt.Errorf("max reply bytes %d is negative", o.MaxReplyBytes))
 	}
-	return o, errors.Join(errs...)
+	return o, joinErrors(errs)
 }
 
 // Plugin is a loaded plugin module, safe for concurrent use.

@@ -214,6 +214,7 @@ func TestLoadBytes_Errors(t *testing.T) {
 		{name: "An _initialize that never returns fails the load in bounded time", fixture: "initloop", opts: plugins.Options{CallTimeout: 10 * time.Millisecond}, msgs: []string{"instantiate: deadline exceeded"}},
 		{name: "Memory declared over the limit is refused", fixture: "oversize", opts: plugins.Options{MemoryLimitPages: 16}, msgs: []string{"over limit of 16 pages"}},
 		{name: "Bytes that are not wasm are refused", wasm: []byte("not wasm"), msgs: []string{"compile: invalid magic number"}},
+		{name: "A memory limit above the wasm maximum is refused", fixture: "good", opts: plugins.Options{MemoryLimitPages: 65537}, msgs: []string{"above the wasm maximum of 65536"}},
 		{name: "Negative options are refused", fixture: "good", opts: plugins.Options{PoolSize: -1, CallTimeout: -time.Second}, msgs: []string{"pool size -1 is negative", "call timeout -1s is negative"}},
 	}
 	for _, tc := range tests {

@@ -233,5 +233,5 @@ func checkExports(cm wazero.CompiledModule) ([]string, error) {
 	if len(hooks) == 0 && len(errs) == 0 {
 		errs = append(errs, fmt.Errorf("exports no hook (one of %s, %s)", hookExports[HookNodeLabels], hookExports[HookLoadBalancerName]))
 	}
-	return hooks, errors.Join(errs...)
+	return hooks, joinErrors(errs)
 }

@@ -26,7 +26,7 @@ const (
 //   - no key's prefix is or ends in kubernetes.io or k8s.io (the node controller drops them);
 //   - at most MaxLabels labels.
 //
-// It returns every problem, joined, in key order, or nil.
+// It returns every problem in one line, in key order, or nil.
 func ValidateLabels(labels map[string]string) error {
 	var errs []error
 	if len(labels) > MaxLabels {
@@ -48,7 +48,7 @@ func ValidateLabels(labels map[string]string) error {
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return joinErrors(errs)
 }
 
 func validateLabelKey(k string) error {
