@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"k8s.io/client-go/informers"
@@ -27,6 +28,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/instances"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/nodelabels"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routes"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
@@ -70,8 +72,9 @@ type Cloud struct {
 	routes    *routes.Routes
 	decider   policy.Decider
 	plugins   []*plugins.Watched
-	// onNodeLabelsReload is called after the node label plugin was reloaded.
-	onNodeLabelsReload func()
+	// nodeLabels re-applies plugin labels; nil without a node label plugin. Atomic because
+	// plugin reloads (another goroutine) trigger it.
+	nodeLabels atomic.Pointer[nodelabels.Controller]
 }
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
@@ -155,6 +158,20 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 		networkID = network.ID
 	}
 	c.instances = instances.New(cache, c.cfg.Instances, networkID, d.Recorder, labeler)
+	if labeler != nil && d.Informers != nil && d.Kube != nil {
+		nl, err := nodelabels.New(nodelabels.Options{
+			Client:   d.Kube,
+			Nodes:    d.Informers.Core().V1().Nodes(),
+			Servers:  cache,
+			Labeler:  labeler,
+			Recorder: d.Recorder,
+			Resync:   d.Options.NodeLabelResync,
+		})
+		if err != nil {
+			return fmt.Errorf("ccm.New: %w", err)
+		}
+		c.nodeLabels.Store(nl)
+	}
 
 	var execOpts []executor.Option
 	if d.Informers != nil {
@@ -225,6 +242,17 @@ func (c *Cloud) Routes() (cloudprovider.Routes, bool) {
 		return nil, false
 	}
 	return c.routes, true
+}
+
+// RunNodeLabels starts the node label controller, which keeps plugin labels current after
+// initialisation, until ctx ends. It returns false when no node label plugin is configured.
+func (c *Cloud) RunNodeLabels(ctx context.Context) bool {
+	nl := c.nodeLabels.Load()
+	if nl == nil {
+		return false
+	}
+	go nl.Run(ctx, 1)
+	return true
 }
 
 // ProviderName returns "hcloud".

@@ -114,8 +114,11 @@ func (c *Cloud) loadPlugin(ctx context.Context, flag, path, hook string, o *Opti
 // pluginReloaded reacts to a new plugin revision. Node labels are re-applied by the node label
 // controller; load balancer names follow on the next sync of each Service.
 func (c *Cloud) pluginReloaded(hook string) {
-	if hook == plugins.HookNodeLabels && c.onNodeLabelsReload != nil {
-		c.onNodeLabelsReload()
+	if hook != plugins.HookNodeLabels {
+		return
+	}
+	if nl := c.nodeLabels.Load(); nl != nil {
+		nl.Trigger()
 	}
 }
 

@@ -13,6 +13,7 @@ package main
 
 import (
 	"context"
+	"maps"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -28,6 +29,8 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics
 	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric
+	controllermanagerapp "k8s.io/controller-manager/app"
+	"k8s.io/controller-manager/controller"
 	"k8s.io/klog/v2"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm"
@@ -51,11 +54,34 @@ func newCommand() *cobra.Command {
 	initCloud := func(c *cloudconfig.CompletedConfig) cloudprovider.Interface {
 		return mustNewCloud(c, ours)
 	}
-	cmd := app.NewCloudControllerManagerCommand(ccmOptions, initCloud, app.DefaultInitFuncConstructors,
+	cmd := app.NewCloudControllerManagerCommand(ccmOptions, initCloud, controllerConstructors(),
 		names.CCMControllerAliases(), fss, wait.NeverStop)
 	cmd.Use = "hcloud-policy-ccm"
 	cmd.AddCommand(newPolicyCommand(), newPluginCommand(), newVersionCommand())
 	return cmd
+}
+
+// NodeLabelsController is the name of our controller that keeps plugin labels on nodes
+// current; it runs under leader election like the upstream controllers and can be switched off
+// with --controllers=*,-node-labels.
+const NodeLabelsController = "node-labels"
+
+// controllerConstructors are the upstream controllers plus the node label controller.
+func controllerConstructors() map[string]app.ControllerInitFuncConstructor {
+	constructors := maps.Clone(app.DefaultInitFuncConstructors)
+	constructors[NodeLabelsController] = app.ControllerInitFuncConstructor{
+		InitContext: app.ControllerInitContext{ClientName: "hcloud-node-labels"},
+		Constructor: func(_ app.ControllerInitContext, _ *cloudconfig.CompletedConfig, cloud cloudprovider.Interface) app.InitFunc {
+			return func(ctx context.Context, _ controllermanagerapp.ControllerContext) (controller.Interface, bool, error) {
+				c, ok := cloud.(*ccm.Cloud)
+				if !ok {
+					return nil, false, nil
+				}
+				return nil, c.RunNodeLabels(ctx), nil
+			}
+		},
+	}
+	return constructors
 }
 
 // mustNewCloud validates the configuration and builds the provider. Bad configuration exits
