@@ -1,0 +1,185 @@
+package ccm_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+)
+
+// The API budget tests run the provider through cloudprovider.Interface against the emulator
+// and count the requests it makes, as the upstream controllers would call it.
+
+// newBudgetCloud seeds n servers and returns a provider and the emulator.
+func newBudgetCloud(tb testing.TB, n int, policyDir string) (*ccm.Cloud, *hcloudemu.Emulator) {
+	tb.Helper()
+	emu, endpoint := hcloudemu.NewTestServer(tb)
+	for i := range n {
+		if _, err := emu.AddServer(hcloudemu.ServerSpec{Name: fmt.Sprintf("node-%d", i)}); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	vars := baseEnv(emu, endpoint)
+	vars["HCLOUD_LOAD_BALANCERS_LOCATION"] = "fsn1"
+	vars["HCLOUD_POLL_INTERVAL"] = "1ms"
+	o := ccm.NewOptions()
+	o.PolicyDir = policyDir
+	kube := fake.NewClientset()
+	ctx, cancel := context.WithCancel(context.Background())
+	tb.Cleanup(cancel)
+	cloud, err := ccm.New(ctx, ccm.Deps{Options: o, Env: env(vars), Kube: kube,
+		Informers: informers.NewSharedInformerFactory(kube, 0), Recorder: record.NewFakeRecorder(1000), ClusterName: "budget"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	emu.ResetRequests()
+	return cloud, emu
+}
+
+// initialiseNodes asks for the metadata of n nodes concurrently, as the cloud-node controller
+// does when n kubelets register at once.
+func initialiseNodes(tb testing.TB, cloud *ccm.Cloud, n int) {
+	tb.Helper()
+	inst, _ := cloud.InstancesV2()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i)}}
+			if _, err := inst.InstanceMetadata(context.Background(), node); err != nil {
+				errs <- err
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		tb.Fatal(err)
+	}
+}
+
+func lbService(name string) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+		Spec: corev1.ServiceSpec{
+			Type:  corev1.ServiceTypeLoadBalancer,
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}},
+		},
+	}
+}
+
+func lbNodes(n int) []*corev1.Node {
+	nodes := make([]*corev1.Node, n)
+	for i := range n {
+		nodes[i] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i)},
+			Spec: corev1.NodeSpec{ProviderID: fmt.Sprintf("hcloud://%d", i+1)}}
+	}
+	return nodes
+}
+
+func total(counts map[string]int) int {
+	n := 0
+	for _, c := range counts {
+		n += c
+	}
+	return n
+}
+
+func TestAPIBudget(t *testing.T) {
+	t.Run("initialising 500 nodes costs ceil(500/50) server list pages", func(t *testing.T) {
+		cloud, emu := newBudgetCloud(t, 500, "")
+		initialiseNodes(t, cloud, 500)
+		if got := total(emu.Counts()); got != 10 {
+			t.Errorf("requests = %d (%v), want 10 list pages", got, emu.Counts())
+		}
+	})
+	t.Run("an unchanged load balancer costs one read and no write", func(t *testing.T) {
+		cloud, emu := newBudgetCloud(t, 3, "../examples/policies")
+		lbs, _ := cloud.LoadBalancer()
+		svc, nodes := lbService("web"), lbNodes(3)
+		if _, err := lbs.EnsureLoadBalancer(context.Background(), "budget", svc, nodes); err != nil {
+			t.Fatal(err)
+		}
+		emu.ResetRequests()
+		for range 10 {
+			if _, err := lbs.EnsureLoadBalancer(context.Background(), "budget", svc, nodes); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := emu.MutatingRequests(); got != 0 {
+			t.Errorf("mutating requests for 10 unchanged reconciles = %d, want 0 (%v)", got, emu.Counts())
+		}
+		if got := total(emu.Counts()); got != 10 {
+			t.Errorf("requests for 10 unchanged reconciles = %d, want 10 (%v)", got, emu.Counts())
+		}
+	})
+}
+
+// BenchmarkInitialiseNodes reports the Hetzner requests per node for initialising 500 nodes at
+// once with a cold cache.
+func BenchmarkInitialiseNodes(b *testing.B) {
+	const n = 500
+	var requests int
+	for b.Loop() {
+		b.StopTimer()
+		cloud, emu := newBudgetCloud(b, n, "")
+		b.StartTimer()
+		initialiseNodes(b, cloud, n)
+		requests += total(emu.Counts())
+	}
+	b.ReportMetric(float64(requests)/float64(b.N*n), "requests/node")
+}
+
+// BenchmarkEnsureLoadBalancerUnchanged reports the cost of reconciling an unchanged load
+// balancer with the example policies: requests and mutating requests per reconcile.
+func BenchmarkEnsureLoadBalancerUnchanged(b *testing.B) {
+	cloud, emu := newBudgetCloud(b, 10, "../examples/policies")
+	lbs, _ := cloud.LoadBalancer()
+	svc, nodes := lbService("web"), lbNodes(10)
+	if _, err := lbs.EnsureLoadBalancer(context.Background(), "budget", svc, nodes); err != nil {
+		b.Fatal(err)
+	}
+	emu.ResetRequests()
+	for b.Loop() {
+		if _, err := lbs.EnsureLoadBalancer(context.Background(), "budget", svc, nodes); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(total(emu.Counts()))/float64(b.N), "requests/op")
+	b.ReportMetric(float64(emu.MutatingRequests())/float64(b.N), "mutating/op")
+}
+
+// BenchmarkEnsureLoadBalancerCreate reports the requests of creating a load balancer with one
+// port and 10 targets, through the policy gate with the example policies, and deleting it.
+func BenchmarkEnsureLoadBalancerCreate(b *testing.B) {
+	cloud, emu := newBudgetCloud(b, 10, "../examples/policies")
+	lbs, _ := cloud.LoadBalancer()
+	nodes := lbNodes(10)
+	var creates, mutating int
+	i := 0
+	for b.Loop() {
+		i++
+		svc := lbService(fmt.Sprintf("web-%d", i))
+		emu.ResetRequests()
+		if _, err := lbs.EnsureLoadBalancer(context.Background(), "budget", svc, nodes); err != nil {
+			b.Fatal(err)
+		}
+		creates += total(emu.Counts())
+		mutating += emu.MutatingRequests()
+		if err := lbs.EnsureLoadBalancerDeleted(context.Background(), "budget", svc); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(creates)/float64(b.N), "requests/create")
+	b.ReportMetric(float64(mutating)/float64(b.N), "mutating/create")
+}
