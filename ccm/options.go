@@ -39,7 +39,7 @@ func NewOptions() *Options {
 	return &Options{
 		PolicyMode:        "enforce",
 		PolicyFailureMode: "closed",
-		PluginTimeout:     100 * time.Millisecond,
+		PluginTimeout:     500 * time.Millisecond,
 		NodeLabelResync:   5 * time.Minute,
 	}
 }
@@ -79,7 +79,7 @@ func (o *Options) Validate() error {
 		}
 	}
 	if o.PluginTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("invalid value for --plugin-timeout: %s (expect a positive duration such as 100ms)", o.PluginTimeout))
+		errs = append(errs, fmt.Errorf("invalid value for --plugin-timeout: %s (expect a positive duration such as 500ms)", o.PluginTimeout))
 	}
 	if o.NodeLabelResync < 0 {
 		errs = append(errs, fmt.Errorf("invalid value for --node-label-resync: %s (expect 0 or a positive duration such as 5m)", o.NodeLabelResync))
