@@ -2,49 +2,10 @@ package plugins
 
 import (
 	"bytes"
-	"reflect"
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/policy-ccm/hcloud-policy-ccm/plugins/sdk"
 )
-
-// TestSDKTypesMirrorHost keeps the guest SDK's types identical, field for field and tag for
-// tag, to the host's, since the SDK cannot import the host (it would link wazero).
-func TestSDKTypesMirrorHost(t *testing.T) {
-	pairs := []struct{ host, guest any }{
-		{NodeInput{}, sdk.NodeInput{}},
-		{LoadBalancerNameInput{}, sdk.LoadBalancerNameInput{}},
-		{NodeLabelsReply{}, sdk.NodeLabelsReply{}},
-		{LoadBalancerNameReply{}, sdk.LoadBalancerNameReply{}},
-	}
-	for _, p := range pairs {
-		if h, g := shape(reflect.TypeOf(p.host)), shape(reflect.TypeOf(p.guest)); h != g {
-			t.Errorf("%T and %T differ:\nhost:  %s\nguest: %s", p.host, p.guest, h, g)
-		}
-	}
-}
-
-// shape describes a type's JSON-relevant structure, ignoring type names.
-func shape(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Struct:
-		var b strings.Builder
-		b.WriteString("{")
-		for i := range t.NumField() {
-			f := t.Field(i)
-			b.WriteString(f.Name + " `" + string(f.Tag) + "` " + shape(f.Type) + "; ")
-		}
-		return b.String() + "}"
-	case reflect.Map:
-		return "map[" + shape(t.Key()) + "]" + shape(t.Elem())
-	case reflect.Slice:
-		return "[]" + shape(t.Elem())
-	default:
-		return t.Kind().String()
-	}
-}
 
 func TestPackUnpack(t *testing.T) {
 	for _, c := range []struct{ ptr, size uint32 }{{0, 0}, {16, 21}, {0xffffffff, 0xffffffff}, {1 << 31, 1}} {
