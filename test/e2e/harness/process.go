@@ -30,7 +30,6 @@ type Process struct {
 	LogPath string
 
 	cmd     *exec.Cmd
-	logFile *os.File
 	done    chan struct{}
 	waitErr error // set before done is closed
 }
@@ -65,7 +64,7 @@ func StartProcess(t testing.TB, name, bin string, args, env []string) *Process {
 		logFile.Close()
 		t.Fatalf("start %s: %v", name, err)
 	}
-	p := &Process{Name: name, LogPath: logPath, cmd: cmd, logFile: logFile, done: make(chan struct{})}
+	p := &Process{Name: name, LogPath: logPath, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		logFile.Close()
