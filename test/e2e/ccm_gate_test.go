@@ -46,11 +46,11 @@ func TestCCMPolicyGate(t *testing.T) {
 		t.Fatalf("add server: %v", err)
 	}
 	c.CreateNode(t, "worker-1", "10.244.1.0/24")
-	startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: []string{
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: []string{
 		"HCLOUD_LOAD_BALANCERS_LOCATION=fsn1",
 		"HCLOUD_LOAD_BALANCERS_TYPE=lb11",
 	}})
-	waitInitialised(t, c, "worker-1", id)
+	waitInitialised(t, c, ccm, "worker-1", id)
 	emu.ResetRequests()
 
 	ctx := context.Background()
@@ -138,10 +138,10 @@ func TestCCMNodeLabelsPlugin(t *testing.T) {
 		t.Fatalf("add server: %v", err)
 	}
 	c.CreateNode(t, "worker-1", "10.244.1.0/24")
-	startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{args: []string{"--plugin-node-labels=" + nodeLabelsPlugin(t)}})
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{args: []string{"--plugin-node-labels=" + nodeLabelsPlugin(t)}})
 
 	// The plugin's labels come with the initialisation (InstanceMetadata.AdditionalLabels).
-	node := waitInitialised(t, c, "worker-1", id)
+	node := waitInitialised(t, c, ccm, "worker-1", id)
 	got := map[string]string{}
 	for k, v := range node.Labels {
 		if strings.HasPrefix(k, "node.hcloud.example/") {

@@ -45,12 +45,12 @@ func TestCCMNetworkRoutes(t *testing.T) {
 	}
 	c.CreateNode(t, "worker-1", "10.244.1.0/24", harness.WithInternalIP(servers["worker-1"]))
 	c.CreateNode(t, "worker-2", "192.168.7.0/24", harness.WithInternalIP(servers["worker-2"]))
-	startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{
 		deploy: deployDir + "/networks",
 		env:    []string{"HCLOUD_NETWORK=k8s"},
 	})
-	waitInitialised(t, c, "worker-1", ids["worker-1"])
-	waitInitialised(t, c, "worker-2", ids["worker-2"])
+	waitInitialised(t, c, ccm, "worker-1", ids["worker-1"])
+	waitInitialised(t, c, ccm, "worker-2", ids["worker-2"])
 
 	harness.WaitFor(t, 2*time.Minute, func() (bool, error) {
 		network, ok := emu.Network(netID)

@@ -136,10 +136,7 @@ func TestCCMInitialisesNode(t *testing.T) {
 
 	ccm, port := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{})
 
-	node := waitInitialised(t, c, "worker-1", id)
-	if exited, err := ccm.Exited(); exited {
-		t.Fatalf("the CCM exited (%v)", err)
-	}
+	node := waitInitialised(t, c, ccm, "worker-1", id)
 	if got := node.Labels[corev1.LabelInstanceTypeStable]; got != "cx22" {
 		t.Errorf("label %s = %q, want cx22", corev1.LabelInstanceTypeStable, got)
 	}
@@ -203,7 +200,7 @@ func TestCCMLeaderFailover(t *testing.T) {
 		}
 		return true, nil
 	})
-	waitInitialised(t, c, "worker-1", ids[0])
+	waitInitialised(t, c, leader, "worker-1", ids[0])
 	if strings.Contains(standby.Logs(), acquired) {
 		t.Fatalf("both %s and %s acquired the lease", leader.Name, standby.Name)
 	}
@@ -217,16 +214,19 @@ func TestCCMLeaderFailover(t *testing.T) {
 		return strings.Contains(standby.Logs(), acquired), fmt.Errorf("%s has not acquired the lease", standby.Name)
 	})
 	c.CreateNode(t, "worker-2", "10.244.2.0/24")
-	waitInitialised(t, c, "worker-2", ids[1])
+	waitInitialised(t, c, standby, "worker-2", ids[1])
 }
 
 // waitInitialised waits until the CCM has initialised node name as server id: providerID set,
-// uninitialized taint gone.
-func waitInitialised(t *testing.T, c *harness.Cluster, name string, id int64) *corev1.Node {
+// uninitialized taint gone. It fails at once if ccm exits meanwhile.
+func waitInitialised(t *testing.T, c *harness.Cluster, ccm *harness.Process, name string, id int64) *corev1.Node {
 	t.Helper()
 	want := fmt.Sprintf("hcloud://%d", id)
 	var node *corev1.Node
 	harness.WaitFor(t, 2*time.Minute, func() (bool, error) {
+		if exited, err := ccm.Exited(); exited {
+			t.Fatalf("%s exited (%v) before node %s was initialised", ccm.Name, err, name)
+		}
 		var err error
 		node, err = c.Client().CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
