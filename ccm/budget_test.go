@@ -103,6 +103,20 @@ func TestAPIBudget(t *testing.T) {
 			t.Errorf("requests = %d (%v), want 10 list pages", got, emu.Counts())
 		}
 	})
+	t.Run("creating a load balancer with 1 port and 3 targets costs one mutating request", func(t *testing.T) {
+		cloud, emu := newBudgetCloud(t, 3, "../examples/policies")
+		lbs, _ := cloud.LoadBalancer()
+		if _, err := lbs.EnsureLoadBalancer(context.Background(), "budget", lbService("web"), lbNodes(3)); err != nil {
+			t.Fatal(err)
+		}
+		if got := emu.MutatingRequests(); got != 1 {
+			t.Errorf("mutating requests for a create = %d, want 1 (listener and targets inline): %v", got, emu.Counts())
+		}
+		// Lookup by UID label and by name, the type list, the create and one action poll.
+		if got := total(emu.Counts()); got != 5 {
+			t.Errorf("requests for a create = %d, want 5: %v", got, emu.Counts())
+		}
+	})
 	t.Run("an unchanged load balancer costs one read and no write", func(t *testing.T) {
 		cloud, emu := newBudgetCloud(t, 3, "../examples/policies")
 		lbs, _ := cloud.LoadBalancer()
@@ -160,7 +174,8 @@ func BenchmarkEnsureLoadBalancerUnchanged(b *testing.B) {
 }
 
 // BenchmarkEnsureLoadBalancerCreate reports the requests of creating a load balancer with one
-// port and 10 targets, through the policy gate with the example policies, and deleting it.
+// port and 10 targets, through the policy gate with the example policies (the delete after
+// each create is not counted).
 func BenchmarkEnsureLoadBalancerCreate(b *testing.B) {
 	cloud, emu := newBudgetCloud(b, 10, "../examples/policies")
 	lbs, _ := cloud.LoadBalancer()
@@ -182,4 +197,25 @@ func BenchmarkEnsureLoadBalancerCreate(b *testing.B) {
 	}
 	b.ReportMetric(float64(creates)/float64(b.N), "requests/create")
 	b.ReportMetric(float64(mutating)/float64(b.N), "mutating/create")
+}
+
+// BenchmarkUpdateLoadBalancerNodeChange reports the requests of UpdateLoadBalancer when a node
+// joins or leaves (one add_target or remove_target), with the example policies.
+func BenchmarkUpdateLoadBalancerNodeChange(b *testing.B) {
+	cloud, emu := newBudgetCloud(b, 10, "../examples/policies")
+	lbs, _ := cloud.LoadBalancer()
+	svc, nodes := lbService("web"), lbNodes(10)
+	if _, err := lbs.EnsureLoadBalancer(context.Background(), "budget", svc, nodes); err != nil {
+		b.Fatal(err)
+	}
+	emu.ResetRequests()
+	i := 0
+	for b.Loop() {
+		i++
+		if err := lbs.UpdateLoadBalancer(context.Background(), "budget", svc, nodes[:10-i%2]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(total(emu.Counts()))/float64(b.N), "requests/op")
+	b.ReportMetric(float64(emu.MutatingRequests())/float64(b.N), "mutating/op")
 }

@@ -14,18 +14,24 @@ import (
 
 // run is the state of one Run.
 type run struct {
+	// lb is the load balancer the next request changes: plan.Actual's, the created one after
+	// the create, nil after a delete.
 	lb *hcloud.LoadBalancer
+	// stale is set when a request changed what the Service status shows in a way lb does not
+	// know (a private IP the API picked); Run then re-reads the load balancer.
+	stale bool
 	// certificateID is the managed certificate created in this run, for listeners that use
 	// lbplan.PendingCertificateID.
 	certificateID int64
+	// applied are the labels of the mutations that ran, in order.
+	applied []string
 }
 
-// apply runs one mutation and waits for its action. It updates r.lb to the load balancer to use
-// for the next mutation (the created one after Create, nil after Delete).
-func (x *Executor) apply(ctx context.Context, svc *corev1.Service, r *run, m lbplan.Mutation) error {
-	switch m := m.(type) {
+// apply runs one request and waits for its action. It updates r for the next request.
+func (x *Executor) apply(ctx context.Context, svc *corev1.Service, r *run, req lbplan.Request) error {
+	switch m := req.Mutation.(type) {
 	case lbplan.Create:
-		lb, err := x.create(ctx, m)
+		lb, err := x.create(ctx, m, req.Inline, r.certificateID)
 		if err == nil {
 			r.lb = lb
 		}
@@ -35,41 +41,67 @@ func (x *Executor) apply(ctx context.Context, svc *corev1.Service, r *run, m lbp
 		r.certificateID = id
 		return err
 	}
+	if len(req.Inline) > 0 {
+		return fmt.Errorf("%s cannot carry other mutations", req.Mutation.Label())
+	}
 	if r.lb == nil {
 		return errNoLoadBalancer
 	}
-	next, err := x.applyToLB(ctx, svc, r, m)
-	if err == nil {
-		r.lb = next
-	}
-	return err
+	return x.applyToLB(ctx, svc, r, req.Mutation)
 }
 
-func (x *Executor) applyToLB(ctx context.Context, svc *corev1.Service, r *run, m lbplan.Mutation) (*hcloud.LoadBalancer, error) {
+// applyToLB runs an update or delete mutation and waits for its action.
+func (x *Executor) applyToLB(ctx context.Context, svc *corev1.Service, r *run, m lbplan.Mutation) error {
 	lb := r.lb
 	if d, ok := m.(lbplan.Delete); ok {
-		return nil, x.delete(ctx, svc, lb, d)
+		err := x.delete(ctx, svc, lb, d)
+		if err == nil {
+			r.lb = nil
+		}
+		return err
 	}
 	action, err := x.call(ctx, lb, withCertificate(m, r.certificateID))
+	if t, ok := m.(lbplan.AddTarget); ok && hcloud.IsError(err, hcloud.ErrorCodeResourceLimitExceeded) {
+		x.recorder.Eventf(nodeRef(t.Target.Node), corev1.EventTypeWarning, ReasonMaxTargetsReached,
+			"load balancer %s has reached its target limit: server %d not added", lb.Name, t.Target.ServerID)
+		x.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonMaxTargetsReached,
+			"load balancer %s has reached its target limit: server %d (node %s) not added", lb.Name, t.Target.ServerID, t.Target.Node)
+		return nil
+	}
+	if err == nil {
+		err = x.client.Action.WaitFor(ctx, action)
+	}
 	if err != nil {
-		if t, ok := m.(lbplan.AddTarget); ok && hcloud.IsError(err, hcloud.ErrorCodeResourceLimitExceeded) {
-			x.recorder.Eventf(nodeRef(t.Target.Node), corev1.EventTypeWarning, ReasonMaxTargetsReached,
-				"load balancer %s has reached its target limit: server %d not added", lb.Name, t.Target.ServerID)
-			x.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonMaxTargetsReached,
-				"load balancer %s has reached its target limit: server %d (node %s) not added", lb.Name, t.Target.ServerID, t.Target.Node)
-			return lb, nil
+		return err
+	}
+	next, known := after(lb, m)
+	r.lb, r.stale = next, r.stale || !known
+	return nil
+}
+
+// after returns lb after m as far as the Service status and later requests see it (name,
+// labels, public interface, private networks). known is false when only the API knows: the
+// private IP it picks for an attachment without a fixed one.
+func after(lb *hcloud.LoadBalancer, m lbplan.Mutation) (next *hcloud.LoadBalancer, known bool) {
+	c := *lb
+	switch m := m.(type) {
+	case lbplan.Update:
+		c.Name, c.Labels = m.Name, m.Labels
+	case lbplan.EnablePublicInterface:
+		c.PublicNet.Enabled = true
+	case lbplan.DisablePublicInterface:
+		c.PublicNet.Enabled = false
+	case lbplan.DetachNetwork:
+		c.PrivateNet = slices.DeleteFunc(slices.Clone(lb.PrivateNet), func(pn hcloud.LoadBalancerPrivateNet) bool {
+			return pn.Network != nil && pn.Network.ID == m.NetworkID
+		})
+	case lbplan.AttachNetwork:
+		if m.Network.IP == nil {
+			return &c, false
 		}
-		return nil, err
+		c.PrivateNet = append(slices.Clone(lb.PrivateNet), hcloud.LoadBalancerPrivateNet{Network: &hcloud.Network{ID: m.Network.ID}, IP: m.Network.IP})
 	}
-	if err := x.client.Action.WaitFor(ctx, action); err != nil {
-		return nil, err
-	}
-	if u, ok := m.(lbplan.Update); ok {
-		next := *lb
-		next.Name, next.Labels = u.Name, u.Labels
-		return &next, nil
-	}
-	return lb, nil
+	return &c, true
 }
 
 // call issues the API request of an update mutation.
@@ -166,7 +198,31 @@ func (x *Executor) createCertificate(ctx context.Context, c lbplan.ManagedCertif
 	return res.Certificate.ID, nil
 }
 
-func (x *Executor) create(ctx context.Context, c lbplan.Create) (*hcloud.LoadBalancer, error) {
+// create sends POST /load_balancers with the listeners and targets of inline in its body, waits
+// for the create action and returns the load balancer of the answer, which already holds its
+// addresses, listeners and targets. certificateID replaces lbplan.PendingCertificateID in
+// listeners.
+func (x *Executor) create(ctx context.Context, c lbplan.Create, inline []lbplan.Mutation, certificateID int64) (*hcloud.LoadBalancer, error) {
+	opts, err := createOpts(c, inline, certificateID)
+	if err != nil {
+		return nil, err
+	}
+	res, _, err := x.client.LoadBalancer.Create(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := x.client.Action.WaitFor(ctx, res.Action); err != nil {
+		return nil, err
+	}
+	if res.LoadBalancer == nil {
+		return nil, fmt.Errorf("create answered without a load balancer")
+	}
+	return res.LoadBalancer, nil
+}
+
+// createOpts is the body of POST /load_balancers for c and the mutations riding along with it
+// (add_service, add_target; see lbplan.Plan.Requests).
+func createOpts(c lbplan.Create, inline []lbplan.Mutation, certificateID int64) (hcloud.LoadBalancerCreateOpts, error) {
 	public := c.PublicInterface
 	opts := hcloud.LoadBalancerCreateOpts{
 		Name:             c.Name,
@@ -183,17 +239,43 @@ func (x *Executor) create(ctx context.Context, c lbplan.Create) (*hcloud.LoadBal
 	if c.Network != nil {
 		opts.Network = &hcloud.Network{ID: c.Network.ID}
 	}
-	res, _, err := x.client.LoadBalancer.Create(ctx, opts)
-	if err != nil {
-		return nil, err
+	for _, m := range inline {
+		switch m := withCertificate(m, certificateID).(type) {
+		case lbplan.AddService:
+			opts.Services = append(opts.Services, createServiceOpts(m.Service))
+		case lbplan.AddTarget:
+			opts.Targets = append(opts.Targets, hcloud.LoadBalancerCreateOptsTarget{
+				Type:         hcloud.LoadBalancerTargetTypeServer,
+				Server:       hcloud.LoadBalancerCreateOptsTargetServer{Server: &hcloud.Server{ID: m.Target.ServerID}},
+				UsePrivateIP: new(m.Target.UsePrivateIP),
+			})
+		default:
+			return opts, fmt.Errorf("%s cannot ride along with %s", m.Label(), c.Label())
+		}
 	}
-	if err := x.client.Action.WaitFor(ctx, res.Action); err != nil {
-		return nil, err
+	return opts, nil
+}
+
+// createServiceOpts is the listener s as the create request takes it: the same fields as
+// add_service.
+func createServiceOpts(s lbplan.Service) hcloud.LoadBalancerCreateOptsService {
+	a := addServiceOpts(s)
+	o := hcloud.LoadBalancerCreateOptsService{
+		Protocol: a.Protocol, ListenPort: a.ListenPort, DestinationPort: a.DestinationPort, Proxyprotocol: a.Proxyprotocol,
 	}
-	if res.LoadBalancer == nil {
-		return nil, fmt.Errorf("create answered without a load balancer")
+	if a.HTTP != nil {
+		h := hcloud.LoadBalancerCreateOptsServiceHTTP(*a.HTTP)
+		o.HTTP = &h
 	}
-	return res.LoadBalancer, nil
+	hc := a.HealthCheck
+	o.HealthCheck = &hcloud.LoadBalancerCreateOptsServiceHealthCheck{
+		Protocol: hc.Protocol, Port: hc.Port, Interval: hc.Interval, Timeout: hc.Timeout, Retries: hc.Retries,
+	}
+	if hc.HTTP != nil {
+		h := hcloud.LoadBalancerCreateOptsServiceHealthCheckHTTP(*hc.HTTP)
+		o.HealthCheck.HTTP = &h
+	}
+	return o
 }
 
 // delete deletes lb and waits for the delete action; not_found means done.

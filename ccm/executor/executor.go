@@ -75,18 +75,25 @@ func New(client *hcloud.Client, decider policy.Decider, recorder record.EventRec
 	return x
 }
 
-// Run decides every mutation of plan for svc and, when none is denied, runs them in order,
-// waiting for each action. It returns the load balancer after the plan: the created one, the
-// reloaded one after changes, plan.Actual's for an empty plan, nil after a delete.
+// Run decides every mutation of plan for svc and, when none is denied, runs them in the
+// requests of plan.Requests (a create carries its listeners and targets inline), waiting for
+// each action. It returns the load balancer to build the Service status from: the create's
+// answer after a create; plan.Actual's for an empty plan and after changes, with the name,
+// labels, public interface and private networks the changes set, re-read only when the API
+// picked a private IP (an attachment without a fixed one); nil after a delete. Fields the status
+// does not use (listeners, targets, type) may predate the plan's actions.
 //
 // svc is read, never modified.
 //
 // # Errors
 //
 // A denial runs nothing, puts one Warning event PolicyDenied on svc and returns an error
-// wrapping policy.ErrDenied. A failed mutation stops the run; its error is prefixed with the
-// mutation's label. A load balancer locked by a running action or changed during the request
-// gives a wrapped *api.RetryError (retried after RetryAfter).
+// wrapping policy.ErrDenied. A failed request stops the run; its error is prefixed with the
+// label of its mutation. A load balancer locked by a running action or changed during the
+// request gives a wrapped *api.RetryError (retried after RetryAfter). When the API rejects what
+// rides along with a create (a target or listener it refuses, resource_limit_exceeded), the
+// create is sent alone and the rest one request each, as if nothing rode along, so a target
+// beyond the limit is reported MaxTargetsReached and other errors name their step.
 func (x *Executor) Run(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) (*hcloud.LoadBalancer, error) {
 	r := &run{}
 	if plan.Actual != nil {
@@ -98,28 +105,59 @@ func (x *Executor) Run(ctx context.Context, svc *corev1.Service, plan lbplan.Pla
 	if err := x.gate(ctx, svc, plan); err != nil {
 		return nil, err
 	}
-	var applied []string
-	for _, m := range plan.Mutations {
-		klog.InfoS("executing", "op", m.Label(), "service", klog.KObj(svc), "loadBalancer", lbName(r.lb, m))
-		if err := x.apply(ctx, svc, r, m); err != nil {
-			countMutation(m.Action(), m.Operation(), resultError)
-			x.reportApplied(svc, applied)
-			return nil, wrapAPIError(m.Label(), err)
-		}
-		countMutation(m.Action(), m.Operation(), resultSuccess)
-		applied = append(applied, m.Label())
-	}
-	x.reportApplied(svc, applied)
-	lb := r.lb
-	if lb == nil { // deleted
-		return nil, nil
-	}
-	reloaded, _, err := x.client.LoadBalancer.GetByID(ctx, lb.ID)
+	err := x.sendAll(ctx, svc, r, plan.Requests())
+	x.reportApplied(svc, r.applied)
 	if err != nil {
-		return nil, fmt.Errorf("reload load balancer %d: %w", lb.ID, err)
+		return nil, err
+	}
+	return x.result(ctx, r)
+}
+
+// sendAll sends reqs in order and stops at the first error.
+func (x *Executor) sendAll(ctx context.Context, svc *corev1.Service, r *run, reqs []lbplan.Request) error {
+	for _, req := range reqs {
+		if err := x.send(ctx, svc, r, req); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// send runs one request and records its outcome (metrics, applied labels); a create whose
+// inline part the API rejects is split and sent again, one request per mutation.
+func (x *Executor) send(ctx context.Context, svc *corev1.Service, r *run, req lbplan.Request) error {
+	m := req.Mutation
+	klog.InfoS("executing", "op", m.Label(), "inline", req.Labels()[1:], "service", klog.KObj(svc), "loadBalancer", lbName(r.lb, m))
+	err := x.apply(ctx, svc, r, req)
+	if len(req.Inline) > 0 && inlineRejected(err) {
+		klog.InfoS("the API rejected the create with its listeners and targets inline; sending them one by one", "op", m.Label(), "err", err)
+		return x.sendAll(ctx, svc, r, req.Split())
+	}
+	result := resultSuccess
+	if err != nil {
+		result = resultError
+	}
+	for _, rm := range req.Mutations() {
+		countMutation(rm.Action(), rm.Operation(), result)
+	}
+	if err != nil {
+		return wrapAPIError(m.Label(), err)
+	}
+	r.applied = append(r.applied, req.Labels()...)
+	return nil
+}
+
+// result returns the load balancer after a successful run; see Run.
+func (x *Executor) result(ctx context.Context, r *run) (*hcloud.LoadBalancer, error) {
+	if r.lb == nil || !r.stale { // deleted, or current for the status
+		return r.lb, nil
+	}
+	reloaded, _, err := x.client.LoadBalancer.GetByID(ctx, r.lb.ID)
+	if err != nil {
+		return nil, fmt.Errorf("reload load balancer %d: %w", r.lb.ID, err)
 	}
 	if reloaded == nil {
-		return nil, fmt.Errorf("reload load balancer %d: not found", lb.ID)
+		return nil, fmt.Errorf("reload load balancer %d: not found", r.lb.ID)
 	}
 	return reloaded, nil
 }
@@ -134,17 +172,19 @@ func lbName(lb *hcloud.LoadBalancer, m lbplan.Mutation) string {
 	return lb.Name
 }
 
-// reportApplied emits one Normal event for the changes that ran.
+// reportApplied emits one Normal event for the changes that ran, in the order they ran.
 func (x *Executor) reportApplied(svc *corev1.Service, applied []string) {
 	if len(applied) == 0 {
 		return
 	}
 	reason := ReasonLoadBalancerUpdated
-	switch {
-	case strings.HasPrefix(applied[0], lbplan.OpCreate+"("):
-		reason = ReasonLoadBalancerCreated
-	case strings.HasPrefix(applied[0], lbplan.OpDelete+"("):
-		reason = ReasonLoadBalancerDeleted
+	for _, label := range applied {
+		switch {
+		case strings.HasPrefix(label, lbplan.OpCreate+"("):
+			reason = ReasonLoadBalancerCreated
+		case strings.HasPrefix(label, lbplan.OpDelete+"("):
+			reason = ReasonLoadBalancerDeleted
+		}
 	}
 	x.recorder.Eventf(svc, corev1.EventTypeNormal, reason, "applied: %s", strings.Join(applied, ", "))
 }
@@ -267,6 +307,21 @@ func wrapAPIError(label string, err error) error {
 		return fmt.Errorf("%s: %w", label, api.NewRetryError(fmt.Sprintf("load balancer busy, retrying in %s: %v", RetryAfter, err), RetryAfter))
 	}
 	return fmt.Errorf("%s: %w", label, err)
+}
+
+// inlineCodes are the API errors that a listener or target riding along with a create can
+// cause; the same create without them may succeed.
+var inlineCodes = []hcloud.ErrorCode{
+	hcloud.ErrorCodeResourceLimitExceeded, hcloud.ErrorCodeInvalidInput, hcloud.ErrorCodeSourcePortAlreadyUsed,
+	hcloud.ErrorCodeTargetAlreadyDefined, hcloud.ErrorCodeIPNotOwned, hcloud.ErrorCodeCloudResourceIPNotAllowed,
+	hcloud.ErrorCodeServerNotAttachedToNetwork, hcloud.ErrorCodeLoadBalancerNotAttachedToNetwork,
+	hcloud.ErrorCodeTargetsWithoutUsePrivateIP, "resolve_cloud_private_targets_error",
+	"resolve_cloud_public_targets_error", "load_balancer_public_interface_disabled",
+}
+
+// inlineRejected reports whether err is the API refusing what rode along with a create.
+func inlineRejected(err error) bool {
+	return err != nil && hcloud.IsError(err, inlineCodes...)
 }
 
 // nodeRef references a Node by name for events.

@@ -369,3 +369,140 @@ func TestRoutes_DenyPutsTheEventOnTheNode(t *testing.T) {
 		t.Errorf("events = %v", e)
 	}
 }
+
+func TestRun_CreateIsOneRequest(t *testing.T) {
+	ev := newEnv(t, allow)
+	svc := newService()
+	p := ev.plan(t, svc, nil)
+	lb, err := ev.exec.Run(context.Background(), svc, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := ev.emu.MutatingRequests(); n != 1 {
+		t.Errorf("%d mutating requests, want 1: %v", n, ev.emu.Counts())
+	}
+	if n := ev.emu.Counts()["GET /v1/load_balancers/{id}"]; n != 0 {
+		t.Errorf("%d reloads after the create, want 0: the answer has what the status needs", n)
+	}
+	if lb == nil || len(lb.Services) != 1 || len(lb.Targets) != 2 || lb.PublicNet.IPv4.IP == nil {
+		t.Fatalf("run returned %+v", lb)
+	}
+	if n := len(ev.decider.inputs); n != len(p.Mutations) || n != 4 {
+		t.Errorf("%d decisions, want one for each of the %d mutations", n, len(p.Mutations))
+	}
+	want := fmt.Sprintf("Normal LoadBalancerCreated applied: create(web), add_service(80), add_target(server:%d), add_target(server:%d)", ev.servers[0], ev.servers[1])
+	if e := ev.events(); count(e, want) != 1 {
+		t.Errorf("events = %v, want %q", e, want)
+	}
+}
+
+func TestRun_RejectedInlineCreateFallsBackToOneRequestPerStep(t *testing.T) {
+	create := hcloudemu.Fault{Method: "POST", Pattern: "/v1/load_balancers", Times: 1}
+	addTarget := hcloudemu.Fault{Method: "POST", Pattern: "/v1/load_balancers/*/actions/add_target", Skip: 1, Times: 1}
+	with := func(f hcloudemu.Fault, code string, status int) *hcloudemu.Fault {
+		f.Code, f.Status = code, status
+		return &f
+	}
+	tests := []struct {
+		name          string
+		faults        []*hcloudemu.Fault
+		wantErr       string // prefix; "" for success
+		wantTargets   int
+		wantEvent     string
+		wantMutations int
+	}{
+		{
+			name:          "too many targets: the create is sent alone, then each step, and the limit is reported",
+			faults:        []*hcloudemu.Fault{with(create, "resource_limit_exceeded", 0), with(addTarget, "resource_limit_exceeded", 0)},
+			wantTargets:   1,
+			wantEvent:     "Warning MaxTargetsReached",
+			wantMutations: 5,
+		},
+		{
+			name:          "a target outside the network: the error names the step that failed",
+			faults:        []*hcloudemu.Fault{with(create, "resolve_cloud_private_targets_error", 422), with(addTarget, "resolve_cloud_private_targets_error", 422)},
+			wantErr:       "add_target(server:",
+			wantTargets:   1,
+			wantMutations: 5,
+		},
+		{
+			name:          "an error of the create itself is not retried",
+			faults:        []*hcloudemu.Fault{with(create, "uniqueness_error", 0)},
+			wantErr:       "create(web): ",
+			wantTargets:   -1,
+			wantMutations: 1,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := newEnv(t, allow)
+			for _, f := range tc.faults {
+				ev.emu.AddFault(*f)
+			}
+			svc := newService()
+			_, err := ev.exec.Run(context.Background(), svc, ev.plan(t, svc, nil))
+			if (tc.wantErr == "" && err != nil) || (tc.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantErr))) {
+				t.Fatalf("err = %v, want prefix %q", err, tc.wantErr)
+			}
+			if n := ev.emu.MutatingRequests(); n != tc.wantMutations {
+				t.Errorf("%d mutating requests, want %d: %v", n, tc.wantMutations, ev.emu.Counts())
+			}
+			lbs := ev.emu.LoadBalancers()
+			switch {
+			case tc.wantTargets < 0 && len(lbs) != 0:
+				t.Errorf("%d load balancers, want none", len(lbs))
+			case tc.wantTargets >= 0 && (len(lbs) != 1 || len(lbs[0].Services) != 1 || len(lbs[0].Targets) != tc.wantTargets):
+				t.Errorf("load balancers = %+v, want one with a listener and %d targets", lbs, tc.wantTargets)
+			}
+			if tc.wantEvent != "" && count(ev.events(), tc.wantEvent) == 0 {
+				t.Errorf("no %s event", tc.wantEvent)
+			}
+		})
+	}
+}
+
+func TestRun_ReloadsOnlyWhenTheAddressesChange(t *testing.T) {
+	tests := []struct {
+		name       string
+		mutation   func(ev *env) lbplan.Mutation
+		wantReload int
+	}{
+		{"a new target keeps the addresses: no reload", func(ev *env) lbplan.Mutation {
+			return lbplan.AddTarget{Target: lbplan.Target{ServerID: ev.servers[1], Node: "node-2"}}
+		}, 0},
+		{"an attachment gets a private IP from the API: one reload", func(ev *env) lbplan.Mutation {
+			return lbplan.AttachNetwork{Network: lbplan.Network{ID: ev.network.ID}}
+		}, 1},
+		{"an attachment with a fixed IP is known: no reload", func(ev *env) lbplan.Mutation {
+			return lbplan.AttachNetwork{Network: lbplan.Network{ID: ev.network.ID, IP: net.ParseIP("10.0.0.50")}}
+		}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := newEnv(t, allow)
+			id, err := ev.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "web", Labels: map[string]string{lbplan.LabelServiceUID: uid}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lb, _, err := ev.client.LoadBalancer.GetByID(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev.emu.ResetRequests()
+			p := lbplan.Plan{Actual: lbplan.NewActual(lb), IPv6: true, Mutations: []lbplan.Mutation{tc.mutation(ev)}}
+			got, err := ev.exec.Run(context.Background(), newService(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := ev.emu.Counts()["GET /v1/load_balancers/{id}"]; n != tc.wantReload {
+				t.Errorf("%d reloads, want %d: %v", n, tc.wantReload, ev.emu.Counts())
+			}
+			if got == nil || got.ID != id {
+				t.Fatalf("run returned %+v", got)
+			}
+			if _, attach := p.Mutations[0].(lbplan.AttachNetwork); attach && (len(got.PrivateNet) != 1 || got.PrivateNet[0].IP == nil) {
+				t.Errorf("run returned %+v", got)
+			}
+		})
+	}
+}

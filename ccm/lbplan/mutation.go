@@ -10,7 +10,8 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
-// Mutation is one change of a load balancer, run by the executor with one API call.
+// Mutation is one change of a load balancer, run by the executor with one API call, or inline
+// in the create's call (see Plan.Requests); the policy gate decides each one on its own.
 //
 // Action is the policy action (policy.ActionLoadBalancer*), Operation the Hetzner operation
 // (also the policy input's operation and the metric label), Label a stable human label such as

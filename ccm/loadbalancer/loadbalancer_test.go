@@ -33,6 +33,13 @@ func TestEnsureLoadBalancer_CreateThenNoOp(t *testing.T) {
 	st := ev.mustEnsure(svc)
 	createCounts := ev.emu.Counts()
 	t.Logf("create: %d mutating, %d reads: %v", ev.emu.MutatingRequests(), reads(createCounts), createCounts)
+	// The listeners and targets ride along with the create; the PTR record needs the address.
+	if n := ev.emu.MutatingRequests(); n != 2 || createCounts["POST /v1/load_balancers"] != 1 || createCounts["POST /v1/load_balancers/{id}/actions/change_dns_ptr"] != 1 {
+		t.Errorf("create with 2 ports, 2 targets and a PTR record made %d mutating requests, want create + change_dns_ptr: %v", n, createCounts)
+	}
+	if n := reads(createCounts); n != 5 || createCounts["GET /v1/load_balancers/{id}"] != 0 {
+		t.Errorf("create cost %d reads, want 5 (UID label, name, types, two action polls) and no reload: %v", n, createCounts)
+	}
 
 	lb := ev.onlyLB()
 	if lb.Name != cloudprovider.DefaultLoadBalancerName(svc) || lb.Labels[lbplan.LabelServiceUID] != testUID {
@@ -72,6 +79,22 @@ func TestEnsureLoadBalancer_CreateThenNoOp(t *testing.T) {
 // TestEnsureLoadBalancer_EveryAnnotation applies one change after another to a live load
 // balancer; after each, a second reconcile must find nothing to do (the emulator holds exactly
 // what the Service asks for) and the check must hold.
+func TestEnsureLoadBalancer_PrivateCreateIsOneRequest(t *testing.T) {
+	ev := newEnv(t, withNetworkEnv)
+	svc := newService("web", withPorts(80), withAnnotation(annotation.LBUsePrivateIP, "true"), withAnnotation(annotation.LBDisablePublicNetwork, "true"))
+	st := ev.mustEnsure(svc)
+	if n := ev.emu.MutatingRequests(); n != 1 {
+		t.Errorf("%d mutating requests, want 1 (network, listener and private targets inline): %v", n, ev.emu.Counts())
+	}
+	lb := ev.onlyLB()
+	if lb.PublicNet.Enabled || len(lb.PrivateNet) != 1 || len(lb.Targets) != 2 || !lb.Targets[0].UsePrivateIP {
+		t.Errorf("public %v, networks %+v, targets %+v", lb.PublicNet.Enabled, lb.PrivateNet, lb.Targets)
+	}
+	if len(st.Ingress) != 1 || st.Ingress[0].IP != lb.PrivateNet[0].IP.String() {
+		t.Errorf("status = %+v, want the private IP only", st.Ingress)
+	}
+}
+
 func TestEnsureLoadBalancer_EveryAnnotation(t *testing.T) {
 	ev := newEnv(t, withNetworkEnv)
 	svc := newService("web", withPorts(80))
@@ -173,13 +196,18 @@ func TestEnsureLoadBalancer_EveryAnnotation(t *testing.T) {
 			}
 			counts := ev.emu.Counts()
 			t.Logf("%d mutating, %d reads: %v", ev.emu.MutatingRequests(), reads(counts), counts)
+			expected := 0
 			for _, op := range st.ops {
 				if counts[op] == 0 {
 					t.Errorf("no %s: %v", op, counts)
 				}
+				expected += counts[op]
 			}
-			if len(st.ops) == 0 && ev.emu.MutatingRequests() != 0 {
-				t.Errorf("%d mutating requests, want 0: %v", ev.emu.MutatingRequests(), counts)
+			if n := ev.emu.MutatingRequests(); n != expected {
+				t.Errorf("%d mutating requests, want only %v: %v", n, st.ops, counts)
+			}
+			if counts["GET /v1/load_balancers/{id}"] != 0 {
+				t.Errorf("reloaded the load balancer; the run knows what the status needs: %v", counts)
 			}
 			ev.emu.ResetRequests()
 			ev.mustEnsure(svc)
@@ -334,6 +362,9 @@ func TestEnsureLoadBalancer_ManagedCertificate(t *testing.T) {
 	svc := newService("web", withPorts(443), withAnnotation(annotation.LBSvcProtocol, "https"),
 		withAnnotation(annotation.LBSvcHTTPCertificateType, "managed"), withAnnotation(annotation.LBSvcHTTPManagedCertificateDomains, "shop.example.com"))
 	ev.mustEnsure(svc)
+	if c := ev.emu.Counts(); ev.emu.MutatingRequests() != 2 || c["POST /v1/certificates"] != 1 || c["POST /v1/load_balancers"] != 1 {
+		t.Errorf("create with a managed certificate: %v, want the certificate, then the create carrying its listener", c)
+	}
 	certs, err := ev.client.Certificate.All(context.Background())
 	if err != nil || len(certs) != 1 || certs[0].Type != hcloud.CertificateTypeManaged || certs[0].Name != "ccm-managed-certificate-"+testUID {
 		t.Fatalf("certificates = %+v, %v", certs, err)
@@ -407,7 +438,9 @@ func TestEnsureLoadBalancer_UnsupportedProtocol(t *testing.T) {
 
 func TestEnsureLoadBalancer_MaxTargetsReachedContinues(t *testing.T) {
 	ev := newEnv(t, withServers(3))
-	ev.emu.AddFault(hcloudemu.Fault{Method: "POST", Pattern: "/v1/load_balancers/*/actions/add_target", Skip: 1, Times: 1, Code: "resource_limit_exceeded"})
+	// The API refuses the create with its targets inline, then the third target on its own.
+	ev.emu.AddFault(hcloudemu.Fault{Method: "POST", Pattern: "/v1/load_balancers", Times: 1, Code: "resource_limit_exceeded"})
+	ev.emu.AddFault(hcloudemu.Fault{Method: "POST", Pattern: "/v1/load_balancers/*/actions/add_target", Skip: 2, Times: 1, Code: "resource_limit_exceeded"})
 	svc := newService("web", withPorts(80))
 	ev.mustEnsure(svc)
 	if n := len(ev.onlyLB().Targets); n != 2 {
@@ -420,16 +453,36 @@ func TestEnsureLoadBalancer_MaxTargetsReachedContinues(t *testing.T) {
 
 func TestEnsureLoadBalancer_LockedIsRetryable(t *testing.T) {
 	ev := newEnv(t)
-	ev.emu.AddFault(hcloudemu.Fault{Method: "POST", Pattern: "/v1/load_balancers/*/actions/add_service", Times: 1, Code: "locked"})
 	svc := newService("web", withPorts(80))
+	ev.mustEnsure(svc)
+	ev.emu.AddFault(hcloudemu.Fault{Method: "POST", Pattern: "/v1/load_balancers/*/actions/add_service", Times: 1, Code: "locked"})
+	withPorts(8080)(svc)
 	_, err := ev.ensure(svc)
 	var retry interface{ RetryAfter() time.Duration }
-	if !errors.As(err, &retry) || !strings.HasPrefix(err.Error(), "add_service(80): ") {
+	if !errors.As(err, &retry) || !strings.HasPrefix(err.Error(), "add_service(8080): ") {
 		t.Fatalf("err = %v, want a retry error prefixed with the op", err)
 	}
 	ev.mustEnsure(svc) // the next reconcile finishes the plan
-	if len(ev.onlyLB().Services) != 1 {
+	if len(ev.onlyLB().Services) != 2 {
 		t.Errorf("not converged")
+	}
+}
+
+func TestEnsureLoadBalancer_LockedCreateIsRetryable(t *testing.T) {
+	ev := newEnv(t)
+	ev.emu.AddFault(hcloudemu.Fault{Method: "POST", Pattern: "/v1/load_balancers", Times: 1, Code: "locked"})
+	svc := newService("web", withPorts(80))
+	_, err := ev.ensure(svc)
+	var retry interface{ RetryAfter() time.Duration }
+	if !errors.As(err, &retry) || !strings.HasPrefix(err.Error(), "create(") {
+		t.Fatalf("err = %v, want a retry error prefixed with the op", err)
+	}
+	if n := len(ev.emu.LoadBalancers()); n != 0 {
+		t.Fatalf("%d load balancers after a refused create", n)
+	}
+	ev.mustEnsure(svc)
+	if lb := ev.onlyLB(); len(lb.Services) != 1 || len(lb.Targets) != 2 {
+		t.Errorf("not converged: %d services, %d targets", len(lb.Services), len(lb.Targets))
 	}
 }
 

@@ -68,6 +68,28 @@ func TestValidation_ErrorsUseTheRealCodesAndChangeNothing(t *testing.T) {
 			_, _, err := c.LoadBalancer.Create(ctx, o)
 			return err
 		}, "no_subnet_available", ""},
+		{"A create with more inline targets than max_targets is resource_limit_exceeded", func(ctx context.Context) error {
+			o := createOpts("new")
+			o.LoadBalancerType = &hcloud.LoadBalancerType{Name: "lb-tiny"}
+			for _, id := range w.servers {
+				o.Targets = append(o.Targets, hcloud.LoadBalancerCreateOptsTarget{Type: "server", Server: hcloud.LoadBalancerCreateOptsTargetServer{Server: &hcloud.Server{ID: id}}})
+			}
+			_, _, err := c.LoadBalancer.Create(ctx, o)
+			return err
+		}, "resource_limit_exceeded", ""},
+		{"A create with an inline private-IP target and no network is load_balancer_not_attached_to_network", func(ctx context.Context) error {
+			o := createOpts("new")
+			o.Targets = []hcloud.LoadBalancerCreateOptsTarget{{Type: "server", Server: hcloud.LoadBalancerCreateOptsTargetServer{Server: &hcloud.Server{ID: w.servers[0]}}, UsePrivateIP: hcloud.Ptr(true)}}
+			_, _, err := c.LoadBalancer.Create(ctx, o)
+			return err
+		}, "load_balancer_not_attached_to_network", ""},
+		{"A create with two inline services on one port is source_port_already_used", func(ctx context.Context) error {
+			o := createOpts("new")
+			svc := hcloud.LoadBalancerCreateOptsService{Protocol: "tcp", ListenPort: hcloud.Ptr(80)}
+			o.Services = []hcloud.LoadBalancerCreateOptsService{svc, svc}
+			_, _, err := c.LoadBalancer.Create(ctx, o)
+			return err
+		}, "source_port_already_used", ""},
 		{"A renaming PUT to a taken name is a uniqueness_error", func(ctx context.Context) error {
 			_, _, err := c.LoadBalancer.Update(ctx, public, hcloud.LoadBalancerUpdateOpts{Name: "main"})
 			return err

@@ -1,0 +1,94 @@
+package lbplan
+
+import "slices"
+
+// Request is one mutating API request of a plan: Mutation, and the mutations that ride along
+// inline in its body. Only a Create carries others (POST /load_balancers takes services and
+// targets); every other request runs exactly its Mutation.
+type Request struct {
+	Mutation Mutation
+	Inline   []Mutation
+}
+
+// Mutations returns Mutation followed by Inline.
+func (r Request) Mutations() []Mutation {
+	return append([]Mutation{r.Mutation}, r.Inline...)
+}
+
+// Labels returns the labels of Mutations, in order.
+func (r Request) Labels() []string {
+	ms := r.Mutations()
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.Label()
+	}
+	return out
+}
+
+// Split returns the request as one request per mutation: Mutation alone, then each inline
+// mutation on its own. The executor falls back to it when the API rejects an inline create.
+func (r Request) Split() []Request {
+	out := []Request{{Mutation: r.Mutation}}
+	for _, m := range r.Inline {
+		out = append(out, Request{Mutation: m})
+	}
+	return out
+}
+
+// Requests groups the plan's mutations into the API requests that run them, in the order they
+// run. It is pure and changes neither the mutations nor their policy steps (Steps): the gate
+// decides every mutation on its own whatever rides along.
+//
+// A plan that creates a load balancer sends its listeners (add_service) and the targets the new
+// load balancer can reach inline with the create: private targets when it is created in the
+// network, public ones when it is created with its public interface on. A managed certificate
+// is created before the load balancer, so that the listener using it rides along too. The
+// rest runs after the create, one request each, in plan order: a network attachment with a
+// fixed IP or subnet (the API takes only a network ID on create), rDNS records (they need the
+// new addresses), targets that need that later attachment, and disabling the public interface.
+// Any other plan is one request per mutation, in plan order.
+func (p Plan) Requests() []Request {
+	if p.Empty() {
+		return nil
+	}
+	c, ok := p.Mutations[0].(Create)
+	if !ok {
+		out := make([]Request, len(p.Mutations))
+		for i, m := range p.Mutations {
+			out[i] = Request{Mutation: m}
+		}
+		return out
+	}
+	create := Request{Mutation: c}
+	var before, after []Request
+	for _, m := range p.Mutations[1:] {
+		switch {
+		case ridesAlong(c, m):
+			create.Inline = append(create.Inline, m)
+		case isCertificate(m):
+			before = append(before, Request{Mutation: m})
+		default:
+			after = append(after, Request{Mutation: m})
+		}
+	}
+	return slices.Concat(before, []Request{create}, after)
+}
+
+// ridesAlong reports whether m can be sent inline with the create c.
+func ridesAlong(c Create, m Mutation) bool {
+	switch m := m.(type) {
+	case AddService:
+		return true
+	case AddTarget:
+		if m.Target.UsePrivateIP {
+			return c.Network != nil
+		}
+		return c.PublicInterface
+	}
+	return false
+}
+
+func isCertificate(m Mutation) bool {
+	_, ok := m.(CreateManagedCertificate)
+	return ok
+}
