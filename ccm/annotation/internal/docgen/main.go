@@ -6,13 +6,11 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"log"
 	"os"
-	"strconv"
 	"strings"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/docgen"
 )
 
 func main() {
@@ -32,15 +30,10 @@ func main() {
 	}
 }
 
-// entry is one annotation as documented.
-type entry struct {
-	name, typ, def, changes, text string
-	deprecated                    bool
-}
-
 // render parses the constants of src and renders the reference page.
 func render(src []byte) ([]byte, error) {
-	entries, err := parse(src)
+	keys := []string{"Type", "Default", "Changes", "Deprecated"}
+	entries, err := docgen.Parse("names.go", src, keys, []string{"Type", "Default", "Changes"})
 	if err != nil {
 		return nil, err
 	}
@@ -58,83 +51,12 @@ func render(src []byte) ([]byte, error) {
 	b.WriteString("| Annotation | Type | Default | Changes | Description |\n")
 	b.WriteString("| --- | --- | --- | --- | --- |\n")
 	for _, e := range entries {
-		text := e.text
-		if e.deprecated {
-			text = "**Deprecated.** " + text
+		text := e.Text
+		if dep, ok := e.Trailers["Deprecated"]; ok {
+			text = strings.TrimSpace("**Deprecated.** " + text + " " + dep)
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", e.name, cell(e.typ), cell(e.def), cell(e.changes), cell(text))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", e.Value, docgen.Cell(e.Trailers["Type"]),
+			docgen.Cell(e.Trailers["Default"]), docgen.Cell(e.Trailers["Changes"]), docgen.Cell(text))
 	}
 	return b.Bytes(), nil
-}
-
-func cell(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
-
-func parse(src []byte) ([]entry, error) {
-	f, err := parser.ParseFile(token.NewFileSet(), "names.go", src, parser.ParseComments)
-	if err != nil {
-		return nil, err
-	}
-	var out []entry
-	for _, d := range f.Decls {
-		g, ok := d.(*ast.GenDecl)
-		if !ok || g.Tok != token.CONST {
-			continue
-		}
-		for _, s := range g.Specs {
-			vs := s.(*ast.ValueSpec)
-			if len(vs.Values) != 1 {
-				continue
-			}
-			lit, ok := vs.Values[0].(*ast.BasicLit)
-			if !ok || lit.Kind != token.STRING {
-				continue
-			}
-			name, err := strconv.Unquote(lit.Value)
-			if err != nil {
-				return nil, err
-			}
-			e, err := parseDoc(name, vs.Doc.Text())
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, e)
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("no annotation constants found")
-	}
-	return out, nil
-}
-
-// parseDoc splits a doc comment into its text and its Type/Default/Changes trailers.
-func parseDoc(name, doc string) (entry, error) {
-	e := entry{name: name}
-	var text []string
-	for _, line := range strings.Split(doc, "\n") {
-		line = strings.TrimSpace(line)
-		switch {
-		case strings.HasPrefix(line, "Type:"):
-			e.typ = strings.TrimSpace(strings.TrimPrefix(line, "Type:"))
-		case strings.HasPrefix(line, "Default:"):
-			e.def = strings.TrimSpace(strings.TrimPrefix(line, "Default:"))
-		case strings.HasPrefix(line, "Changes:"):
-			e.changes = strings.TrimSpace(strings.TrimPrefix(line, "Changes:"))
-		case strings.HasPrefix(line, "Deprecated:"):
-			e.deprecated = true
-			text = append(text, strings.TrimSpace(strings.TrimPrefix(line, "Deprecated:")))
-		case line != "":
-			text = append(text, line)
-		}
-	}
-	if e.typ == "" || e.def == "" || e.changes == "" {
-		return e, fmt.Errorf("%s: doc comment needs Type:, Default: and Changes: trailers", name)
-	}
-	// Drop the Go identifier that starts the first sentence ("LBType is the ...").
-	t := strings.Join(text, " ")
-	if i := strings.Index(t, " "); i > 0 && strings.HasPrefix(t, "LB") {
-		t = strings.TrimPrefix(t[i+1:], "is ")
-		t = strings.ToUpper(t[:1]) + t[1:]
-	}
-	e.text = t
-	return e, nil
 }

@@ -31,24 +31,25 @@ func TestRender_MatchesCommittedDocs(t *testing.T) {
 	}
 }
 
-func TestParseDoc_RequiresTrailers(t *testing.T) {
+func TestRender_trailers(t *testing.T) {
 	tests := []struct {
 		name string
 		doc  string
 		ok   bool
 	}{
-		{name: "a doc with all trailers parses", doc: "LBX is x.\n\nType: bool\nDefault: false\nChanges: none\n", ok: true},
-		{name: "a doc without Changes is rejected", doc: "LBX is x.\n\nType: bool\nDefault: false\n"},
-		{name: "a doc without Type is rejected", doc: "LBX is x.\n\nDefault: false\nChanges: none\n"},
+		{name: "a doc with all trailers parses", doc: "// LBX is x.\n//\n// Type: bool\n// Default: false\n// Changes: none\n", ok: true},
+		{name: "a doc without Changes is rejected", doc: "// LBX is x.\n//\n// Type: bool\n// Default: false\n"},
+		{name: "a doc without Type is rejected", doc: "// LBX is x.\n//\n// Default: false\n// Changes: none\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e, err := parseDoc("load-balancer.hetzner.cloud/x", tc.doc)
+			src := "package annotation\n\nconst (\n" + tc.doc + "LBX Name = \"load-balancer.hetzner.cloud/x\"\n)\n"
+			md, err := render([]byte(src))
 			if (err == nil) != tc.ok {
 				t.Fatalf("err = %v, want ok=%v", err, tc.ok)
 			}
-			if tc.ok && e.text != "X." {
-				t.Errorf("text = %q", e.text)
+			if tc.ok && !strings.Contains(string(md), "| `load-balancer.hetzner.cloud/x` | bool | false | none | X. |") {
+				t.Errorf("row missing:\n%s", md)
 			}
 		})
 	}

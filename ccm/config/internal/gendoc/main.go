@@ -10,12 +10,9 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
-	"strconv"
-	"strings"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/docgen"
 )
 
 func main() {
@@ -39,14 +36,9 @@ func main() {
 	}
 }
 
-// variable is one documented environment variable.
-type variable struct {
-	Name, Type, Default, Description string
-}
-
 // Render returns the Markdown reference for the string constants declared in src.
 func Render(src []byte) ([]byte, error) {
-	vars, err := parse(src)
+	vars, err := docgen.Parse("envs.go", src, []string{"Type", "Default"}, []string{"Type", "Default"})
 	if err != nil {
 		return nil, err
 	}
@@ -58,79 +50,7 @@ func Render(src []byte) ([]byte, error) {
 	buf.WriteString("| Variable | Type | Default | Description |\n")
 	buf.WriteString("| --- | --- | --- | --- |\n")
 	for _, v := range vars {
-		fmt.Fprintf(&buf, "| `%s` | %s | %s | %s |\n", v.Name, cell(v.Type), cell(v.Default), cell(v.Description))
+		fmt.Fprintf(&buf, "| `%s` | %s | %s | %s |\n", v.Value, docgen.Cell(v.Trailers["Type"]), docgen.Cell(v.Trailers["Default"]), docgen.Cell(v.Text))
 	}
 	return buf.Bytes(), nil
-}
-
-// cell escapes a value for a Markdown table cell.
-func cell(s string) string {
-	return strings.ReplaceAll(s, "|", `\|`)
-}
-
-func parse(src []byte) ([]variable, error) {
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "envs.go", src, parser.ParseComments)
-	if err != nil {
-		return nil, err
-	}
-	var vars []variable
-	for _, decl := range f.Decls {
-		gen, ok := decl.(*ast.GenDecl)
-		if !ok || gen.Tok != token.CONST {
-			continue
-		}
-		for _, spec := range gen.Specs {
-			vs := spec.(*ast.ValueSpec)
-			if len(vs.Names) != 1 || len(vs.Values) != 1 {
-				continue
-			}
-			lit, ok := vs.Values[0].(*ast.BasicLit)
-			if !ok || lit.Kind != token.STRING {
-				continue
-			}
-			name, err := strconv.Unquote(lit.Value)
-			if err != nil {
-				return nil, err
-			}
-			v, err := fromComment(vs.Names[0].Name, name, vs.Doc.Text())
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", fset.Position(vs.Pos()), err)
-			}
-			vars = append(vars, v)
-		}
-	}
-	if len(vars) == 0 {
-		return nil, fmt.Errorf("no documented string constants found")
-	}
-	return vars, nil
-}
-
-// fromComment splits a constant's doc comment into description and trailers. The first word
-// of the description (the constant's own identifier) is dropped.
-func fromComment(ident, name, comment string) (variable, error) {
-	v := variable{Name: name}
-	var desc []string
-	for _, line := range strings.Split(comment, "\n") {
-		line = strings.TrimSpace(line)
-		switch {
-		case strings.HasPrefix(line, "Type:"):
-			v.Type = strings.TrimSpace(strings.TrimPrefix(line, "Type:"))
-		case strings.HasPrefix(line, "Default:"):
-			v.Default = strings.TrimSpace(strings.TrimPrefix(line, "Default:"))
-		case line != "":
-			desc = append(desc, line)
-		}
-	}
-	if v.Type == "" || v.Default == "" {
-		return v, fmt.Errorf("constant %s needs both a \"Type:\" and a \"Default:\" trailer", ident)
-	}
-	text := strings.Join(desc, " ")
-	text = strings.TrimPrefix(text, ident+" ")
-	text = strings.TrimPrefix(text, "is ")
-	if text != "" {
-		text = strings.ToUpper(text[:1]) + text[1:]
-	}
-	v.Description = text
-	return v, nil
 }

@@ -56,7 +56,7 @@ const (
 	// Type: bool
 	EnvX = "X"
 )`,
-			wantErr: `constant EnvX needs both a "Type:" and a "Default:" trailer`,
+			wantErr: `constant EnvX needs a "Default:" trailer line`,
 		},
 		{
 			name:    "a file without constants is an error",
