@@ -59,7 +59,7 @@ e2e: kube-bins build plugins
 
 # The same suite against the older minors that build here (the support policy: three minors).
 e2e-versions: build plugins
-	set -e; for v in v1.34.7 v1.35.4; do \
+	set -e; for v in v1.34.4 v1.35.4; do \
 		test/tools/build.sh $(KUBE_CACHE)/kube-$$v $$v; \
 		KUBE_BIN_DIR=$(KUBE_CACHE)/kube-$$v CCM_BIN=$(BIN)/hcloud-policy-ccm PLUGINS_DIR=$(PLUGINS_OUT) \
 			go test $(GO_TEST_FLAGS) -tags e2e -timeout $(E2E_TIMEOUT) ./test/e2e/...; \
