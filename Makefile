@@ -30,6 +30,7 @@ build:
 
 vet:
 	go vet ./...
+	go vet -tags e2e ./test/e2e/...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
