@@ -1,9 +1,9 @@
 // Package harness runs a real Kubernetes control plane (etcd and kube-apiserver, no kubelet and
-// no kube-controller-manager) on loopback for the end-to-end tests of hcloud-policy-ccm, and
-// gives the tests what they need around it: an admin client, a kubeconfig of any
-// ServiceAccount (so the CCM runs with exactly the RBAC of deploy/), Node objects as a kubelet
-// with --cloud-provider=external registers them, child processes with captured logs, and a poll
-// helper.
+// no kube-controller-manager) on loopback for the end-to-end tests of hcloud-policy-ccm and for
+// the demo (cmd/ccm-demo), and gives them what they need around it: an admin client, a
+// kubeconfig of any ServiceAccount (so the CCM runs with exactly the RBAC of deploy/), Node
+// objects as a kubelet with --cloud-provider=external registers them, child processes with
+// captured logs, and a poll helper.
 //
 // The binaries come from $KUBE_BIN_DIR (default $HOME/.cache/hcloud-policy-ccm/kube-v1.36.3),
 // built by `make kube-bins` (test/tools/build.sh). A missing binary fails the test with that
@@ -17,6 +17,9 @@
 //	c.CreateNode(t, "worker-1", "10.244.1.0/24")
 //	ccm := harness.StartProcess(t, "ccm", bin, []string{"--kubeconfig=" + kubeconfig, ...}, env)
 //	harness.WaitFor(t, time.Minute, func() (bool, error) { ... })
+//
+// Functions take a T: a *testing.T, or the demo's runner (a logger and a stack of cleanups run
+// on exit).
 //
 // # Notes
 //
@@ -36,7 +39,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -104,7 +106,7 @@ func BinDir() string {
 
 // Bin returns the path of one of the kube binaries (kube-apiserver, etcd, kubectl), failing the
 // test with the fix when it is missing.
-func Bin(t testing.TB, name string) string {
+func Bin(t T, name string) string {
 	t.Helper()
 	dir := BinDir()
 	path := filepath.Join(dir, name)
@@ -124,7 +126,7 @@ func Bin(t testing.TB, name string) string {
 // authenticates clients by that CA (the admin is O=system:masters) and by ServiceAccount
 // tokens signed with a key generated here, authorizes with Node and RBAC, and uses
 // --service-cluster-ip-range=10.96.0.0/16.
-func Start(t testing.TB, opts ...Option) *Cluster {
+func Start(t T, opts ...Option) *Cluster {
 	t.Helper()
 	o := options{startTimeout: 2 * time.Minute}
 	for _, opt := range opts {
@@ -290,7 +292,7 @@ func (c *Cluster) AdminConfig() *rest.Config { return rest.CopyConfig(c.admin) }
 func (c *Cluster) CAData() []byte { return c.caPEM }
 
 // waitReady polls url until it answers 200, failing the test when p exits or the timeout passes.
-func waitReady(t testing.TB, p *Process, timeout time.Duration, client *http.Client, url string) {
+func waitReady(t T, p *Process, timeout time.Duration, client *http.Client, url string) {
 	t.Helper()
 	WaitFor(t, timeout, func() (bool, error) {
 		if exited, err := p.Exited(); exited {
@@ -311,7 +313,7 @@ func waitReady(t testing.TB, p *Process, timeout time.Duration, client *http.Cli
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago, for a process the test
 // starts (for example the CCM's --secure-port). Another process may take it before the caller
 // binds it; on a test machine that is rare enough.
-func FreePort(t testing.TB) int {
+func FreePort(t T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -7,6 +7,13 @@ import (
 	"time"
 )
 
+// Every test type satisfies T, so callers pass their *testing.T as before.
+var (
+	_ T = (*testing.T)(nil)
+	_ T = (*testing.B)(nil)
+	_ T = testing.TB(nil)
+)
+
 func TestStartProcessCapturesLogsAndKill(t *testing.T) {
 	p := StartProcess(t, "sh", "/bin/sh", []string{"-c", "echo hello from $GREETING; exec sleep 60"}, []string{"GREETING=e2e"})
 	WaitFor(t, 10*time.Second, func() (bool, error) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -47,7 +46,7 @@ func writeKubeconfig(path, host string, caPEM []byte, user string, auth authInfo
 // ServiceAccount namespace/name, with a token from the TokenRequest API (the identity a pod of
 // that ServiceAccount gets, valid for 2 hours). The ServiceAccount must exist (for example from
 // ApplyKustomize); the test fails otherwise.
-func (c *Cluster) ServiceAccountKubeconfig(t testing.TB, namespace, name string) string {
+func (c *Cluster) ServiceAccountKubeconfig(t T, namespace, name string) string {
 	t.Helper()
 	token := c.serviceAccountToken(t, namespace, name)
 	path := filepath.Join(c.Dir, fmt.Sprintf("sa-%s-%s.kubeconfig", namespace, name))
@@ -60,7 +59,7 @@ func (c *Cluster) ServiceAccountKubeconfig(t testing.TB, namespace, name string)
 
 // ServiceAccountClient returns a client that authenticates as the ServiceAccount namespace/name,
 // like ServiceAccountKubeconfig.
-func (c *Cluster) ServiceAccountClient(t testing.TB, namespace, name string) kubernetes.Interface {
+func (c *Cluster) ServiceAccountClient(t T, namespace, name string) kubernetes.Interface {
 	t.Helper()
 	cfg := &rest.Config{
 		Host:            c.Host,
@@ -74,7 +73,7 @@ func (c *Cluster) ServiceAccountClient(t testing.TB, namespace, name string) kub
 	return client
 }
 
-func (c *Cluster) serviceAccountToken(t testing.TB, namespace, name string) string {
+func (c *Cluster) serviceAccountToken(t T, namespace, name string) string {
 	t.Helper()
 	seconds := int64(serviceAccountTokenLifetime / time.Second)
 	tr, err := c.client.CoreV1().ServiceAccounts(namespace).CreateToken(context.Background(), name,

@@ -1,16 +1,13 @@
 package harness
 
-import (
-	"testing"
-	"time"
-)
+import "time"
 
 // kubectlTimeout bounds one kubectl call.
 const kubectlTimeout = 2 * time.Minute
 
 // Kubectl runs the built kubectl with the admin kubeconfig and returns its combined output,
 // failing the test (with the output) if it exits non-zero.
-func (c *Cluster) Kubectl(t testing.TB, args ...string) string {
+func (c *Cluster) Kubectl(t T, args ...string) string {
 	t.Helper()
 	out, err := run(kubectlTimeout, Bin(t, "kubectl"), append([]string{"--kubeconfig=" + c.Kubeconfig}, args...)...)
 	if err != nil {
@@ -22,7 +19,7 @@ func (c *Cluster) Kubectl(t testing.TB, args ...string) string {
 // Kustomize renders the kustomization in dir with the built kubectl (`kubectl kustomize dir`,
 // the embedded kustomize with its default load restrictions) and returns the YAML. It needs no
 // cluster.
-func Kustomize(t testing.TB, dir string) string {
+func Kustomize(t T, dir string) string {
 	t.Helper()
 	out, err := run(kubectlTimeout, Bin(t, "kubectl"), "kustomize", dir)
 	if err != nil {
@@ -39,7 +36,7 @@ func Kustomize(t testing.TB, dir string) string {
 // object (no ReplicaSet, no Pod). Tests run the CCM binary themselves, with the
 // ServiceAccount's kubeconfig (ServiceAccountKubeconfig), so the applied RBAC is what they
 // exercise.
-func (c *Cluster) ApplyKustomize(t testing.TB, dir string) string {
+func (c *Cluster) ApplyKustomize(t T, dir string) string {
 	t.Helper()
 	return c.Kubectl(t, "apply", "-k", dir)
 }

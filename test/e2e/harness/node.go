@@ -2,7 +2,7 @@ package harness
 
 import (
 	"context"
-	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,6 +16,9 @@ const TaintUninitialized = "node.cloudprovider.kubernetes.io/uninitialized"
 // AnnotationProvidedNodeIP is the annotation with the kubelet's --node-ip when the cloud
 // provider is external (k8s.io/cloud-provider/api AnnotationAlphaProvidedIPAddr).
 const AnnotationProvidedNodeIP = "alpha.kubernetes.io/provided-node-ip"
+
+// cleanupTimeout bounds one API call made by a cleanup.
+const cleanupTimeout = 10 * time.Second
 
 // NodeOption changes the Node that CreateNode registers, before it is created.
 type NodeOption func(*corev1.Node)
@@ -68,7 +71,7 @@ func WithoutUninitializedTaint() NodeOption {
 //
 // The apiserver's TaintNodesByCondition admission may add node.kubernetes.io/not-ready until the
 // Ready status is written, as in a real cluster. The Node is deleted when the test ends.
-func (c *Cluster) CreateNode(t testing.TB, name, podCIDR string, opts ...NodeOption) *corev1.Node {
+func (c *Cluster) CreateNode(t T, name, podCIDR string, opts ...NodeOption) *corev1.Node {
 	t.Helper()
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
@@ -103,8 +106,11 @@ func (c *Cluster) CreateNode(t testing.TB, name, podCIDR string, opts ...NodeOpt
 		t.Fatalf("create node %s: %v", name, err)
 	}
 	t.Cleanup(func() {
-		// The test may have deleted it already, or the CCM may have.
-		_ = nodes.Delete(context.Background(), name, metav1.DeleteOptions{})
+		// The test may have deleted it already, or the CCM may have. Bounded: the apiserver may
+		// be going away too.
+		ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+		defer cancel()
+		_ = nodes.Delete(ctx, name, metav1.DeleteOptions{})
 	})
 	created.Status = status
 	updated, err := nodes.UpdateStatus(ctx, created, metav1.UpdateOptions{})

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 )
 
@@ -45,7 +44,7 @@ const logTailLines = 60
 // nothing else leaks in, so an HCLOUD_* or KUBECONFIG variable in a developer's shell cannot
 // change what a test runs against. It fails the test if the process cannot be started. The
 // process is stopped (Stop) when the test ends.
-func StartProcess(t testing.TB, name, bin string, args, env []string) *Process {
+func StartProcess(t T, name, bin string, args, env []string) *Process {
 	t.Helper()
 	dir := LogDir(t)
 	logPath := uniquePath(filepath.Join(dir, sanitize(name)+".log"))
@@ -154,13 +153,13 @@ func tail(s string, n int) string {
 }
 
 // logDirs maps each test to its log directory.
-var logDirs sync.Map // testing.TB -> string
+var logDirs sync.Map // T -> string
 
 // LogDir returns the directory that holds the logs and files of the processes of test t,
 // creating it on first use. Unlike t.TempDir it survives a failed test: its path is written to
 // the test log and it is kept; after a passing test it is removed. Set E2E_KEEP_LOGS=1 to keep
 // it always.
-func LogDir(t testing.TB) string {
+func LogDir(t T) string {
 	t.Helper()
 	if d, ok := logDirs.Load(t); ok {
 		return d.(string)

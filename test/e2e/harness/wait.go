@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"testing"
 	"time"
 )
 
@@ -12,7 +11,7 @@ const pollInterval = 100 * time.Millisecond
 // timeout passes first. An error from cond means "not yet": polling goes on, and the last error
 // is part of the failure message. cond runs on the calling goroutine, so it may call t.Fatal
 // itself to give up early.
-func WaitFor(t testing.TB, timeout time.Duration, cond func() (bool, error)) {
+func WaitFor(t T, timeout time.Duration, cond func() (bool, error)) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var lastErr error

@@ -1,0 +1,380 @@
+// Command ccm-demo runs hcloud-policy-ccm on this machine against a real kube-apiserver and the
+// Hetzner Cloud API emulator, prints what the CCM did, and keeps everything running to explore
+// until Ctrl-C. `make demo` builds what it needs and runs it from the repository root.
+//
+// It starts, all on 127.0.0.1 and in one temporary directory:
+//
+//   - etcd and kube-apiserver, from --kube-bin-dir (built by `make kube-bins`), through
+//     test/e2e/harness as the end-to-end tests do;
+//   - the emulator (internal/hcloudemu, in process) seeded with --seed
+//     (examples/emulator/seed.yaml: network k8s and five servers, one of them off);
+//   - `kubectl apply -k deploy/`: ServiceAccount, RBAC and the policy ConfigMap
+//     kube-system/hcloud-ccm-policies (the example policies of examples/policies);
+//   - bin/hcloud-policy-ccm as that ServiceAccount with the container args of deploy/'s
+//     Deployment, both example plugins (node-labels, lb-name), --cluster-name=demo,
+//     HCLOUD_NETWORK=k8s and HCLOUD_NETWORK_ROUTES_ENABLED=false (deploy/ runs no route
+//     controller).
+//
+// Then it registers a Node for each running seeded server, as a kubelet with
+// --cloud-provider=external does, and creates three Services of type LoadBalancer:
+// default/web (public, ports 80 and 443: allowed), shop/web (public in the unlabelled namespace
+// shop: denied by exposure.rego) and shop/internal (private, on the network: allowed).
+//
+// It waits until the CCM has initialised every Node, both allowed Services have an external IP
+// and the denial was reported (at most --timeout), and prints a report to stdout: nodes with
+// provider ID, instance type, zone, plugin labels and addresses; Services with their external
+// IPs and the load balancer's name (from the lb-name plugin) and ID; the policy's message of the
+// denial; the Hetzner API requests the CCM made; and the commands to explore with kubectl and
+// curl. Progress and errors go to stderr.
+//
+// Usage (from the repository root):
+//
+//	make demo
+//	bin/ccm-demo --kube-bin-dir ~/.cache/hcloud-policy-ccm/kube-v1.36.3 --bin-dir bin
+//
+// Flags:
+//
+//	--kube-bin-dir       directory of kube-apiserver, etcd, kubectl (default $KUBE_BIN_DIR or
+//	                     ~/.cache/hcloud-policy-ccm/kube-v1.36.3)
+//	--bin-dir            directory of hcloud-policy-ccm and plugins/*.wasm.gz (default bin)
+//	--ccm-bin            the CCM binary (default <bin-dir>/hcloud-policy-ccm)
+//	--plugins-dir        node-labels.wasm.gz and lb-name.wasm.gz, or .wasm (default <bin-dir>/plugins)
+//	--deploy-dir         the kustomization to apply (default deploy)
+//	--seed               the emulator's seed (default examples/emulator/seed.yaml)
+//	--emulator-listen    the emulator's address (default 127.0.0.1:0, a free port)
+//	--timeout            how long to wait for convergence (default 60s)
+//	--exit-after-report  exit after the report instead of waiting for Ctrl-C
+//
+// # Notes
+//
+//   - Ctrl-C (SIGINT) or SIGTERM stops the CCM, the emulator, kube-apiserver and etcd, removes
+//     the temporary directory and the logs, and exits 0 (a second Ctrl-C exits at once; the
+//     children die with the demo). If the demo did not converge or failed to start, the logs
+//     are kept, their path and tails are printed, and the exit status is 1.
+//   - The process logs are in the directory the report names (kept with E2E_KEEP_LOGS=1).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
+)
+
+// The identity and policy source of deploy/.
+const (
+	ccmNamespace      = "kube-system"
+	ccmServiceAccount = "hcloud-cloud-controller-manager"
+)
+
+// Demo settings.
+const (
+	clusterName   = "demo"
+	networkName   = "k8s" // the network of examples/emulator/seed.yaml
+	emulatorToken = "demo-token"
+	lbLocation    = "fsn1"
+	// podCIDRBase is the /16 the Nodes' pod CIDRs (/24 each) come from.
+	podCIDRBase = "10.244"
+)
+
+type config struct {
+	kubeBinDir, binDir, ccmBin, pluginsDir, deployDir, seed, emulatorListen string
+	timeout                                                                 time.Duration
+	exitAfterReport                                                         bool
+}
+
+func main() {
+	var cfg config
+	fs := flag.NewFlagSet("ccm-demo", flag.ExitOnError)
+	fs.StringVar(&cfg.kubeBinDir, "kube-bin-dir", harness.BinDir(), "directory of kube-apiserver, etcd and kubectl (make kube-bins)")
+	fs.StringVar(&cfg.binDir, "bin-dir", "bin", "directory of hcloud-policy-ccm and plugins/*.wasm.gz (make build plugins)")
+	fs.StringVar(&cfg.ccmBin, "ccm-bin", "", "the CCM binary (default <bin-dir>/hcloud-policy-ccm)")
+	fs.StringVar(&cfg.pluginsDir, "plugins-dir", "", "directory of node-labels.wasm.gz and lb-name.wasm.gz (default <bin-dir>/plugins)")
+	fs.StringVar(&cfg.deployDir, "deploy-dir", "deploy", "kustomization with the ServiceAccount, RBAC, policies and Deployment")
+	fs.StringVar(&cfg.seed, "seed", filepath.Join("examples", "emulator", "seed.yaml"), "seed of the Hetzner API emulator")
+	fs.StringVar(&cfg.emulatorListen, "emulator-listen", "127.0.0.1:0", "listen address of the Hetzner API emulator")
+	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "how long to wait for the CCM to converge")
+	fs.BoolVar(&cfg.exitAfterReport, "exit-after-report", false, "exit after the report (status 1 if the demo did not converge)")
+	_ = fs.Parse(os.Args[1:]) // ExitOnError
+	if fs.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "ccm-demo: unexpected arguments %q\n", fs.Args())
+		os.Exit(2)
+	}
+	if cfg.ccmBin == "" {
+		cfg.ccmBin = filepath.Join(cfg.binDir, "hcloud-policy-ccm")
+	}
+	if cfg.pluginsDir == "" {
+		cfg.pluginsDir = filepath.Join(cfg.binDir, "plugins")
+	}
+
+	r := newRunner(os.Stderr)
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	stop := make(chan struct{})
+	go func() {
+		<-signals
+		close(stop)
+		go func() {
+			<-signals
+			r.Logf("second signal: exiting now")
+			os.Exit(1)
+		}()
+		r.Logf("stopping (Ctrl-C again to exit at once)")
+		code := 0
+		if r.Failed() {
+			code = 1
+		}
+		r.exit(code)
+	}()
+
+	converged, ccm := run(r, cfg, os.Stdout)
+	if !converged {
+		r.fail() // keep the logs
+	}
+	if cfg.exitAfterReport {
+		code := 0
+		if !converged {
+			code = 1
+		}
+		r.exit(code)
+	}
+	select {
+	case <-stop:
+		select {} // the signal goroutine stops everything and exits
+	case <-ccm.Done():
+		_, err := ccm.Exited()
+		r.Fatalf("hcloud-policy-ccm exited (%v); its log is %s", err, ccm.LogPath)
+	}
+}
+
+// run starts everything, waits for convergence and prints the report to out. It reports whether
+// the demo converged, and returns the CCM's process; errors that stop the demo end in r.Fatalf.
+func run(r *runner, cfg config, out io.Writer) (bool, *harness.Process) {
+	// Check the inputs first, so a missing build fails in a second with the command to run.
+	if err := os.Setenv("KUBE_BIN_DIR", cfg.kubeBinDir); err != nil {
+		r.Fatalf("set KUBE_BIN_DIR: %v", err)
+	}
+	if _, err := os.Stat(cfg.ccmBin); err != nil {
+		r.Fatalf("%v: run `make build` (or pass --bin-dir or --ccm-bin)", err)
+	}
+	plugins := map[string]string{
+		"--plugin-node-labels":        pluginFile(r, cfg.pluginsDir, "node-labels"),
+		"--plugin-load-balancer-name": pluginFile(r, cfg.pluginsDir, "lb-name"),
+	}
+	if st, err := os.Stat(filepath.Join(cfg.deployDir, "kustomization.yaml")); err != nil || st.IsDir() {
+		r.Fatalf("no kustomization.yaml in --deploy-dir=%s: run the demo from the repository root (make demo)", cfg.deployDir)
+	}
+	seed, err := hcloudemu.LoadSeedFile(cfg.seed)
+	if err != nil {
+		r.Fatalf("emulator seed: %v", err)
+	}
+	for _, name := range []string{"kube-apiserver", "etcd", "kubectl"} {
+		harness.Bin(r, name)
+	}
+	start := time.Now()
+
+	// 1. The control plane.
+	r.Logf("starting etcd and kube-apiserver from %s", cfg.kubeBinDir)
+	c := harness.Start(r)
+
+	// 2. The Hetzner API emulator.
+	emu, endpoint := startEmulator(r, cfg.emulatorListen, seed)
+	r.Logf("Hetzner API emulator on %s", endpoint)
+
+	// 3. deploy/ and the Nodes of the running seeded servers (registered before the CCM starts,
+	// so that on exit the CCM stops before the Nodes are deleted).
+	r.Logf("applying %s", cfg.deployDir)
+	c.ApplyKustomize(r, cfg.deployDir)
+	var nodes []string
+	for _, s := range seed.Servers {
+		if s.Status != "" && s.Status != "running" {
+			continue
+		}
+		c.CreateNode(r, s.Name, fmt.Sprintf("%s.%d.0/24", podCIDRBase, len(nodes)+1))
+		nodes = append(nodes, s.Name)
+	}
+	r.Logf("registered nodes %s", strings.Join(nodes, ", "))
+
+	// 4. The CCM, as the ServiceAccount of deploy/, with the Deployment's args.
+	ccm, metricsAddr := startCCM(r, c, cfg, plugins, endpoint, emu.Token())
+	r.Logf("started hcloud-policy-ccm (log %s)", ccm.LogPath)
+
+	// 5. The Services.
+	services := createServices(r, c)
+
+	// 6. Convergence, then the report.
+	r.Logf("waiting up to %s for the CCM", cfg.timeout)
+	st, converged := waitConverged(r, c, emu, ccm, nodes, services, cfg.timeout)
+	env := exploreEnv{
+		kubectl:     harness.Bin(r, "kubectl"),
+		kubeconfig:  c.Kubeconfig,
+		endpoint:    endpoint,
+		token:       emu.Token(),
+		metricsAddr: metricsAddr,
+		logDir:      harness.LogDir(r),
+		ccmLog:      ccm.LogPath,
+	}
+	writeReport(out, st, converged, time.Since(start), env, cfg.exitAfterReport)
+	return converged, ccm
+}
+
+// pluginFile returns dir/name.wasm.gz, or dir/name.wasm if only that exists.
+func pluginFile(r *runner, dir, name string) string {
+	gz := filepath.Join(dir, name+".wasm.gz")
+	for _, f := range []string{gz, strings.TrimSuffix(gz, ".gz")} {
+		if _, err := os.Stat(f); err == nil {
+			return f
+		}
+	}
+	r.Fatalf("plugin %s not found in %s: run `make plugins` (or pass --bin-dir or --plugins-dir)", name+".wasm.gz", dir)
+	return ""
+}
+
+// startEmulator serves the emulator seeded with seed on listen until the demo exits, and returns
+// it with its endpoint (http://ADDR/v1).
+func startEmulator(r *runner, listen string, seed hcloudemu.Seed) (*hcloudemu.Emulator, string) {
+	emu := hcloudemu.New(hcloudemu.WithToken(emulatorToken), hcloudemu.WithSeed(seed), hcloudemu.WithLogf(r.Logf))
+	if err := emu.SeedError(); err != nil {
+		r.Fatalf("emulator seed: %v", err)
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		r.Fatalf("emulator: listen on %s: %v", listen, err)
+	}
+	srv := &http.Server{Handler: emu.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }() // ends with Close
+	r.Cleanup(func() { _ = srv.Close() })
+	return emu, "http://" + ln.Addr().String() + "/v1"
+}
+
+// startCCM runs the CCM out of cluster like test/e2e's startCCM: the container args of the
+// Deployment of cfg.deployDir, plus the ServiceAccount's kubeconfig for the API and delegated
+// authn/authz, a free secure port on loopback, the plugins, and the emulator in place of the
+// Secret. It returns the process and the metrics address.
+func startCCM(r *runner, c *harness.Cluster, cfg config, plugins map[string]string, endpoint, token string) (*harness.Process, string) {
+	args := deploymentArgs(r, cfg.deployDir)
+	kubeconfig := c.ServiceAccountKubeconfig(r, ccmNamespace, ccmServiceAccount)
+	metricsAddr := "127.0.0.1:" + strconv.Itoa(harness.FreePort(r))
+	args = append(args,
+		"--kubeconfig="+kubeconfig,
+		"--authentication-kubeconfig="+kubeconfig,
+		"--authorization-kubeconfig="+kubeconfig,
+		"--secure-port="+strconv.Itoa(harness.FreePort(r)),
+		"--bind-address=127.0.0.1",
+		"--cluster-name="+clusterName,
+	)
+	for _, flag := range slices.Sorted(maps.Keys(plugins)) {
+		args = append(args, flag+"="+plugins[flag])
+	}
+	env := []string{
+		"HCLOUD_TOKEN=" + token,
+		"HCLOUD_ENDPOINT=" + endpoint,
+		"HCLOUD_NETWORK=" + networkName,
+		"HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK=true", // this machine is not a server in that network
+		// Routes need --allocate-node-cidrs and --cluster-cidr (deploy/networks/); deploy/ has
+		// neither, so the route controller would not start.
+		"HCLOUD_NETWORK_ROUTES_ENABLED=false",
+		"HCLOUD_LOAD_BALANCERS_LOCATION=" + lbLocation,
+		"HCLOUD_LOAD_BALANCERS_TYPE=lb11",
+		"HCLOUD_METRICS_ADDRESS=" + metricsAddr,
+	}
+	return harness.StartProcess(r, "hcloud-policy-ccm", cfg.ccmBin, args, env), metricsAddr
+}
+
+// deploymentArgs returns the container args of the Deployment that `kubectl kustomize dir`
+// renders.
+func deploymentArgs(r *runner, dir string) []string {
+	for _, doc := range strings.Split(harness.Kustomize(r, dir), "\n---\n") {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil || meta.Kind != "Deployment" {
+			continue
+		}
+		var d appsv1.Deployment
+		if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
+			r.Fatalf("kubectl kustomize %s: Deployment: %v", dir, err)
+		}
+		if cs := d.Spec.Template.Spec.Containers; len(cs) > 0 {
+			return slices.Clone(cs[0].Args)
+		}
+	}
+	r.Fatalf("kubectl kustomize %s renders no Deployment with a container", dir)
+	return nil
+}
+
+// demoService is one Service the demo creates and what it should lead to.
+type demoService struct {
+	namespace, name string
+	// denied: the policy denies it, and the report shows the message instead of an IP.
+	denied bool
+	// note says what the Service shows.
+	note string
+}
+
+func (s demoService) key() string { return s.namespace + "/" + s.name }
+
+// createServices creates the namespace shop (no labels: it may not expose load balancers
+// publicly) and the three Services.
+func createServices(r *runner, c *harness.Cluster) []demoService {
+	ctx := context.Background()
+	if _, err := c.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
+		r.Fatalf("create namespace shop: %v", err)
+	}
+	httpPort := corev1.ServicePort{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), Protocol: corev1.ProtocolTCP}
+	httpsPort := corev1.ServicePort{Name: "https", Port: 443, TargetPort: intstr.FromInt32(8443), Protocol: corev1.ProtocolTCP}
+	list := []struct {
+		demoService
+		ports       []corev1.ServicePort
+		annotations map[string]string
+	}{
+		{demoService: demoService{namespace: "default", name: "web", note: "public"}, ports: []corev1.ServicePort{httpPort, httpsPort}},
+		{demoService: demoService{namespace: "shop", name: "web", denied: true, note: "public in namespace shop"}, ports: []corev1.ServicePort{httpPort}},
+		{demoService: demoService{namespace: "shop", name: "internal", note: "private, network " + networkName}, ports: []corev1.ServicePort{httpPort},
+			annotations: map[string]string{
+				"load-balancer.hetzner.cloud/disable-public-network": "true",
+				"load-balancer.hetzner.cloud/use-private-ip":         "true",
+			}},
+	}
+	var out []demoService
+	for _, s := range list {
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: s.name, Annotations: s.annotations},
+			Spec: corev1.ServiceSpec{
+				Type:     corev1.ServiceTypeLoadBalancer,
+				Selector: map[string]string{"app": s.name},
+				Ports:    s.ports,
+			},
+		}
+		if _, err := c.Client().CoreV1().Services(s.namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			r.Fatalf("create service %s: %v", s.key(), err)
+		}
+		out = append(out, s.demoService)
+	}
+	r.Logf("created services %s", strings.Join(func() []string {
+		var keys []string
+		for _, s := range out {
+			keys = append(keys, s.key())
+		}
+		return keys
+	}(), ", "))
+	return out
+}

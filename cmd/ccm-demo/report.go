@@ -1,0 +1,365 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
+)
+
+// pluginLabelPrefix is the label namespace of the example node-labels plugin.
+const pluginLabelPrefix = "node.hcloud.example/"
+
+// state is what the report shows.
+type state struct {
+	nodes    []nodeState
+	services []serviceState
+	// requests and mutating count the emulator's API requests since it started; mutatingRoutes
+	// has the mutating ones per route ("POST /v1/load_balancers").
+	requests, mutating int
+	mutatingRoutes     map[string]int
+	// pending says what has not converged yet; empty when the demo converged.
+	pending []string
+}
+
+type nodeState struct {
+	name, providerID, instanceType, zone string
+	pluginLabels, addresses              []string
+}
+
+type serviceState struct {
+	demoService
+	ingress  []string
+	lbName   string
+	lbID     int64
+	denial   string // message of the latest PolicyDenied event
+	warnings []string
+}
+
+// waitConverged collects the state every half second until it has converged or timeout passes,
+// and returns the last state. It ends the demo with the CCM's log tail if the CCM exits.
+func waitConverged(r *runner, c *harness.Cluster, emu *hcloudemu.Emulator, ccm *harness.Process, nodes []string, services []demoService, timeout time.Duration) (state, bool) {
+	deadline := time.Now().Add(timeout)
+	for {
+		if exited, err := ccm.Exited(); exited {
+			r.Fatalf("hcloud-policy-ccm exited (%v); its log is %s", err, ccm.LogPath)
+		}
+		st := collect(c, emu, nodes, services)
+		if len(st.pending) == 0 {
+			// The service controller may still be adding targets: report once the emulator has
+			// seen no request for a second (at most 5 s more).
+			waitQuiet(emu, time.Second, 5*time.Second)
+			return collect(c, emu, nodes, services), true
+		}
+		if time.Now().After(deadline) {
+			return st, false
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// waitQuiet returns once emu has received no request for quiet, or after limit.
+func waitQuiet(emu *hcloudemu.Emulator, quiet, limit time.Duration) {
+	total := func() int {
+		n := 0
+		for _, c := range emu.Counts() {
+			n += c
+		}
+		return n
+	}
+	deadline := time.Now().Add(limit)
+	last, since := total(), time.Now()
+	for time.Since(since) < quiet && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		if n := total(); n != last {
+			last, since = n, time.Now()
+		}
+	}
+}
+
+// collect reads the Nodes, Services, events and load balancers, and what is still missing.
+func collect(c *harness.Cluster, emu *hcloudemu.Emulator, nodes []string, services []demoService) state {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client := c.Client()
+	var st state
+	for _, name := range nodes {
+		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			st.pending = append(st.pending, fmt.Sprintf("node %s: %v", name, err))
+			st.nodes = append(st.nodes, nodeState{name: name})
+			continue
+		}
+		ns := nodeState{
+			name:         name,
+			providerID:   n.Spec.ProviderID,
+			instanceType: n.Labels[corev1.LabelInstanceTypeStable],
+			zone:         n.Labels[corev1.LabelTopologyZone],
+		}
+		for _, k := range slices.Sorted(maps.Keys(n.Labels)) {
+			if rest, ok := strings.CutPrefix(k, pluginLabelPrefix); ok {
+				ns.pluginLabels = append(ns.pluginLabels, rest+"="+n.Labels[k])
+			}
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type != corev1.NodeHostName {
+				ns.addresses = append(ns.addresses, a.Address)
+			}
+		}
+		tainted := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == harness.TaintUninitialized })
+		switch {
+		case ns.providerID == "" || tainted:
+			st.pending = append(st.pending, fmt.Sprintf("node %s is not initialised (providerID %q)", name, ns.providerID))
+		case len(ns.pluginLabels) == 0:
+			st.pending = append(st.pending, fmt.Sprintf("node %s has no %s* labels from the node-labels plugin", name, pluginLabelPrefix))
+		}
+		st.nodes = append(st.nodes, ns)
+	}
+
+	lbs := emu.LoadBalancers()
+	for _, s := range services {
+		ss := serviceState{demoService: s}
+		svc, err := client.CoreV1().Services(s.namespace).Get(ctx, s.name, metav1.GetOptions{})
+		if err != nil {
+			st.pending = append(st.pending, fmt.Sprintf("service %s: %v", s.key(), err))
+			st.services = append(st.services, ss)
+			continue
+		}
+		for _, in := range svc.Status.LoadBalancer.Ingress {
+			ss.ingress = append(ss.ingress, in.IP+in.Hostname)
+		}
+		for _, lb := range lbs {
+			if lb.Labels[lbplan.LabelServiceUID] == string(svc.UID) {
+				ss.lbName, ss.lbID = lb.Name, lb.ID
+			}
+		}
+		if denials := eventMessages(ctx, c, s, executor.ReasonPolicyDenied); len(denials) > 0 {
+			ss.denial = denials[len(denials)-1]
+		}
+		ss.warnings = eventMessages(ctx, c, s, executor.ReasonPolicyWarning)
+		switch {
+		case s.denied && ss.denial == "":
+			st.pending = append(st.pending, fmt.Sprintf("service %s: no %s event yet", s.key(), executor.ReasonPolicyDenied))
+		case s.denied && ss.lbID != 0:
+			st.pending = append(st.pending, fmt.Sprintf("service %s: has load balancer %d although the policy denies it", s.key(), ss.lbID))
+		case !s.denied && len(ss.ingress) == 0:
+			msg := fmt.Sprintf("service %s has no external IP yet", s.key())
+			if ss.denial != "" {
+				msg += " (denied: " + ss.denial + ")"
+			}
+			st.pending = append(st.pending, msg)
+		}
+		st.services = append(st.services, ss)
+	}
+
+	counts := emu.Counts()
+	st.mutatingRoutes = map[string]int{}
+	for route, n := range counts {
+		st.requests += n
+		if method, _, _ := strings.Cut(route, " "); method == "POST" || method == "PUT" || method == "DELETE" {
+			st.mutatingRoutes[route] += n
+		}
+	}
+	st.mutating = emu.MutatingRequests()
+	return st
+}
+
+// eventMessages returns the messages of the events with reason on the Service, oldest first.
+func eventMessages(ctx context.Context, c *harness.Cluster, s demoService, reason string) []string {
+	events, err := c.Client().CoreV1().Events(s.namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.Set{"involvedObject.kind": "Service", "involvedObject.name": s.name, "reason": reason}.String(),
+	})
+	if err != nil {
+		return nil
+	}
+	slices.SortStableFunc(events.Items, func(a, b corev1.Event) int {
+		return a.LastTimestamp.Time.Compare(b.LastTimestamp.Time)
+	})
+	var msgs []string
+	for _, ev := range events.Items {
+		msgs = append(msgs, ev.Message)
+	}
+	return msgs
+}
+
+// finding is one policy message and the operations (or Services) it was reported for.
+type finding struct {
+	msg      string
+	subjects []string
+}
+
+// operationPrefix matches the operation before each message of a policy event, as the executor
+// writes them: "create(NAME): ", "add_service(80): ", "add_target(server:101): ".
+var operationPrefix = regexp.MustCompile(`([a-z_]+\([^()]*\)): `)
+
+// splitPolicyEvent splits the message of a PolicyDenied or PolicyWarning event
+// ("[nothing changed: ]op: msg; op: msg; ...") into distinct messages, each with its operations,
+// in order of first appearance. A message it cannot split is returned whole.
+func splitPolicyEvent(event string) []finding {
+	event = strings.TrimPrefix(event, "nothing changed: ")
+	idx := operationPrefix.FindAllStringSubmatchIndex(event, -1)
+	if len(idx) == 0 || idx[0][0] != 0 {
+		return []finding{{msg: event}}
+	}
+	var out []finding
+	for i, m := range idx {
+		end := len(event)
+		if i+1 < len(idx) {
+			end = idx[i+1][0]
+		}
+		op := event[m[2]:m[3]]
+		msg := strings.TrimSuffix(strings.TrimSpace(event[m[1]:end]), ";")
+		out = addFinding(out, msg, op)
+	}
+	return out
+}
+
+// addFinding adds what to the finding with msg, or appends a new finding.
+func addFinding(list []finding, msg, what string) []finding {
+	for i := range list {
+		if list[i].msg == msg {
+			if !slices.Contains(list[i].subjects, what) {
+				list[i].subjects = append(list[i].subjects, what)
+			}
+			return list
+		}
+	}
+	return append(list, finding{msg: msg, subjects: []string{what}})
+}
+
+// shortList joins at most n items and says how many more there are.
+func shortList(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(items[:n], ", "), len(items)-n)
+}
+
+// exploreEnv is what the report tells to explore further.
+type exploreEnv struct {
+	kubectl, kubeconfig, endpoint, token, metricsAddr, logDir, ccmLog string
+}
+
+// writeReport prints the report.
+func writeReport(out io.Writer, st state, converged bool, took time.Duration, env exploreEnv, exitAfter bool) {
+	p := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+	tw := func() *tabwriter.Writer { return tabwriter.NewWriter(out, 0, 0, 2, ' ', 0) }
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+
+	p("")
+	if converged {
+		p("hcloud-policy-ccm demo: converged %.1fs after start", took.Seconds())
+	} else {
+		p("hcloud-policy-ccm demo: NOT CONVERGED %.1fs after start:", took.Seconds())
+		for _, s := range st.pending {
+			p("  - %s", s)
+		}
+		p("  see the CCM's log: %s", env.ccmLog)
+	}
+
+	p("")
+	p("Nodes (initialised by the CCM; labels %s* from the node-labels plugin)", pluginLabelPrefix)
+	w := tw()
+	fmt.Fprintln(w, "  NAME\tPROVIDER ID\tTYPE\tZONE\tPLUGIN LABELS\tADDRESSES")
+	for _, n := range st.nodes {
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", n.name, dash(n.providerID), dash(n.instanceType), dash(n.zone),
+			dash(strings.Join(n.pluginLabels, ",")), dash(strings.Join(n.addresses, ",")))
+	}
+	_ = w.Flush()
+
+	p("")
+	p("Services of type LoadBalancer (load balancer names from the lb-name plugin)")
+	w = tw()
+	fmt.Fprintln(w, "  SERVICE\tEXTERNAL IP\tLOAD BALANCER\tID\tWHAT")
+	for _, s := range st.services {
+		ip, id := "<pending>", "-"
+		if len(s.ingress) > 0 {
+			ip = strings.Join(s.ingress, ",")
+		}
+		if s.lbID != 0 {
+			id = fmt.Sprint(s.lbID)
+		}
+		what := s.note
+		if s.denied {
+			what += ": denied by policy"
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", s.key(), ip, dash(s.lbName), id, what)
+	}
+	_ = w.Flush()
+	for _, s := range st.services {
+		if s.denial == "" {
+			continue
+		}
+		p("")
+		p("Denied by policy (%s event on %s; nothing was changed in the cloud):", executor.ReasonPolicyDenied, s.key())
+		for _, f := range splitPolicyEvent(s.denial) {
+			p("  %s", f.msg)
+			if len(f.subjects) > 0 {
+				p("    for %s", shortList(f.subjects, 3))
+			}
+		}
+	}
+	var warnings []finding
+	for _, s := range st.services {
+		for _, w := range s.warnings {
+			for _, f := range splitPolicyEvent(w) {
+				warnings = addFinding(warnings, f.msg, s.key())
+			}
+		}
+	}
+	if len(warnings) > 0 {
+		p("")
+		p("Policy warnings (%s events, not blocking):", executor.ReasonPolicyWarning)
+		for _, f := range warnings {
+			p("  %s", f.msg)
+			p("    on %s", strings.Join(f.subjects, ", "))
+		}
+	}
+
+	p("")
+	p("Hetzner API (emulator): %d requests, %d mutating", st.requests, st.mutating)
+	w = tw()
+	for _, route := range slices.Sorted(maps.Keys(st.mutatingRoutes)) {
+		fmt.Fprintf(w, "  %s\t%d\n", route, st.mutatingRoutes[route])
+	}
+	_ = w.Flush()
+
+	emuBase := strings.TrimSuffix(env.endpoint, "/v1")
+	p("")
+	p("Explore:")
+	p("  export KUBECONFIG=%s", env.kubeconfig)
+	p("  alias kubectl=%s", env.kubectl)
+	p("  kubectl get nodes -L node.kubernetes.io/instance-type,topology.kubernetes.io/zone,%spool", pluginLabelPrefix)
+	p("  kubectl get services -A")
+	p("  kubectl get events -A --field-selector reason=%s", executor.ReasonPolicyDenied)
+	p("  kubectl label namespace shop hcloud-ccm/public=true   # the policy now allows shop/web: watch it get an IP")
+	p("  kubectl -n kube-system edit configmap hcloud-ccm-policies   # the CCM reloads policies within a second")
+	p("  export HCLOUD_ENDPOINT=%s HCLOUD_TOKEN=%s", env.endpoint, env.token)
+	p("  curl -s -H \"Authorization: Bearer $HCLOUD_TOKEN\" $HCLOUD_ENDPOINT/load_balancers")
+	p("  curl -s -H \"Authorization: Bearer $HCLOUD_TOKEN\" %s/_emu/counts", emuBase)
+	p("  curl -s http://%s/metrics | grep ^hcloud_ccm", env.metricsAddr)
+	p("Logs: %s (removed on exit; kept if the demo failed, or with E2E_KEEP_LOGS=1)", env.logDir)
+	if !exitAfter {
+		p("")
+		p("Press Ctrl-C to stop everything and remove the temporary files.")
+	}
+}
