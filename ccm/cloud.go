@@ -180,7 +180,13 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 	exec := executor.New(c.client, c.decider, d.Recorder, clusterView(d, network), execOpts...)
 	c.lbs = loadbalancer.New(c.client, exec, c.cfg.LoadBalancer, network, d.Recorder, namer)
 
-	if network != nil && c.cfg.Network.RoutesEnabled && d.Informers != nil {
+	if network != nil && c.cfg.Network.RoutesEnabled && d.ClusterCIDR == "" {
+		// Upstream's route controller refuses to start without a cluster CIDR and takes the
+		// whole controller manager down with it; without one there is nothing to route.
+		klog.Warning("Routes disabled: HCLOUD_NETWORK is set but --cluster-cidr is empty (pass --cluster-cidr, " +
+			"usually with --allocate-node-cidrs, to route pod CIDRs through the network, or set HCLOUD_NETWORK_ROUTES_ENABLED=false to silence this)")
+	}
+	if network != nil && c.cfg.Network.RoutesEnabled && d.ClusterCIDR != "" && d.Informers != nil {
 		r, err := routes.New(routes.Options{
 			Client:      c.client,
 			Network:     network,
@@ -235,8 +241,8 @@ func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
 // Clusters is not implemented.
 func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
 
-// Routes returns the routes implementation when HCLOUD_NETWORK is set and
-// HCLOUD_NETWORK_ROUTES_ENABLED is not false.
+// Routes returns the routes implementation when HCLOUD_NETWORK is set,
+// HCLOUD_NETWORK_ROUTES_ENABLED is not false and --cluster-cidr is set.
 func (c *Cloud) Routes() (cloudprovider.Routes, bool) {
 	if c.routes == nil {
 		return nil, false

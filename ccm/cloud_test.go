@@ -47,12 +47,19 @@ func TestNew(t *testing.T) {
 		opts       func(*ccm.Options)
 		wantErr    []string
 		wantRoutes bool
+		// cidr is --cluster-cidr: "" means 10.244.0.0/16, "-" means empty.
+		cidr string
 	}{
 		{name: "a valid environment without a network builds a provider without routes"},
 		{
 			name:       "a network by name enables routes",
 			env:        func(e map[string]string) { e["HCLOUD_NETWORK"] = "k8s" },
 			wantRoutes: true,
+		},
+		{
+			name: "a network without a cluster CIDR disables routes instead of failing the start",
+			env:  func(e map[string]string) { e["HCLOUD_NETWORK"] = "k8s" },
+			cidr: "-",
 		},
 		{
 			name: "routes can be switched off",
@@ -128,6 +135,10 @@ func TestNew(t *testing.T) {
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
+			cidr := "10.244.0.0/16"
+			if tc.cidr == "-" {
+				cidr = ""
+			}
 			kube := fake.NewClientset()
 			cloud, err := ccm.New(ctx, ccm.Deps{
 				Options:     o,
@@ -136,7 +147,7 @@ func TestNew(t *testing.T) {
 				Informers:   informers.NewSharedInformerFactory(kube, 0),
 				Recorder:    record.NewFakeRecorder(100),
 				ClusterName: "test",
-				ClusterCIDR: "10.244.0.0/16",
+				ClusterCIDR: cidr,
 			})
 			if len(tc.wantErr) > 0 {
 				if err == nil {

@@ -46,6 +46,10 @@ type Input struct {
 	LoadBalancer *LoadBalancer `json:"load_balancer"`
 	// Current is the load balancer before the mutation; nil on create and for routes.
 	Current *LoadBalancer `json:"current"`
+	// Final is the load balancer after the whole plan this mutation belongs to: the same for
+	// every step of one reconcile, so rules about the end state (for example "port 80 only
+	// together with 443") do not fire on intermediate steps. Nil for deletes and routes.
+	Final *LoadBalancer `json:"final"`
 	// Route is the route being created or deleted; nil for load balancer mutations.
 	Route *Route `json:"route"`
 }

@@ -17,6 +17,7 @@ func inputValue(in Input) (ast.Value, error) {
 		ast.Item(ast.InternedTerm("service"), serviceTerm(in.Service)),
 		ast.Item(ast.InternedTerm("load_balancer"), loadBalancerTerm(in.LoadBalancer)),
 		ast.Item(ast.InternedTerm("current"), loadBalancerTerm(in.Current)),
+		ast.Item(ast.InternedTerm("final"), loadBalancerTerm(in.Final)),
 		ast.Item(ast.InternedTerm("route"), routeTerm(in.Route)),
 	), nil
 }

@@ -203,6 +203,7 @@ func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Pl
 			Service:      service,
 			LoadBalancer: st.LoadBalancer,
 			Current:      st.Current,
+			Final:        st.Final,
 		}
 		d := x.decider.Decide(ctx, in)
 		label := st.Mutation.Label()

@@ -48,6 +48,8 @@ type Step struct {
 	Mutation     Mutation
 	Current      *policy.LoadBalancer
 	LoadBalancer *policy.LoadBalancer
+	// Final is the state after the last step of the plan; nil when the plan deletes.
+	Final *policy.LoadBalancer
 }
 
 // Steps applies the mutations one after the other to the policy view of the actual load
@@ -69,6 +71,11 @@ func (p Plan) Steps() []Step {
 		m.Apply(next)
 		steps = append(steps, Step{Mutation: m, Current: clonePolicy(cur), LoadBalancer: next})
 		cur = next
+	}
+	if len(steps) > 0 && steps[len(steps)-1].Mutation.Action() != policy.ActionLoadBalancerDelete {
+		for i := range steps {
+			steps[i].Final = clonePolicy(cur)
+		}
 	}
 	return steps
 }

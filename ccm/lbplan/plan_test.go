@@ -617,6 +617,11 @@ func TestPlan_StepsOnCreate(t *testing.T) {
 	if len(last.Services) != 1 || len(last.Targets) != 1 || last.Labels[lbplan.LabelServiceUID] != uid || last.Location != "fsn1" {
 		t.Errorf("final view = %+v", last)
 	}
+	for i, st := range steps {
+		if diff := cmp.Diff(last, st.Final); diff != "" {
+			t.Errorf("step %d (%s): Final is not the state after the last step (-want +got):\n%s", i, st.Mutation.Label(), diff)
+		}
+	}
 }
 
 func TestComputeDelete(t *testing.T) {
@@ -627,6 +632,9 @@ func TestComputeDelete(t *testing.T) {
 	st := p.Steps()[0]
 	if st.Mutation.Action() != policy.ActionLoadBalancerDelete || st.Current.Name != "web-lb" || st.LoadBalancer.Name != "web-lb" {
 		t.Errorf("delete step = %+v", st)
+	}
+	if st.Final != nil {
+		t.Errorf("delete step Final = %+v, want nil (nothing is left after a delete)", st.Final)
 	}
 	_, err = lbplan.ComputeDelete(lbplan.NewActual(newLB(func(lb *hcloud.LoadBalancer) { lb.Protection.Delete = true })))
 	if !errors.Is(err, lbplan.ErrProtected) {

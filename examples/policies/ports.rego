@@ -10,10 +10,20 @@ deny contains msg if {
 }
 
 # A warning does not block: plain HTTP without HTTPS is allowed but reported.
+# It looks at input.final, the state after the whole reconcile (a listener on
+# 443 may be added by a later step of the same plan), and fires only on the
+# step that adds port 80, so one reconcile warns once.
 warn contains msg if {
 	lb_changes
-	ports := {svc.listen_port | some svc in input.load_balancer.services}
-	80 in ports
-	not 443 in ports
+	final_ports := {svc.listen_port | some svc in object.get(input, ["final", "services"], [])}
+	80 in final_ports
+	not 443 in final_ports
+	adds_listener(80)
 	msg := "the load balancer listens on port 80 without 443: traffic is not encrypted"
+}
+
+# adds_listener(port) is true when this step adds a listener on port.
+adds_listener(port) if {
+	port in {svc.listen_port | some svc in input.load_balancer.services}
+	not port in {svc.listen_port | some svc in object.get(input, ["current", "services"], [])}
 }

@@ -10,7 +10,29 @@ test_other_listen_port_denied_with_string_message if {
 }
 
 test_http_without_https_warns if {
-	inp := json.patch(data.inputs.lb_create_default, [{"op": "remove", "path": "/load_balancer/services/1"}])
+	inp := json.patch(data.inputs.lb_create_default, [
+		{"op": "remove", "path": "/load_balancer/services/1"},
+		{"op": "remove", "path": "/final/services/1"},
+	])
 	count(denials(inp)) == 0
 	warnings(inp) == {"the load balancer listens on port 80 without 443: traffic is not encrypted"}
+}
+
+# A step that adds port 80 while a later step of the same plan adds 443: the
+# final state is encrypted, so no warning.
+test_http_with_https_later_in_the_plan_does_not_warn if {
+	inp := json.patch(data.inputs.lb_create_default, [{"op": "remove", "path": "/load_balancer/services/1"}])
+	warnings(inp) == set()
+}
+
+# The warning fires only on the step that adds port 80, not on later steps.
+test_http_warning_only_on_the_step_adding_port_80 if {
+	inp := json.patch(data.inputs.lb_create_default, [
+		{"op": "remove", "path": "/load_balancer/services/1"},
+		{"op": "remove", "path": "/final/services/1"},
+		{"op": "replace", "path": "/action", "value": "loadbalancer.update"},
+		{"op": "replace", "path": "/operation", "value": "add_target"},
+		{"op": "replace", "path": "/current", "value": data.inputs.lb_create_default.load_balancer},
+	])
+	warnings(inp) == set()
 }
