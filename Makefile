@@ -68,6 +68,11 @@ e2e-versions: build plugins
 
 test: fmt-check vet build plugins-fixtures-check unit race policy-test e2e
 
+# The demo: local kube-apiserver + etcd + Hetzner API emulator + this CCM with the example
+# policies and plugins (cmd/ccm-demo). Ctrl-C stops everything.
+demo: kube-bins build plugins
+	$(BIN)/ccm-demo --kube-bin-dir=$(KUBE_BIN_DIR) --bin-dir=$(BIN)
+
 bench:
 	go test -run '^$$' -bench . -benchmem ./...
 
