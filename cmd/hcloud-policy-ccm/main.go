@@ -20,6 +20,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/cloud-provider/app"
 	cloudconfig "k8s.io/cloud-provider/app/config"
@@ -61,6 +63,16 @@ func newCommand() *cobra.Command {
 	return cmd
 }
 
+// newRecorder returns the recorder of the CCM's own events. It has its own broadcaster, started
+// here, because the provider records events while it starts (the first policy revision's
+// PolicyLoaded, plugin warnings), before the controller manager starts its broadcaster.
+func newRecorder(c *cloudconfig.CompletedConfig) record.EventRecorder {
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartStructuredLogging(0)
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.Client.CoreV1().Events("")})
+	return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: ccm.EventComponent})
+}
+
 // NodeLabelsController is the name of our controller that keeps plugin labels on nodes
 // current; it runs under leader election like the upstream controllers and can be switched off
 // with --controllers=*,-node-labels.
@@ -99,7 +111,7 @@ func mustNewCloud(c *cloudconfig.CompletedConfig, o *ccm.Options) *ccm.Cloud {
 		Env:         os.LookupEnv,
 		Kube:        c.Client,
 		Informers:   c.SharedInformers,
-		Recorder:    c.EventBroadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: ccm.EventComponent}),
+		Recorder:    newRecorder(c),
 		ClusterName: shared.ClusterName,
 		ClusterCIDR: shared.ClusterCIDR,
 	})
