@@ -22,6 +22,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
@@ -119,18 +120,6 @@ func (ev *env) lb(t *testing.T) *hcloud.LoadBalancer {
 		t.Fatalf("load balancers: %d, %v", len(lbs), err)
 	}
 	return lbs[0]
-}
-
-func (ev *env) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-ev.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
 }
 
 func count(events []string, prefix string) int {
@@ -506,3 +495,6 @@ func TestRun_ReloadsOnlyWhenTheAddressesChange(t *testing.T) {
 		})
 	}
 }
+
+// events drains the recorded events.
+func (ev *env) events() []string { return testutil.Events(ev.recorder) }

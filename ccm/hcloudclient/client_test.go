@@ -11,10 +11,10 @@ import (
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
 )
 
 func validHCloud() config.HCloud {
@@ -66,7 +66,7 @@ func TestNew_requests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := counterValue(t, "hcloud_ccm_api_requests_total", map[string]string{"method": "GET", "endpoint": "/v1/servers/{id}", "code": "200"})
+	before := testutil.Metric(t, "hcloud_ccm_api_requests_total", map[string]string{"method": "GET", "endpoint": "/v1/servers/{id}", "code": "200"})
 	server, _, err := client.Server.GetByID(t.Context(), 42)
 	if err != nil || server == nil || server.Name != "node-1" {
 		t.Fatalf("GetByID() = %v, %v", server, err)
@@ -79,11 +79,11 @@ func TestNew_requests(t *testing.T) {
 	if gotAuth != "Bearer secret" {
 		t.Errorf("Authorization = %q", gotAuth)
 	}
-	after := counterValue(t, "hcloud_ccm_api_requests_total", map[string]string{"method": "GET", "endpoint": "/v1/servers/{id}", "code": "200"})
+	after := testutil.Metric(t, "hcloud_ccm_api_requests_total", map[string]string{"method": "GET", "endpoint": "/v1/servers/{id}", "code": "200"})
 	if after-before != 1 {
 		t.Errorf("hcloud_ccm_api_requests_total grew by %v, want 1", after-before)
 	}
-	if got := counterValue(t, "hcloud_ccm_api_ratelimit_remaining", nil); got != 3123 {
+	if got := testutil.Metric(t, "hcloud_ccm_api_ratelimit_remaining", nil); got != 3123 {
 		t.Errorf("hcloud_ccm_api_ratelimit_remaining = %v, want 3123", got)
 	}
 	// hcloud-go's own instrumentation went to reg.
@@ -132,35 +132,4 @@ func TestNew_pollBackoff(t *testing.T) {
 	if n := polls.Load(); n > 7 {
 		t.Errorf("polls = %d for a 300ms action, want at most 7 (exponential from 10ms)", n)
 	}
-}
-
-// counterValue returns the value of the series of name with exactly labels from the legacy
-// registry, 0 if there is none.
-func counterValue(t *testing.T, name string, labels map[string]string) float64 {
-	t.Helper()
-	mfs, err := legacyregistry.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range mf.GetMetric() {
-			if len(m.GetLabel()) != len(labels) {
-				continue
-			}
-			for _, lp := range m.GetLabel() {
-				if labels[lp.GetName()] != lp.GetValue() {
-					continue metrics
-				}
-			}
-			if m.GetCounter() != nil {
-				return m.GetCounter().GetValue()
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	return 0
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
 )
 
 func emulatorConfig(endpoint, token string) config.HCloud {
@@ -41,7 +42,7 @@ func TestTransport_emulator(t *testing.T) {
 			t.Fatalf("request %s %s was answered 429", r.Method, r.Path)
 		}
 	}
-	remaining := counterValue(t, "hcloud_ccm_api_ratelimit_remaining", nil)
+	remaining := testutil.Metric(t, "hcloud_ccm_api_ratelimit_remaining", nil)
 	if remaining < 35980 || remaining > 36000 {
 		t.Errorf("hcloud_ccm_api_ratelimit_remaining = %v, want about 35984", remaining)
 	}

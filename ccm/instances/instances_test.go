@@ -17,12 +17,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
-	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/instances"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 )
 
@@ -400,28 +400,6 @@ func TestZoneFromLocation(t *testing.T) {
 	}
 }
 
-// failures returns hcloud_ccm_plugin_failures_total{hook="node_labels"}.
-func failures(t *testing.T) float64 {
-	t.Helper()
-	mfs, err := legacyregistry.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "hcloud_ccm_plugin_failures_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "hook" && l.GetValue() == plugins.HookNodeLabels {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
-}
-
 func TestNodeInput(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -520,4 +498,9 @@ func TestValidatePluginLabels(t *testing.T) {
 			}
 		})
 	}
+}
+
+// failures returns hcloud_ccm_plugin_failures_total{hook="node_labels"}.
+func failures(t *testing.T) float64 {
+	return testutil.Metric(t, "hcloud_ccm_plugin_failures_total", map[string]string{"hook": plugins.HookNodeLabels})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
@@ -188,19 +189,6 @@ func (ev *env) onlyLB() *hcloud.LoadBalancer {
 	return lbs[0]
 }
 
-// events drains the recorded events.
-func (ev *env) events() []string {
-	var out []string
-	for {
-		select {
-		case e := <-ev.recorder.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
-
 func hasEvent(events []string, prefix string) bool {
 	for _, e := range events {
 		if strings.HasPrefix(e, prefix) {
@@ -226,3 +214,6 @@ type namerFunc func(context.Context, plugins.LoadBalancerNameInput) (string, err
 func (f namerFunc) LoadBalancerName(ctx context.Context, in plugins.LoadBalancerNameInput) (string, error) {
 	return f(ctx, in)
 }
+
+// events drains the recorded events.
+func (ev *env) events() []string { return testutil.Events(ev.recorder) }

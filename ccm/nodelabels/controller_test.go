@@ -20,10 +20,10 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	cloudproviderapi "k8s.io/cloud-provider/api"
-	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/nodelabels"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 )
 
@@ -191,40 +191,6 @@ func (e *env) node(t *testing.T, name string) *corev1.Node {
 		t.Fatal(err)
 	}
 	return n
-}
-
-func (e *env) events() []string {
-	var got []string
-	for {
-		select {
-		case ev := <-e.recorder.Events:
-			got = append(got, ev)
-		default:
-			return got
-		}
-	}
-}
-
-// syncs returns hcloud_ccm_node_label_sync_total{result}.
-func syncs(t *testing.T, result string) float64 {
-	t.Helper()
-	mfs, err := legacyregistry.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "hcloud_ccm_node_label_sync_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "result" && l.GetValue() == result {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
 }
 
 // TestController_sync syncs one node once. It is not parallel: it reads the global metric.
@@ -634,4 +600,12 @@ func TestNew(t *testing.T) {
 			}
 		})
 	}
+}
+
+// events drains the recorded events.
+func (e *env) events() []string { return testutil.Events(e.recorder) }
+
+// syncs returns hcloud_ccm_node_label_sync_total{result}.
+func syncs(t *testing.T, result string) float64 {
+	return testutil.Metric(t, "hcloud_ccm_node_label_sync_total", map[string]string{"result": result})
 }

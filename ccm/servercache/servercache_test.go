@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
-	"k8s.io/component-base/metrics/legacyregistry"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
 )
 
 // newEnv returns an emulator with n servers named node-1 … node-n and a cache over it.
@@ -276,20 +276,6 @@ func TestCache_metrics(t *testing.T) {
 
 // metric returns hcloud_ccm_server_cache_<name>_total with its one label set to value.
 func metric(t *testing.T, name, value string) float64 {
-	t.Helper()
-	mfs, err := legacyregistry.DefaultGatherer.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "hcloud_ccm_server_cache_"+name+"_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if m.GetLabel()[0].GetValue() == value {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	label := map[string]string{"requests": "result", "refreshes": "kind"}[name]
+	return testutil.Metric(t, "hcloud_ccm_server_cache_"+name+"_total", map[string]string{label: value})
 }
