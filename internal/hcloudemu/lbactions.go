@@ -268,16 +268,9 @@ func (e *Emulator) addService(lb *schema.LoadBalancer, req schema.LoadBalancerAc
 		svc.HTTP = &schema.LoadBalancerServiceHTTP{CookieName: "HCLBSTICKY", CookieLifetime: 300, TimeoutIdle: 60, Certificates: []int64{}}
 	}
 	if req.HTTP != nil {
-		if svc.HTTP == nil {
-			return errInvalid("http", "http settings are not allowed for tcp services")
+		if err := mergeHTTP(&svc, req.HTTP); err != nil {
+			return err
 		}
-		h := req.HTTP
-		setIf(&svc.HTTP.CookieName, h.CookieName)
-		setIf(&svc.HTTP.CookieLifetime, h.CookieLifetime)
-		setIf(&svc.HTTP.Certificates, h.Certificates)
-		setIf(&svc.HTTP.RedirectHTTP, h.RedirectHTTP)
-		setIf(&svc.HTTP.StickySessions, h.StickySessions)
-		setIf(&svc.HTTP.TimeoutIdle, h.TimeoutIdle)
 	}
 	hc := schema.LoadBalancerServiceHealthCheck{Protocol: "tcp", Port: svc.DestinationPort, Interval: 15, Timeout: 10, Retries: 3}
 	if req.HealthCheck != nil {
@@ -335,16 +328,10 @@ func (e *Emulator) updateService(lb *schema.LoadBalancer, req schema.LoadBalance
 		return err
 	}
 	if req.HTTP != nil {
-		if svc.HTTP == nil {
-			return errInvalid("http", "http settings are not allowed for tcp services")
+		// The update request's HTTP settings have the add request's fields exactly.
+		if err := mergeHTTP(&svc, (*schema.LoadBalancerActionAddServiceRequestHTTP)(req.HTTP)); err != nil {
+			return err
 		}
-		h := req.HTTP
-		setIf(&svc.HTTP.CookieName, h.CookieName)
-		setIf(&svc.HTTP.CookieLifetime, h.CookieLifetime)
-		setIf(&svc.HTTP.Certificates, h.Certificates)
-		setIf(&svc.HTTP.RedirectHTTP, h.RedirectHTTP)
-		setIf(&svc.HTTP.StickySessions, h.StickySessions)
-		setIf(&svc.HTTP.TimeoutIdle, h.TimeoutIdle)
 	}
 	if req.HealthCheck != nil {
 		h := req.HealthCheck
@@ -554,5 +541,19 @@ func (e *Emulator) checkPrivateOnly(lb *schema.LoadBalancer) *apiError {
 			return newError(http.StatusUnprocessableEntity, "targets_without_use_private_ip", "all targets must use private IPs to disable the public interface")
 		}
 	}
+	return nil
+}
+
+// mergeHTTP applies the HTTP settings of an add_service or update_service request to svc.
+func mergeHTTP(svc *schema.LoadBalancerService, h *schema.LoadBalancerActionAddServiceRequestHTTP) *apiError {
+	if svc.HTTP == nil {
+		return errInvalid("http", "http settings are not allowed for tcp services")
+	}
+	setIf(&svc.HTTP.CookieName, h.CookieName)
+	setIf(&svc.HTTP.CookieLifetime, h.CookieLifetime)
+	setIf(&svc.HTTP.Certificates, h.Certificates)
+	setIf(&svc.HTTP.RedirectHTTP, h.RedirectHTTP)
+	setIf(&svc.HTTP.StickySessions, h.StickySessions)
+	setIf(&svc.HTTP.TimeoutIdle, h.TimeoutIdle)
 	return nil
 }
