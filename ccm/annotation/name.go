@@ -160,10 +160,10 @@ func (n Name) CSV(svc *corev1.Service) ([]string, error) {
 	})
 }
 
-// Protocol accepts tcp, http or https.
+// Protocol accepts tcp, http or https in any case (HTTP is http), as the official CCM does.
 func (n Name) Protocol(svc *corev1.Service) (hcloud.LoadBalancerServiceProtocol, error) {
 	return parse(n, svc, "one of tcp, http, https", func(v string) (hcloud.LoadBalancerServiceProtocol, bool) {
-		p := hcloud.LoadBalancerServiceProtocol(strings.TrimSpace(v))
+		p := hcloud.LoadBalancerServiceProtocol(strings.ToLower(strings.TrimSpace(v)))
 		switch p {
 		case hcloud.LoadBalancerServiceProtocolTCP, hcloud.LoadBalancerServiceProtocolHTTP, hcloud.LoadBalancerServiceProtocolHTTPS:
 			return p, true
@@ -177,9 +177,10 @@ func (n Name) Algorithm(svc *corev1.Service) (hcloud.LoadBalancerAlgorithmType, 
 	return parse(n, svc, "one of round_robin, least_connections", ParseAlgorithm)
 }
 
-// ParseAlgorithm parses a load balancer algorithm; it is shared with the environment defaults.
+// ParseAlgorithm parses a load balancer algorithm in any case (Least_Connections is
+// least_connections, as with the official CCM); it is shared with the environment defaults.
 func ParseAlgorithm(v string) (hcloud.LoadBalancerAlgorithmType, bool) {
-	a := hcloud.LoadBalancerAlgorithmType(strings.TrimSpace(v))
+	a := hcloud.LoadBalancerAlgorithmType(strings.ToLower(strings.TrimSpace(v)))
 	switch a {
 	case hcloud.LoadBalancerAlgorithmTypeRoundRobin, hcloud.LoadBalancerAlgorithmTypeLeastConnections:
 		return a, true

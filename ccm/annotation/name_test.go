@@ -100,8 +100,8 @@ var values = map[string]struct {
 	"ipv4":     {good: map[string]string{"10.0.0.5": "10.0.0.5", " 10.0.0.6 ": "10.0.0.6"}, bad: []string{"", "10.0.0.256", "2001:db8::1", "10.0.0.0/24"}},
 	"cidr":     {good: map[string]string{"10.0.0.0/24": "10.0.0.0/24", "10.0.1.7/24": "10.0.1.0/24"}, bad: []string{"", "10.0.0.0", "10.0.0.0/33", "net"}},
 	"csv":      {good: map[string]string{"a": "[a]", "a, b,c": "[a b c]", "2??,3??": "[2?? 3??]"}, bad: []string{"", "a,,b", "a,"}},
-	"protocol": {good: map[string]string{"tcp": "tcp", "http": "http", "https": "https"}, bad: []string{"", "udp", "TCP", "h2"}},
-	"algo":     {good: map[string]string{"round_robin": "round_robin", "least_connections": "least_connections"}, bad: []string{"", "random", "round-robin"}},
+	"protocol": {good: map[string]string{"tcp": "tcp", "http": "http", "https": "https", "TCP": "tcp", "HTTPS": "https"}, bad: []string{"", "udp", "h2"}},
+	"algo":     {good: map[string]string{"round_robin": "round_robin", "least_connections": "least_connections", "Least_Connections": "least_connections"}, bad: []string{"", "random", "round-robin"}},
 	"certtype": {good: map[string]string{"uploaded": "uploaded", "managed": "managed"}, bad: []string{"", "letsencrypt"}},
 	"selector": {good: map[string]string{"": "", "role=edge": "role=edge", "zone in (a,b),!gpu": "!gpu,zone in (a,b)"}, bad: []string{"=x", "a b", "in (", "!"}},
 }

@@ -223,13 +223,16 @@ func (x *Executor) create(ctx context.Context, c lbplan.Create, inline []lbplan.
 // createOpts is the body of POST /load_balancers for c and the mutations riding along with it
 // (add_service, add_target; see lbplan.Plan.Requests).
 func createOpts(c lbplan.Create, inline []lbplan.Mutation, certificateID int64) (hcloud.LoadBalancerCreateOpts, error) {
-	public := c.PublicInterface
 	opts := hcloud.LoadBalancerCreateOpts{
 		Name:             c.Name,
 		LoadBalancerType: &hcloud.LoadBalancerType{Name: c.Type},
-		Algorithm:        &hcloud.LoadBalancerAlgorithm{Type: c.Algorithm},
 		Labels:           c.Labels,
-		PublicInterface:  &public,
+	}
+	if c.Algorithm != nil { // unset: the API default, as the official CCM sends it
+		opts.Algorithm = &hcloud.LoadBalancerAlgorithm{Type: *c.Algorithm}
+	}
+	if !c.PublicInterface {
+		opts.PublicInterface = new(false)
 	}
 	if c.Location != "" {
 		opts.Location = &hcloud.Location{Name: c.Location}
@@ -295,11 +298,12 @@ func (x *Executor) delete(ctx context.Context, svc *corev1.Service, lb *hcloud.L
 	return x.client.Action.WaitFor(ctx, res.Action)
 }
 
+// addServiceOpts is the add_service body of s: the fields updateServiceOpts sends, plus the
+// listen port.
 func addServiceOpts(s lbplan.Service) hcloud.LoadBalancerAddServiceOpts {
 	u := updateServiceOpts(s)
-	listen := s.ListenPort
 	o := hcloud.LoadBalancerAddServiceOpts{
-		Protocol: s.Protocol, ListenPort: &listen, DestinationPort: u.DestinationPort, Proxyprotocol: u.Proxyprotocol,
+		Protocol: s.Protocol, ListenPort: new(s.ListenPort), DestinationPort: u.DestinationPort, Proxyprotocol: u.Proxyprotocol,
 	}
 	if h := u.HTTP; h != nil {
 		o.HTTP = &hcloud.LoadBalancerAddServiceOptsHTTP{
@@ -319,50 +323,28 @@ func addServiceOpts(s lbplan.Service) hcloud.LoadBalancerAddServiceOpts {
 	return o
 }
 
-// updateServiceOpts sends every managed field; optional fields only when set.
+// updateServiceOpts sends what the official CCM sends: protocol, destination port and the
+// health check's protocol and port always; every optional field only when it is set (the API
+// keeps the others); an http object when any http setting is set, and an http health check
+// object (maybe empty) for an http or https check.
 func updateServiceOpts(s lbplan.Service) hcloud.LoadBalancerUpdateServiceOpts {
-	dest, proxy := s.DestinationPort, s.Proxyprotocol
-	o := hcloud.LoadBalancerUpdateServiceOpts{Protocol: s.Protocol, DestinationPort: &dest, Proxyprotocol: &proxy}
-	if s.Protocol != hcloud.LoadBalancerServiceProtocolTCP {
-		h := s.HTTP
-		o.HTTP = &hcloud.LoadBalancerUpdateServiceOptsHTTP{StickySessions: &h.StickySessions}
-		if h.CookieName != "" {
-			o.HTTP.CookieName = &h.CookieName
+	o := hcloud.LoadBalancerUpdateServiceOpts{Protocol: s.Protocol, DestinationPort: new(s.DestinationPort), Proxyprotocol: s.Proxyprotocol}
+	if h := s.HTTP; h.IsSet() {
+		o.HTTP = &hcloud.LoadBalancerUpdateServiceOptsHTTP{
+			CookieName: h.CookieName, CookieLifetime: h.CookieLifetime, TimeoutIdle: h.TimeoutIdle,
+			RedirectHTTP: h.RedirectHTTP, StickySessions: h.StickySessions,
 		}
-		if h.CookieLifetime != 0 {
-			o.HTTP.CookieLifetime = &h.CookieLifetime
-		}
-		if h.TimeoutIdle != 0 {
-			o.HTTP.TimeoutIdle = &h.TimeoutIdle
-		}
-		if s.Protocol == hcloud.LoadBalancerServiceProtocolHTTPS {
-			o.HTTP.RedirectHTTP = &h.RedirectHTTP
-			for _, id := range h.Certificates {
-				o.HTTP.Certificates = append(o.HTTP.Certificates, &hcloud.Certificate{ID: id})
-			}
+		for _, id := range h.Certificates {
+			o.HTTP.Certificates = append(o.HTTP.Certificates, &hcloud.Certificate{ID: id})
 		}
 	}
 	hc := s.HealthCheck
-	o.HealthCheck = &hcloud.LoadBalancerUpdateServiceOptsHealthCheck{Protocol: hc.Protocol, Port: &hc.Port}
-	if hc.Interval != 0 {
-		o.HealthCheck.Interval = &hc.Interval
+	o.HealthCheck = &hcloud.LoadBalancerUpdateServiceOptsHealthCheck{
+		Protocol: hc.Protocol, Port: new(hc.Port), Interval: hc.Interval, Timeout: hc.Timeout, Retries: hc.Retries,
 	}
-	if hc.Timeout != 0 {
-		o.HealthCheck.Timeout = &hc.Timeout
-	}
-	if hc.Retries != 0 {
-		o.HealthCheck.Retries = &hc.Retries
-	}
-	if hc.Protocol != hcloud.LoadBalancerServiceProtocolTCP {
-		o.HealthCheck.HTTP = &hcloud.LoadBalancerUpdateServiceOptsHealthCheckHTTP{StatusCodes: hc.StatusCodes}
-		if hc.Domain != "" {
-			o.HealthCheck.HTTP.Domain = &hc.Domain
-		}
-		if hc.Path != "" {
-			o.HealthCheck.HTTP.Path = &hc.Path
-		}
-		if hc.Protocol == hcloud.LoadBalancerServiceProtocolHTTPS {
-			o.HealthCheck.HTTP.TLS = &hc.TLS
+	if hc.Protocol == hcloud.LoadBalancerServiceProtocolHTTP || hc.Protocol == hcloud.LoadBalancerServiceProtocolHTTPS {
+		o.HealthCheck.HTTP = &hcloud.LoadBalancerUpdateServiceOptsHealthCheckHTTP{
+			Domain: hc.Domain, Path: hc.Path, StatusCodes: hc.StatusCodes, TLS: hc.TLS,
 		}
 	}
 	return o

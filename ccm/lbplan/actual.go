@@ -97,36 +97,39 @@ func NewActual(lb *hcloud.LoadBalancer) *Actual {
 	return a
 }
 
+// actualService converts a listener as the API reports it; every field is set.
 func actualService(s hcloud.LoadBalancerService) Service {
+	h, hc := s.HTTP, s.HealthCheck
 	out := Service{
 		Protocol:        s.Protocol,
 		ListenPort:      s.ListenPort,
 		DestinationPort: s.DestinationPort,
-		Proxyprotocol:   s.Proxyprotocol,
+		Proxyprotocol:   &s.Proxyprotocol,
 		HTTP: HTTP{
-			CookieName:     s.HTTP.CookieName,
-			CookieLifetime: s.HTTP.CookieLifetime,
-			TimeoutIdle:    s.HTTP.TimeoutIdle,
-			RedirectHTTP:   s.HTTP.RedirectHTTP,
-			StickySessions: s.HTTP.StickySessions,
+			CookieName:     &h.CookieName,
+			CookieLifetime: &h.CookieLifetime,
+			TimeoutIdle:    &h.TimeoutIdle,
+			RedirectHTTP:   &h.RedirectHTTP,
+			StickySessions: &h.StickySessions,
+			Certificates:   []int64{},
 		},
 		HealthCheck: HealthCheck{
-			Protocol: s.HealthCheck.Protocol,
-			Port:     s.HealthCheck.Port,
-			Interval: s.HealthCheck.Interval,
-			Timeout:  s.HealthCheck.Timeout,
-			Retries:  s.HealthCheck.Retries,
+			Protocol: hc.Protocol,
+			Port:     hc.Port,
+			Interval: &hc.Interval,
+			Timeout:  &hc.Timeout,
+			Retries:  &hc.Retries,
 		},
 	}
-	for _, c := range s.HTTP.Certificates {
+	for _, c := range h.Certificates {
 		if c != nil {
 			out.HTTP.Certificates = append(out.HTTP.Certificates, c.ID)
 		}
 	}
 	slices.Sort(out.HTTP.Certificates)
-	if h := s.HealthCheck.HTTP; h != nil {
-		out.HealthCheck.Domain, out.HealthCheck.Path, out.HealthCheck.TLS = h.Domain, h.Path, h.TLS
-		out.HealthCheck.StatusCodes = slices.Clone(h.StatusCodes)
+	if x := hc.HTTP; x != nil {
+		out.HealthCheck.Domain, out.HealthCheck.Path, out.HealthCheck.TLS = &x.Domain, &x.Path, &x.TLS
+		out.HealthCheck.StatusCodes = slices.Clone(x.StatusCodes)
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
@@ -68,28 +69,31 @@ type Input struct {
 	ManagedCertificateID int64
 }
 
-// Desired is the load balancer a Service asks for.
+// Desired is the load balancer a Service asks for. A setting that neither an annotation nor the
+// environment sets is nil (or false for TypeSet): the planner leaves it alone on an existing load
+// balancer, as the official CCM does; removing an annotation restores nothing.
 type Desired struct {
 	Name   string
 	Rename bool
 	// Labels are set on the load balancer; other labels on it are kept.
 	Labels map[string]string
-	Type   string
-	// TypeFromAnnotation is true when the type annotation is set: only then is an existing load
-	// balancer's type changed (removing the annotation does not downgrade, official).
-	TypeFromAnnotation bool
-	// TypeUnconfigured is true when DefaultType was used.
+	// Type is the type to create with.
+	Type string
+	// TypeSet is true when the type annotation or HCLOUD_LOAD_BALANCERS_TYPE is set: only then
+	// is an existing load balancer's type changed.
+	TypeSet bool
+	// TypeUnconfigured is true when DefaultType was used (event LoadBalancerTypeUnconfigured).
 	TypeUnconfigured bool
-	// MaxTargets is the max_targets of Type, set by the caller from the type list; 0 = no limit.
+	// MaxTargets is the max_targets of the type, set by the caller from the type list; 0 = no limit.
 	MaxTargets int
-	Location   string
-	// LocationFromAnnotation is true when the location annotation is set: a different location
-	// on an existing load balancer is then an error.
-	LocationFromAnnotation bool
-	NetworkZone            string
-	NetworkZoneFromAnnot   bool
-	Algorithm              hcloud.LoadBalancerAlgorithmType
-	PublicInterface        bool
+	// Location and NetworkZone place a new load balancer (exactly one is set); they are
+	// create-only: a change on an existing load balancer is ignored, as with the official CCM.
+	Location    string
+	NetworkZone string
+	// Algorithm is nil when not set: the API default on create, left alone after.
+	Algorithm *hcloud.LoadBalancerAlgorithmType
+	// PublicInterface is nil when disable-public-network and its default are not set.
+	PublicInterface *bool
 	// Network is the attachment wanted; nil for none.
 	Network *Network
 	// IPv4RDNS and IPv6RDNS are the wanted PTR records; nil leaves them alone.
@@ -103,6 +107,10 @@ type Desired struct {
 	Status           StatusOptions
 }
 
+// PublicInterfaceOnCreate is the public interface a new load balancer gets: enabled unless
+// disabled explicitly.
+func (d Desired) PublicInterfaceOnCreate() bool { return d.PublicInterface == nil || *d.PublicInterface }
+
 // Network is a wanted network attachment.
 type Network struct {
 	ID      int64
@@ -113,39 +121,48 @@ type Network struct {
 	Subnet *net.IPNet
 }
 
-// Service is one listener. Zero values of the fields documented "optional" mean "not managed":
-// they are not compared and the API default applies.
+// Service is one listener. Protocol, ports and the health check's protocol and port are always
+// managed. Every pointer (and nil slice) is optional: nil means "not set by annotation or
+// environment", it is neither compared nor sent, and the load balancer keeps what it has, as
+// with the official CCM.
 type Service struct {
 	Protocol        hcloud.LoadBalancerServiceProtocol
 	ListenPort      int
 	DestinationPort int
-	Proxyprotocol   bool
-	HTTP            HTTP // compared for http and https only
+	Proxyprotocol   *bool
+	HTTP            HTTP // managed for http and https only
 	HealthCheck     HealthCheck
 }
 
-// HTTP are the HTTP settings of a listener.
+// HTTP are the HTTP settings of a listener; every field is optional.
 type HTTP struct {
-	CookieName     string        // optional
-	CookieLifetime time.Duration // optional
-	TimeoutIdle    time.Duration // optional
-	Certificates   []int64       // sorted; compared for https
-	RedirectHTTP   bool
-	StickySessions bool
+	CookieName     *string
+	CookieLifetime *time.Duration
+	TimeoutIdle    *time.Duration
+	Certificates   []int64 // sorted; nil = not set
+	RedirectHTTP   *bool
+	StickySessions *bool
 }
 
-// HealthCheck is the health check of a listener.
+// IsSet reports whether any HTTP setting is set (the official CCM then sends an http object).
+func (h HTTP) IsSet() bool {
+	return h.CookieName != nil || h.CookieLifetime != nil || h.TimeoutIdle != nil || h.Certificates != nil ||
+		h.RedirectHTTP != nil || h.StickySessions != nil
+}
+
+// HealthCheck is the health check of a listener. Protocol and Port are always managed; the
+// rest is optional. The HTTP fields are managed only for http and https health checks.
 type HealthCheck struct {
 	Protocol hcloud.LoadBalancerServiceProtocol
 	Port     int
-	Interval time.Duration // optional
-	Timeout  time.Duration // optional
-	Retries  int           // optional
-	// HTTP settings, compared for http and https health checks.
-	Domain      string   // optional
-	Path        string   // optional
-	StatusCodes []string // optional
-	TLS         bool
+	Interval *time.Duration
+	Timeout  *time.Duration
+	Retries  *int
+	Domain   *string
+	Path     *string
+	// StatusCodes nil = not set.
+	StatusCodes []string
+	TLS         *bool
 }
 
 // Target is a server target.
@@ -202,52 +219,59 @@ func pick[T any](v T, err error, def T) (T, error) {
 
 func isSet(err error) bool { return !errors.Is(err, annotation.ErrNotSet) }
 
+// desiredType: the type annotation (empty counts as unset), else HCLOUD_LOAD_BALANCERS_TYPE,
+// else DefaultType with TypeUnconfigured. Names are case-sensitive (checked against the type list
+// by the caller).
 func desiredType(d *Desired, in Input) error {
-	t, err := annotation.LBType.NonEmptyString(in.Service)
-	if err == nil {
-		d.Type, d.TypeFromAnnotation = t, true
+	if t, ok := annotation.LBType.Value(in.Service); ok && strings.TrimSpace(t) != "" {
+		d.Type, d.TypeSet = strings.TrimSpace(t), true
 		return nil
 	}
-	if isSet(err) {
-		return err
+	if in.Defaults.Type != "" {
+		d.Type, d.TypeSet = in.Defaults.Type, true
+		return nil
 	}
-	d.Type = in.Defaults.Type
-	if d.Type == "" {
-		d.Type, d.TypeUnconfigured = DefaultType, true
-	}
+	d.Type, d.TypeUnconfigured = DefaultType, true
 	return nil
 }
 
+// desiredPlacement follows the official CCM: the location annotation (empty unsets the
+// environment's location) beats HCLOUD_LOAD_BALANCERS_LOCATION; the network-zone annotation
+// beats HCLOUD_LOAD_BALANCERS_NETWORK_ZONE; a location beats any network zone. Whether one is
+// needed is decided by Compute (only to create).
 func desiredPlacement(d *Desired, in Input) error {
-	loc, err := annotation.LBLocation.String(in.Service)
-	d.LocationFromAnnotation = err == nil && loc != ""
-	if d.Location, err = pick(loc, err, in.Defaults.Location); err != nil {
-		return err
+	d.Location = in.Defaults.Location
+	if v, ok := annotation.LBLocation.Value(in.Service); ok {
+		d.Location = strings.TrimSpace(v)
 	}
-	zone, err := annotation.LBNetworkZone.String(in.Service)
-	d.NetworkZoneFromAnnot = err == nil && zone != ""
-	if d.NetworkZone, err = pick(zone, err, in.Defaults.NetworkZone); err != nil {
-		return err
+	d.NetworkZone = in.Defaults.NetworkZone
+	if v, ok := annotation.LBNetworkZone.Value(in.Service); ok {
+		d.NetworkZone = strings.TrimSpace(v)
 	}
 	if d.Location != "" {
-		d.NetworkZone, d.NetworkZoneFromAnnot = "", false // location wins (official)
+		d.NetworkZone = ""
 	}
 	return nil
 }
 
+// desiredAlgorithm: the annotation (any case), else HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE, else
+// not set.
 func desiredAlgorithm(d *Desired, in Input) error {
-	def := hcloud.LoadBalancerAlgorithmTypeRoundRobin
-	if in.Defaults.AlgorithmType != "" {
+	a, err := annotation.LBAlgorithmType.Algorithm(in.Service)
+	switch {
+	case err == nil:
+		d.Algorithm = &a
+	case isSet(err):
+		return err
+	case in.Defaults.AlgorithmType != "":
 		a, ok := annotation.ParseAlgorithm(in.Defaults.AlgorithmType)
 		if !ok {
 			return fmt.Errorf("invalid value for %q: %q (expect one of round_robin, least_connections)",
 				"HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE", in.Defaults.AlgorithmType)
 		}
-		def = a
+		d.Algorithm = &a
 	}
-	a, err := annotation.LBAlgorithmType.Algorithm(in.Service)
-	d.Algorithm, err = pick(a, err, def)
-	return err
+	return nil
 }
 
 func boolOr(n annotation.Name, svc *corev1.Service, def bool) (bool, error) {
@@ -257,20 +281,37 @@ func boolOr(n annotation.Name, svc *corev1.Service, def bool) (bool, error) {
 
 func derefOr(p *bool) bool { return p != nil && *p }
 
+// optionalBool is the annotation, else def (nil: not set).
+func optionalBool(n annotation.Name, svc *corev1.Service, def *bool) (*bool, error) {
+	v, err := n.Bool(svc)
+	switch {
+	case err == nil:
+		return &v, nil
+	case isSet(err):
+		return nil, err
+	}
+	if def == nil {
+		return nil, nil
+	}
+	v = *def
+	return &v, nil
+}
+
+// desiredNetwork: the public interface from disable-public-network (or its default) when set;
+// the cluster network's attachment with the private-ipv4 and private-subnet-ip-range wishes.
+// Without a network the private settings are ignored, as the official CCM ignores them.
 func desiredNetwork(d *Desired, in Input) error {
-	disablePublic, err := boolOr(annotation.LBDisablePublicNetwork, in.Service, derefOr(in.Defaults.DisablePublicNetwork))
+	disable, err := optionalBool(annotation.LBDisablePublicNetwork, in.Service, in.Defaults.DisablePublicNetwork)
 	if err != nil {
 		return err
 	}
-	d.PublicInterface = !disablePublic
+	if disable != nil {
+		public := !*disable
+		d.PublicInterface = &public
+	}
 	if in.Network == nil {
-		if disablePublic {
+		if disable != nil && *disable {
 			return fmt.Errorf("%q needs a network: set HCLOUD_NETWORK or remove the annotation", annotation.LBDisablePublicNetwork)
-		}
-		for _, n := range []annotation.Name{annotation.LBPrivateIPv4, annotation.LBPrivateSubnetIPRange} {
-			if _, ok := n.Value(in.Service); ok {
-				return fmt.Errorf("%q needs a network: set HCLOUD_NETWORK or remove the annotation", n)
-			}
 		}
 		return nil
 	}
@@ -296,12 +337,9 @@ func desiredRDNS(d *Desired, in Input) error {
 		name annotation.Name
 		dst  **string
 	}{{annotation.LBPublicIPv4RDNS, &d.IPv4RDNS}, {annotation.LBPublicIPv6RDNS, &d.IPv6RDNS}} {
-		v, err := x.name.NonEmptyString(in.Service)
-		switch {
-		case err == nil:
+		if v, ok := x.name.Value(in.Service); ok {
+			v = strings.TrimSpace(v)
 			*x.dst = &v
-		case isSet(err):
-			return err
 		}
 	}
 	return nil
@@ -339,7 +377,7 @@ func desiredTargets(d *Desired, in Input) error {
 	if usePrivate && in.Network == nil {
 		return fmt.Errorf("%q needs a network: set HCLOUD_NETWORK or remove the annotation", annotation.LBUsePrivateIP)
 	}
-	if !d.PublicInterface && !usePrivate {
+	if d.PublicInterface != nil && !*d.PublicInterface && !usePrivate {
 		return fmt.Errorf("%q needs targets on private IPs: set %q to true", annotation.LBDisablePublicNetwork, annotation.LBUsePrivateIP)
 	}
 	sel, err := annotation.LBNodeSelector.Selector(in.Service)

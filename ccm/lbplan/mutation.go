@@ -57,7 +57,8 @@ type Create struct {
 	Type            string
 	Location        string
 	NetworkZone     string
-	Algorithm       hcloud.LoadBalancerAlgorithmType
+	// Algorithm is nil when not set: the API default (round_robin) applies.
+	Algorithm       *hcloud.LoadBalancerAlgorithmType
 	Labels          map[string]string
 	PublicInterface bool
 	IPv6            bool
@@ -70,8 +71,11 @@ func (m Create) Label() string   { return fmt.Sprintf("create(%s)", m.Name) }
 func (m Create) Apply(lb *policy.LoadBalancer) {
 	*lb = policy.LoadBalancer{
 		Name: m.Name, Type: m.Type, Location: m.Location, NetworkZone: m.NetworkZone,
-		Algorithm: string(m.Algorithm), PublicInterface: m.PublicInterface, IPv6: m.IPv6,
+		Algorithm: string(hcloud.LoadBalancerAlgorithmTypeRoundRobin), PublicInterface: m.PublicInterface, IPv6: m.IPv6,
 		Labels: maps.Clone(m.Labels), Services: []policy.LBService{}, Targets: []policy.LBTarget{},
+	}
+	if m.Algorithm != nil {
+		lb.Algorithm = string(*m.Algorithm)
 	}
 	if m.Network != nil {
 		lb.Network = policyNetwork(m.Network)
@@ -191,7 +195,15 @@ type UpdateService struct {
 func (UpdateService) Operation() string { return OpUpdateService }
 func (m UpdateService) Label() string   { return fmt.Sprintf("update_service(%d)", m.Service.ListenPort) }
 func (m UpdateService) Apply(lb *policy.LoadBalancer) {
-	lb.Services = setService(lb.Services, policyService(m.Service))
+	next := policyService(m.Service)
+	if m.Service.Proxyprotocol == nil { // not sent: the listener keeps its value
+		for _, s := range lb.Services {
+			if s.ListenPort == next.ListenPort {
+				next.Proxyprotocol = s.Proxyprotocol
+			}
+		}
+	}
+	lb.Services = setService(lb.Services, next)
 }
 
 // DeleteService removes a listener.
@@ -265,7 +277,7 @@ func policyNetwork(n *Network) *policy.LBNetwork {
 }
 
 func policyService(s Service) policy.LBService {
-	return policy.LBService{Protocol: string(s.Protocol), ListenPort: s.ListenPort, DestinationPort: s.DestinationPort, Proxyprotocol: s.Proxyprotocol}
+	return policy.LBService{Protocol: string(s.Protocol), ListenPort: s.ListenPort, DestinationPort: s.DestinationPort, Proxyprotocol: s.Proxyprotocol != nil && *s.Proxyprotocol}
 }
 
 func policyTarget(t Target) policy.LBTarget {

@@ -144,18 +144,16 @@ func Compute(d Desired, actual *Actual) (Plan, error) {
 	if actual == nil {
 		return planCreate(d, p)
 	}
-	if err := checkCreateOnly(d, actual); err != nil {
-		return Plan{}, err
-	}
 	add := func(ms ...Mutation) { p.Mutations = append(p.Mutations, ms...) }
 	add(planUpdate(d, actual)...)
-	if d.TypeFromAnnotation && d.Type != actual.Type {
+	if d.TypeSet && d.Type != actual.Type {
 		add(ChangeType{Type: d.Type})
 	}
-	if d.Algorithm != actual.Algorithm {
-		add(ChangeAlgorithm{Algorithm: d.Algorithm})
+	if d.Algorithm != nil && *d.Algorithm != actual.Algorithm {
+		add(ChangeAlgorithm{Algorithm: *d.Algorithm})
 	}
-	if d.PublicInterface && !actual.PublicInterface {
+	public := d.PublicInterface
+	if public != nil && *public && !actual.PublicInterface {
 		add(EnablePublicInterface{})
 	}
 	add(planNetwork(d, actual)...)
@@ -166,7 +164,7 @@ func Compute(d Desired, actual *Actual) (Plan, error) {
 	add(planServices(d, actual)...)
 	add(adds...)
 	p.SkippedTargets = skipped
-	if !d.PublicInterface && actual.PublicInterface {
+	if public != nil && !*public && actual.PublicInterface {
 		add(DisablePublicInterface{})
 	}
 	return p, nil
@@ -197,13 +195,14 @@ func planCreate(d Desired, p Plan) (Plan, error) {
 	if d.Network != nil && !attachLater {
 		n := *d.Network
 		c.Network = &n
-		c.PublicInterface = d.PublicInterface
+		c.PublicInterface = d.PublicInterfaceOnCreate()
 	}
 	p.Mutations = append(p.Mutations, c)
 	if attachLater {
 		p.Mutations = append(p.Mutations, AttachNetwork{Network: *d.Network})
 	}
-	p.Mutations = append(p.Mutations, planDNSPtr(d, &Actual{})...)
+	// A new load balancer has the API's default PTR records: a set annotation always changes them.
+	p.Mutations = append(p.Mutations, planDNSPtr(d, &Actual{IPv4RDNS: "\x00", IPv6RDNS: "\x00"})...)
 	p.Mutations = append(p.Mutations, planCertificate(d)...)
 	for _, s := range d.Services {
 		p.Mutations = append(p.Mutations, AddService{Service: s})
@@ -211,25 +210,10 @@ func planCreate(d Desired, p Plan) (Plan, error) {
 	_, adds, skipped := planTargets(d, &Actual{})
 	p.Mutations = append(p.Mutations, adds...)
 	p.SkippedTargets = skipped
-	if c.PublicInterface && !d.PublicInterface {
+	if c.PublicInterface && !d.PublicInterfaceOnCreate() {
 		p.Mutations = append(p.Mutations, DisablePublicInterface{})
 	}
 	return p, nil
-}
-
-// checkCreateOnly rejects a location or network zone annotation that differs from the
-// existing load balancer: moving needs a delete and a create (new IPs), which the CCM never
-// does on its own.
-func checkCreateOnly(d Desired, a *Actual) error {
-	if d.LocationFromAnnotation && d.Location != a.Location {
-		return fmt.Errorf("invalid value for %q: %q: location cannot be changed on an existing load balancer (create-time only): it is in %q",
-			annotation.LBLocation, d.Location, a.Location)
-	}
-	if d.NetworkZoneFromAnnot && d.NetworkZone != a.NetworkZone {
-		return fmt.Errorf("invalid value for %q: %q: network zone cannot be changed on an existing load balancer (create-time only): it is in %q",
-			annotation.LBNetworkZone, d.NetworkZone, a.NetworkZone)
-	}
-	return nil
 }
 
 // planUpdate renames and (re-)labels in one PUT. Existing labels are kept; the desired labels
@@ -359,51 +343,42 @@ func planServices(d Desired, a *Actual) []Mutation {
 }
 
 // serviceMatches reports whether the actual listener already is what the desired one asks
-// for. Optional desired fields (zero values) are not compared.
+// for. Optional desired fields that are not set are not compared.
 func serviceMatches(want, have Service) bool {
-	if want.Protocol != have.Protocol || want.DestinationPort != have.DestinationPort || want.Proxyprotocol != have.Proxyprotocol {
+	if want.Protocol != have.Protocol || want.DestinationPort != have.DestinationPort || !optEqual(want.Proxyprotocol, have.Proxyprotocol) {
 		return false
 	}
-	if isHTTP(want.Protocol) && !httpMatches(want.Protocol, want.HTTP, have.HTTP) {
+	if isHTTP(want.Protocol) && !httpMatches(want.HTTP, have.HTTP) {
 		return false
 	}
 	return healthCheckMatches(want.HealthCheck, have.HealthCheck)
+}
+
+// optEqual reports whether want is not set or equals have (have is always set on an actual
+// listener).
+func optEqual[T comparable](want, have *T) bool {
+	return want == nil || (have != nil && *want == *have)
 }
 
 func isHTTP(p hcloud.LoadBalancerServiceProtocol) bool {
 	return p == hcloud.LoadBalancerServiceProtocolHTTP || p == hcloud.LoadBalancerServiceProtocolHTTPS
 }
 
-func httpMatches(proto hcloud.LoadBalancerServiceProtocol, want, have HTTP) bool {
-	switch {
-	case want.StickySessions != have.StickySessions,
-		want.CookieName != "" && want.CookieName != have.CookieName,
-		want.CookieLifetime != 0 && want.CookieLifetime != have.CookieLifetime,
-		want.TimeoutIdle != 0 && want.TimeoutIdle != have.TimeoutIdle:
-		return false
-	}
-	if proto == hcloud.LoadBalancerServiceProtocolHTTPS {
-		return want.RedirectHTTP == have.RedirectHTTP && slices.Equal(want.Certificates, have.Certificates)
-	}
-	return true
+func httpMatches(want, have HTTP) bool {
+	return optEqual(want.StickySessions, have.StickySessions) && optEqual(want.CookieName, have.CookieName) &&
+		optEqual(want.CookieLifetime, have.CookieLifetime) && optEqual(want.TimeoutIdle, have.TimeoutIdle) &&
+		optEqual(want.RedirectHTTP, have.RedirectHTTP) &&
+		(want.Certificates == nil || slices.Equal(want.Certificates, have.Certificates))
 }
 
 func healthCheckMatches(want, have HealthCheck) bool {
-	switch {
-	case want.Protocol != have.Protocol, want.Port != have.Port,
-		want.Interval != 0 && want.Interval != have.Interval,
-		want.Timeout != 0 && want.Timeout != have.Timeout,
-		want.Retries != 0 && want.Retries != have.Retries:
+	if want.Protocol != have.Protocol || want.Port != have.Port || !optEqual(want.Interval, have.Interval) ||
+		!optEqual(want.Timeout, have.Timeout) || !optEqual(want.Retries, have.Retries) {
 		return false
 	}
 	if !isHTTP(want.Protocol) {
 		return true
 	}
-	switch {
-	case want.Domain != "" && want.Domain != have.Domain,
-		want.Path != "" && want.Path != have.Path,
-		want.StatusCodes != nil && !slices.Equal(want.StatusCodes, have.StatusCodes):
-		return false
-	}
-	return want.Protocol != hcloud.LoadBalancerServiceProtocolHTTPS || want.TLS == have.TLS
+	return optEqual(want.Domain, have.Domain) && optEqual(want.Path, have.Path) && optEqual(want.TLS, have.TLS) &&
+		(want.StatusCodes == nil || slices.Equal(want.StatusCodes, have.StatusCodes))
 }

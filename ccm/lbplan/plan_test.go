@@ -202,8 +202,45 @@ func TestCompute(t *testing.T) {
 		},
 		{
 			name:   "a removed type annotation does not downgrade",
+			in:     newInput(web()),
+			actual: newLB(func(lb *hcloud.LoadBalancer) { lb.LoadBalancerType.Name = "lb21" }),
+			want:   nil,
+		},
+		{
+			name:   "HCLOUD_LOAD_BALANCERS_TYPE changes an existing load balancer (official)",
 			in:     newInput(web(), func(in *lbplan.Input) { in.Defaults.Type = "lb11" }),
 			actual: newLB(func(lb *hcloud.LoadBalancer) { lb.LoadBalancerType.Name = "lb21" }),
+			want:   []string{"change_type(lb11)"},
+		},
+		{
+			name:   "an unset algorithm leaves a changed one alone (official)",
+			in:     newInput(web()),
+			actual: newLB(func(lb *hcloud.LoadBalancer) { lb.Algorithm.Type = hcloud.LoadBalancerAlgorithmTypeLeastConnections }),
+			want:   nil,
+		},
+		{
+			name:   "an unset public network setting leaves a disabled interface alone (official)",
+			in:     newInput(web(withAnnotation(annotation.LBUsePrivateIP, "true")), withNetwork),
+			actual: newLB(attached("10.0.0.3"), func(lb *hcloud.LoadBalancer) {
+				lb.PublicNet.Enabled = false
+				lb.Targets = []hcloud.LoadBalancerTarget{serverTarget(1, true), serverTarget(2, true)}
+			}),
+			want: nil,
+		},
+		{
+			name: "unset listener settings leave drifted ones alone (official)",
+			in:   newInput(web()),
+			actual: newLB(func(lb *hcloud.LoadBalancer) {
+				lb.Services[0].Proxyprotocol = true
+				lb.Services[0].HealthCheck.Interval = 30 * time.Second
+				lb.Services[0].HealthCheck.Retries = 7
+			}),
+			want: nil,
+		},
+		{
+			name:   "a location change on an existing load balancer is ignored (create-only, official)",
+			in:     newInput(web(withAnnotation(annotation.LBLocation, "nbg1"))),
+			actual: newLB(),
 			want:   nil,
 		},
 		{
@@ -246,7 +283,7 @@ func TestCompute(t *testing.T) {
 		},
 		{
 			name: "re-enabling the public network comes first",
-			in:   newInput(web(withAnnotation(annotation.LBUsePrivateIP, "true")), withNetwork),
+			in:   newInput(web(withAnnotation(annotation.LBUsePrivateIP, "true"), withAnnotation(annotation.LBDisablePublicNetwork, "false")), withNetwork),
 			actual: newLB(attached("10.0.0.3"), func(lb *hcloud.LoadBalancer) {
 				lb.PublicNet.Enabled = false
 				lb.Targets = []hcloud.LoadBalancerTarget{serverTarget(1, true), serverTarget(2, true)}
@@ -404,18 +441,6 @@ func TestCompute_Guardrails(t *testing.T) {
 		wantErr string
 	}{
 		{
-			name:    "a location change on an existing load balancer is refused",
-			in:      newInput(web(withAnnotation(annotation.LBLocation, "nbg1"))),
-			actual:  newLB(),
-			wantErr: "location cannot be changed on an existing load balancer (create-time only)",
-		},
-		{
-			name:    "a network zone change on an existing load balancer is refused",
-			in:      newInput(web(withAnnotation(annotation.LBNetworkZone, "us-east")), func(in *lbplan.Input) { in.Defaults.Location = "" }),
-			actual:  newLB(),
-			wantErr: "network zone cannot be changed on an existing load balancer",
-		},
-		{
 			name:    "a desired state without the UID label is refused",
 			in:      newInput(web()),
 			tweak:   func(d *lbplan.Desired) { delete(d.Labels, lbplan.LabelServiceUID) },
@@ -473,7 +498,6 @@ func TestNewDesired_InvalidCombinations(t *testing.T) {
 	}{
 		{"disable-public-network without a network is refused", newInput(web(withAnnotation(annotation.LBDisablePublicNetwork, "true"))), `"load-balancer.hetzner.cloud/disable-public-network" needs a network`},
 		{"use-private-ip without a network is refused", newInput(web(withAnnotation(annotation.LBUsePrivateIP, "true"))), `"load-balancer.hetzner.cloud/use-private-ip" needs a network`},
-		{"private-ipv4 without a network is refused", newInput(web(withAnnotation(annotation.LBPrivateIPv4, "10.0.0.2"))), `"load-balancer.hetzner.cloud/private-ipv4" needs a network`},
 		{"disable-public-network with public targets is refused", newInput(web(withAnnotation(annotation.LBDisablePublicNetwork, "true")), withNetwork), `set "load-balancer.hetzner.cloud/use-private-ip" to true`},
 		{"a bad bool names the annotation", newInput(web(withAnnotation(annotation.LBSvcProxyProtocol, "yes"))), `invalid value for "load-balancer.hetzner.cloud/uses-proxyprotocol": "yes"`},
 		{"a bad selector names the annotation", newInput(web(withAnnotation(annotation.LBNodeSelector, "a b"))), `invalid value for "load-balancer.hetzner.cloud/node-selector"`},
@@ -505,14 +529,14 @@ func TestNewDesired_Defaults(t *testing.T) {
 		}
 	})
 	d := mustDesired(t, in)
-	if d.Type != "lb21" || d.TypeFromAnnotation || d.TypeUnconfigured || d.NetworkZone != "eu-central" || d.Algorithm != "least_connections" {
+	if d.Type != "lb21" || !d.TypeSet || d.TypeUnconfigured || d.NetworkZone != "eu-central" || d.Algorithm == nil || *d.Algorithm != "least_connections" {
 		t.Errorf("defaults not applied: %+v", d)
 	}
 	if len(d.UnsupportedPorts) != 1 || d.UnsupportedPorts[0].Port != 53 {
 		t.Errorf("unsupported ports = %v", d.UnsupportedPorts)
 	}
 	s := d.Services[0]
-	if !s.Proxyprotocol || s.HealthCheck.Interval != 20*time.Second || s.HealthCheck.Retries != 5 || s.HealthCheck.Port != 30080 {
+	if !*s.Proxyprotocol || *s.HealthCheck.Interval != 20*time.Second || *s.HealthCheck.Retries != 5 || s.HealthCheck.Port != 30080 {
 		t.Errorf("service = %+v", s)
 	}
 	if d.Network == nil || d.Network.Subnet.String() != "10.0.1.0/24" || !d.Targets[0].UsePrivateIP || !d.Status.ProxyProtocol {

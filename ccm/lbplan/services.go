@@ -76,13 +76,13 @@ func serviceTemplate(in Input) (Service, error) {
 	if s.Protocol, err = pick(p, err, hcloud.LoadBalancerServiceProtocolTCP); err != nil {
 		return s, err
 	}
-	if s.Proxyprotocol, err = boolOr(annotation.LBSvcProxyProtocol, svc, derefOr(def.UsesProxyProtocol)); err != nil {
+	if s.Proxyprotocol, err = optionalBool(annotation.LBSvcProxyProtocol, svc, def.UsesProxyProtocol); err != nil {
 		return s, err
 	}
 	if s.HTTP, err = httpSettings(in, s.Protocol); err != nil {
 		return s, err
 	}
-	s.HealthCheck, err = healthCheck(in)
+	s.HealthCheck, err = healthCheck(in, s.Protocol)
 	return s, err
 }
 
@@ -120,85 +120,120 @@ func desiredManagedCertificate(d *Desired, in Input) error {
 	return nil
 }
 
+// optional reads an optional annotation with accessor get; nil when not set.
+func optional[T any](get func(*corev1.Service) (T, error), svc *corev1.Service) (*T, error) {
+	v, err := get(svc)
+	switch {
+	case err == nil:
+		return &v, nil
+	case isSet(err):
+		return nil, err
+	}
+	return nil, nil
+}
+
+// httpSettings reads the http annotations; each one is optional. They are managed for http and
+// https listeners only.
 func httpSettings(in Input, proto hcloud.LoadBalancerServiceProtocol) (HTTP, error) {
 	svc := in.Service
 	var h HTTP
 	var err error
-	name, err := annotation.LBSvcHTTPCookieName.NonEmptyString(svc)
-	if h.CookieName, err = pick(name, err, ""); err != nil {
+	if h.CookieName, err = optional(annotation.LBSvcHTTPCookieName.NonEmptyString, svc); err != nil {
 		return h, err
 	}
-	life, err := annotation.LBSvcHTTPCookieLifetime.Duration(svc)
-	if h.CookieLifetime, err = pick(life, err, 0); err != nil {
+	if h.CookieLifetime, err = optional(annotation.LBSvcHTTPCookieLifetime.Duration, svc); err != nil {
 		return h, err
 	}
-	idle, err := annotation.LBSvcHTTPTimeoutIdle.Duration(svc)
-	if h.TimeoutIdle, err = pick(idle, err, 0); err != nil {
+	if h.TimeoutIdle, err = optional(annotation.LBSvcHTTPTimeoutIdle.Duration, svc); err != nil {
 		return h, err
 	}
-	if h.TimeoutIdle != 0 && (h.TimeoutIdle < 30*time.Second || h.TimeoutIdle > 300*time.Second) {
+	if t := h.TimeoutIdle; t != nil && (*t < 30*time.Second || *t > 300*time.Second) {
 		v, _ := annotation.LBSvcHTTPTimeoutIdle.Value(svc)
 		return h, &annotation.InvalidError{Name: annotation.LBSvcHTTPTimeoutIdle, Value: v, Accepted: "a duration from 30s to 300s"}
 	}
-	if h.RedirectHTTP, err = boolOr(annotation.LBSvcRedirectHTTP, svc, false); err != nil {
+	if h.RedirectHTTP, err = optional(annotation.LBSvcRedirectHTTP.Bool, svc); err != nil {
 		return h, err
 	}
-	if h.StickySessions, err = boolOr(annotation.LBSvcHTTPStickySessions, svc, false); err != nil {
+	if h.StickySessions, err = optional(annotation.LBSvcHTTPStickySessions.Bool, svc); err != nil {
 		return h, err
 	}
 	ct, err := annotation.LBSvcHTTPCertificateType.CertificateType(svc)
 	if ct, err = pick(ct, err, hcloud.CertificateTypeUploaded); err != nil {
 		return h, err
 	}
-	if proto == hcloud.LoadBalancerServiceProtocolHTTPS {
-		if ct == hcloud.CertificateTypeManaged {
-			h.Certificates = []int64{in.ManagedCertificateID}
-			return h, nil
-		}
-		if len(in.CertificateIDs) == 0 {
-			return h, fmt.Errorf("%q is https: set %q to the IDs or names of uploaded certificates", annotation.LBSvcProtocol, annotation.LBSvcHTTPCertificates)
-		}
-		h.Certificates = slices.Sorted(slices.Values(in.CertificateIDs))
-		h.Certificates = slices.Compact(h.Certificates)
+	switch {
+	case ct == hcloud.CertificateTypeManaged:
+		h.Certificates = []int64{in.ManagedCertificateID}
+	case len(in.CertificateIDs) > 0:
+		h.Certificates = slices.Compact(slices.Sorted(slices.Values(in.CertificateIDs)))
+	case proto == hcloud.LoadBalancerServiceProtocolHTTPS:
+		return h, fmt.Errorf("%q is https: set %q to the IDs or names of uploaded certificates", annotation.LBSvcProtocol, annotation.LBSvcHTTPCertificates)
+	}
+	if proto == hcloud.LoadBalancerServiceProtocolTCP {
+		return HTTP{}, nil
 	}
 	return h, nil
 }
 
-func healthCheck(in Input) (HealthCheck, error) {
+// healthCheck reads the health check annotations as the official CCM does: without any of
+// protocol, port, interval, timeout and retries (annotation or environment) the check is tcp
+// on the node port; with one, the protocol defaults to the listener's and the http fields count
+// for an http or https check.
+func healthCheck(in Input, proto hcloud.LoadBalancerServiceProtocol) (HealthCheck, error) {
 	svc, def := in.Service, in.Defaults
-	var hc HealthCheck
-	var err error
-	hp, err := annotation.LBSvcHealthCheckProtocol.Protocol(svc)
-	if hc.Protocol, err = pick(hp, err, hcloud.LoadBalancerServiceProtocolTCP); err != nil {
+	hc := HealthCheck{Protocol: hcloud.LoadBalancerServiceProtocolTCP}
+	hp, err := optional(annotation.LBSvcHealthCheckProtocol.Protocol, svc)
+	if err != nil {
 		return hc, err
 	}
-	iv, err := annotation.LBSvcHealthCheckInterval.Duration(svc)
-	if hc.Interval, err = pick(iv, err, def.HealthCheckInterval); err != nil {
+	if _, err := annotation.LBSvcHealthCheckPort.Port(svc); err != nil && isSet(err) {
 		return hc, err
 	}
-	to, err := annotation.LBSvcHealthCheckTimeout.Duration(svc)
-	if hc.Timeout, err = pick(to, err, def.HealthCheckTimeout); err != nil {
+	_, portSet := annotation.LBSvcHealthCheckPort.Value(svc)
+	if hc.Interval, err = optionalDuration(annotation.LBSvcHealthCheckInterval, svc, def.HealthCheckInterval); err != nil {
 		return hc, err
 	}
-	re, err := annotation.LBSvcHealthCheckRetries.Int(svc)
-	if hc.Retries, err = pick(re, err, def.HealthCheckRetries); err != nil {
+	if hc.Timeout, err = optionalDuration(annotation.LBSvcHealthCheckTimeout, svc, def.HealthCheckTimeout); err != nil {
 		return hc, err
 	}
-	if hc.Retries < 0 {
-		return hc, fmt.Errorf("invalid value for %q: %d (expect a non-negative integer)", annotation.LBSvcHealthCheckRetries, hc.Retries)
-	}
-	dom, err := annotation.LBSvcHealthCheckHTTPDomain.NonEmptyString(svc)
-	if hc.Domain, err = pick(dom, err, ""); err != nil {
+	if hc.Retries, err = optional(annotation.LBSvcHealthCheckRetries.Int, svc); err != nil {
 		return hc, err
 	}
-	path, err := annotation.LBSvcHealthCheckHTTPPath.NonEmptyString(svc)
-	if hc.Path, err = pick(path, err, ""); err != nil {
+	if hc.Retries == nil && def.HealthCheckRetries != 0 {
+		hc.Retries = &def.HealthCheckRetries
+	}
+	if hc.Retries != nil && *hc.Retries < 0 {
+		return hc, fmt.Errorf("invalid value for %q: %d (expect a non-negative integer)", annotation.LBSvcHealthCheckRetries, *hc.Retries)
+	}
+	if hp == nil && !portSet && hc.Interval == nil && hc.Timeout == nil && hc.Retries == nil {
+		return hc, nil // the official CCM's plain tcp check
+	}
+	hc.Protocol = proto
+	if hp != nil {
+		hc.Protocol = *hp
+	}
+	if !isHTTP(hc.Protocol) {
+		return hc, nil
+	}
+	if hc.Domain, err = optional(annotation.LBSvcHealthCheckHTTPDomain.String, svc); err != nil {
+		return hc, err
+	}
+	if hc.Path, err = optional(annotation.LBSvcHealthCheckHTTPPath.String, svc); err != nil {
 		return hc, err
 	}
 	codes, err := annotation.LBSvcHealthCheckHTTPStatusCodes.CSV(svc)
 	if hc.StatusCodes, err = pick(codes, err, nil); err != nil {
 		return hc, err
 	}
-	hc.TLS, err = boolOr(annotation.LBSvcHealthCheckHTTPValidateCertificate, svc, false)
+	hc.TLS, err = optional(annotation.LBSvcHealthCheckHTTPValidateCertificate.Bool, svc)
 	return hc, err
+}
+
+// optionalDuration is the annotation, else the environment default (0: not set).
+func optionalDuration(n annotation.Name, svc *corev1.Service, def time.Duration) (*time.Duration, error) {
+	v, err := optional(n.Duration, svc)
+	if v == nil && err == nil && def != 0 {
+		v = &def
+	}
+	return v, err
 }

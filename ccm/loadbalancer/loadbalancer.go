@@ -36,6 +36,7 @@ const (
 	ReasonLoadBalancerTypeUnconfigured  = "LoadBalancerTypeUnconfigured"
 	ReasonLoadBalancerTypeDeprecated    = "LoadBalancerTypeDeprecated"
 	ReasonUnknownProviderIDPrefix       = "UnknownProviderIDPrefix"
+	ReasonLoadBalancerNameConflict      = "LoadBalancerNameConflict"
 	ReasonMaxTargetsReached             = executor.ReasonMaxTargetsReached
 	ReasonDeleteProtected               = executor.ReasonDeleteProtected
 )
@@ -210,6 +211,11 @@ func (l *LoadBalancers) reconcile(ctx context.Context, clusterName string, svc *
 			in.Network.IPRange = l.network.IPRange.String()
 		}
 	}
+	// The official CCM reads the node selector first: a bad one fails before any warning.
+	if _, err := annotation.LBNodeSelector.Selector(svc); err != nil && !errors.Is(err, annotation.ErrNotSet) {
+		return nil, lbplan.Desired{}, l.invalid(svc, err)
+	}
+	l.warnTypeUnconfigured(svc)
 	d, err := lbplan.NewDesired(in)
 	if err != nil {
 		return nil, d, l.invalid(svc, err)
@@ -246,25 +252,37 @@ func (l *LoadBalancers) invalid(svc *corev1.Service, err error) error {
 	return err
 }
 
-// checkType validates the desired type against the type list, warns about an unconfigured or
-// deprecated type and sets the max_targets the planner respects.
+// warnTypeUnconfigured emits LoadBalancerTypeUnconfigured on every reconcile of a Service
+// without a type (annotation or HCLOUD_LOAD_BALANCERS_TYPE), before anything else, as the
+// official CCM does.
+func (l *LoadBalancers) warnTypeUnconfigured(svc *corev1.Service) {
+	if t, _ := annotation.LBType.Value(svc); strings.TrimSpace(t) != "" || l.cfg.Type != "" {
+		return
+	}
+	l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonLoadBalancerTypeUnconfigured,
+		"Load Balancer Type unconfigured: this will be required in the future, set it with the annotation %q or cluster-wide with the environment variable %q",
+		annotation.LBType, "HCLOUD_LOAD_BALANCERS_TYPE")
+}
+
+// checkType validates a type that is set against the type list (names are case-sensitive), warns about a
+// deprecated one and sets the max_targets the planner respects.
 func (l *LoadBalancers) checkType(ctx context.Context, svc *corev1.Service, d *lbplan.Desired, lb *hcloud.LoadBalancer) error {
-	if lb != nil && !d.TypeFromAnnotation { // the type does not change
+	if lb != nil && (!d.TypeSet || lb.LoadBalancerType != nil && lb.LoadBalancerType.Name == d.Type) { // the type does not change
 		if lb.LoadBalancerType != nil {
 			d.MaxTargets = lb.LoadBalancerType.MaxTargets
 		}
 		return nil
-	}
-	if d.TypeUnconfigured && lb == nil {
-		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonLoadBalancerTypeUnconfigured,
-			"neither %q nor HCLOUD_LOAD_BALANCERS_TYPE is set: using %s; the type will be required in the future", annotation.LBType, d.Type)
 	}
 	t, known, err := l.types.get(ctx, d.Type)
 	if err != nil {
 		return fmt.Errorf("load balancer types: %w", err)
 	}
 	if t == nil {
-		return l.invalid(svc, fmt.Errorf("invalid value for %q: %q is not a load balancer type (known: %s)", annotation.LBType, d.Type, strings.Join(known, ", ")))
+		field := string(annotation.LBType)
+		if _, ok := annotation.LBType.Value(svc); !ok {
+			field = "HCLOUD_LOAD_BALANCERS_TYPE"
+		}
+		return l.invalid(svc, fmt.Errorf("invalid value for %q: %q is not a load balancer type (known, case-sensitive: %s)", field, d.Type, strings.Join(known, ", ")))
 	}
 	if t.Deprecated != nil {
 		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonLoadBalancerTypeDeprecated, "load balancer type %s is deprecated", t.Name)
@@ -278,12 +296,13 @@ func (l *LoadBalancers) checkType(ctx context.Context, svc *corev1.Service, d *l
 func (l *LoadBalancers) targetNodes(svc *corev1.Service, nodes []*corev1.Node) []lbplan.Node {
 	out := make([]lbplan.Node, 0, len(nodes))
 	for _, n := range nodes {
-		if n == nil || n.Spec.ProviderID == "" {
+		if n == nil {
 			continue
 		}
 		id, err := providerid.ToServerID(n.Spec.ProviderID)
-		if err != nil {
-			l.recorder.Eventf(n, corev1.EventTypeWarning, ReasonUnknownProviderIDPrefix, "node not added to the load balancer of %s/%s: %v", svc.Namespace, svc.Name, err)
+		if err != nil { // also a node the cloud node controller has not initialised yet
+			l.recorder.Eventf(n, corev1.EventTypeWarning, ReasonUnknownProviderIDPrefix,
+				"Node could not be added to Load Balancer for service %s because the provider ID does not match any known format: %v", svc.Name, err)
 			continue
 		}
 		out = append(out, lbplan.Node{Name: n.Name, ServerID: id, Labels: n.Labels})
@@ -340,8 +359,11 @@ func (l *LoadBalancers) managedCertificate(ctx context.Context, svc *corev1.Serv
 	return 0, nil
 }
 
-// find returns the Service's load balancer: by UID label, else by name (adoption of load
-// balancers created before the label existed or elsewhere); nil if none.
+// find returns the Service's load balancer: by UID label, else by name (adoption of an
+// unlabelled load balancer, e.g. one created before the label existed); nil if none. A load
+// balancer found by name that carries another Service's UID label is never adopted: that is a
+// *NameConflictError (and a Warning event on svc), so no Service can take over or delete another
+// one's load balancer by naming it.
 func (l *LoadBalancers) find(ctx context.Context, svc *corev1.Service, name string) (*hcloud.LoadBalancer, error) {
 	lb, err := l.byUID(ctx, svc)
 	if err != nil || lb != nil {
@@ -351,12 +373,28 @@ func (l *LoadBalancers) find(ctx context.Context, svc *corev1.Service, name stri
 	if err != nil {
 		return nil, fmt.Errorf("get load balancer by name %q: %w", name, err)
 	}
-	if lb != nil {
-		if uid := lb.Labels[lbplan.LabelServiceUID]; uid != "" && uid != string(svc.UID) {
-			klog.InfoS("adopting a load balancer labelled for another service UID", "loadBalancer", name, "labelUID", uid, "service", klog.KObj(svc))
-		}
+	if lb == nil {
+		return nil, nil
+	}
+	if uid := lb.Labels[lbplan.LabelServiceUID]; uid != "" && uid != string(svc.UID) {
+		err := &NameConflictError{Name: name, ID: lb.ID, OwnerUID: uid}
+		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerNameConflict, err.Error())
+		return nil, err
 	}
 	return lb, nil
+}
+
+// NameConflictError is returned when the load balancer name a Service asks for belongs to the
+// load balancer of another Service (its UID label says so). Nothing is changed.
+type NameConflictError struct {
+	Name     string
+	ID       int64
+	OwnerUID string
+}
+
+func (e *NameConflictError) Error() string {
+	return fmt.Sprintf("load balancer name %q is taken by load balancer %d of another Service (%s=%s): nothing changed; set %q to another name",
+		e.Name, e.ID, lbplan.LabelServiceUID, e.OwnerUID, annotation.LBName)
 }
 
 // byUID lists load balancers by the UID label; more than one is an error.

@@ -2,15 +2,8 @@ package loadbalancer_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +16,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
@@ -115,8 +109,9 @@ func TestEnsureLoadBalancer_EveryAnnotation(t *testing.T) {
 		{"type changes the type", withAnnotation(annotation.LBType, "lb21"),
 			func(lb *hcloud.LoadBalancer) bool { return lb.LoadBalancerType.Name == "lb21" },
 			[]string{"POST /v1/load_balancers/{id}/actions/change_type"}},
-		{"a removed type annotation keeps the type", withoutAnnotation(annotation.LBType),
-			func(lb *hcloud.LoadBalancer) bool { return lb.LoadBalancerType.Name == "lb21" }, nil},
+		{"a removed type annotation falls back to HCLOUD_LOAD_BALANCERS_TYPE (official)", withoutAnnotation(annotation.LBType),
+			func(lb *hcloud.LoadBalancer) bool { return lb.LoadBalancerType.Name == "lb11" },
+			[]string{"POST /v1/load_balancers/{id}/actions/change_type"}},
 		{"uses-proxyprotocol updates the listener", withAnnotation(annotation.LBSvcProxyProtocol, "true"),
 			func(lb *hcloud.LoadBalancer) bool { return lb.Services[0].Proxyprotocol },
 			[]string{"POST /v1/load_balancers/{id}/actions/update_service"}},
@@ -159,7 +154,9 @@ func TestEnsureLoadBalancer_EveryAnnotation(t *testing.T) {
 		{"disable-public-network disables the public interface", withAnnotation(annotation.LBDisablePublicNetwork, "true"),
 			func(lb *hcloud.LoadBalancer) bool { return !lb.PublicNet.Enabled },
 			[]string{"POST /v1/load_balancers/{id}/actions/disable_public_interface"}},
-		{"removing disable-public-network enables it again", withoutAnnotation(annotation.LBDisablePublicNetwork),
+		{"removing disable-public-network leaves the interface as it is (official)", withoutAnnotation(annotation.LBDisablePublicNetwork),
+			func(lb *hcloud.LoadBalancer) bool { return !lb.PublicNet.Enabled }, nil},
+		{"disable-public-network false enables it again", withAnnotation(annotation.LBDisablePublicNetwork, "false"),
 			func(lb *hcloud.LoadBalancer) bool { return lb.PublicNet.Enabled },
 			[]string{"POST /v1/load_balancers/{id}/actions/enable_public_interface"}},
 		{"node-selector removes unmatched nodes", withAnnotation(annotation.LBNodeSelector, "role=edge"),
@@ -319,7 +316,7 @@ func TestEnsureLoadBalancer_BadInputChangesNothing(t *testing.T) {
 		{"a bad annotation value raises InvalidAnnotation", newService("web", withPorts(80), withAnnotation(annotation.LBAlgorithmType, "random")),
 			`invalid value for "load-balancer.hetzner.cloud/algorithm-type": "random"`, "Warning InvalidAnnotation"},
 		{"an unknown type is refused before any mutation", newService("web", withPorts(80), withAnnotation(annotation.LBType, "lb99")),
-			`"lb99" is not a load balancer type (known: lb11, lb21, lb31)`, "Warning InvalidAnnotation"},
+			`"lb99" is not a load balancer type (known, case-sensitive: lb11, lb21, lb31)`, "Warning InvalidAnnotation"},
 		{"use-private-ip without a network is refused", newService("web", withPorts(80), withAnnotation(annotation.LBUsePrivateIP, "true")),
 			`"load-balancer.hetzner.cloud/use-private-ip" needs a network`, "Warning InvalidAnnotation"},
 		{"an unknown certificate name is refused", newService("web", withPorts(443), withAnnotation(annotation.LBSvcProtocol, "https"), withAnnotation(annotation.LBSvcHTTPCertificates, "nope")),
@@ -342,14 +339,15 @@ func TestEnsureLoadBalancer_BadInputChangesNothing(t *testing.T) {
 	}
 }
 
+// TestEnsureLoadBalancer_LocationIsCreateTimeOnly: a later location change is ignored, as the
+// official CCM ignores it (moving needs a new load balancer with new addresses).
 func TestEnsureLoadBalancer_LocationIsCreateTimeOnly(t *testing.T) {
 	ev := newEnv(t)
 	svc := newService("web", withPorts(80))
 	ev.mustEnsure(svc)
 	withAnnotation(annotation.LBLocation, "nbg1")(svc)
 	ev.emu.ResetRequests()
-	_, err := ev.ensure(svc)
-	if err == nil || !strings.Contains(err.Error(), "location cannot be changed on an existing load balancer (create-time only") {
+	if _, err := ev.ensure(svc); err != nil {
 		t.Fatalf("err = %v", err)
 	}
 	if ev.emu.MutatingRequests() != 0 {
@@ -382,7 +380,7 @@ func TestEnsureLoadBalancer_ManagedCertificate(t *testing.T) {
 
 func TestEnsureLoadBalancer_UploadedCertificatesByIDAndName(t *testing.T) {
 	ev := newEnv(t)
-	certPEM, keyPEM := selfSigned(t)
+	certPEM, keyPEM := testutil.SelfSignedPEM(t, "shop.example.com")
 	var ids []int64
 	for _, name := range []string{"shop", "extra"} {
 		c, _, err := ev.client.Certificate.Create(context.Background(), hcloud.CertificateCreateOpts{Name: name, Certificate: certPEM, PrivateKey: keyPEM})
@@ -403,26 +401,6 @@ func TestEnsureLoadBalancer_UploadedCertificatesByIDAndName(t *testing.T) {
 	if ev.emu.MutatingRequests() != 0 || reads(ev.emu.Counts()) != 2 {
 		t.Errorf("unchanged https (one name to resolve): %v", ev.emu.Counts())
 	}
-}
-
-func selfSigned(t *testing.T) (certPEM, keyPEM string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "shop.example.com"},
-		DNSNames: []string{"shop.example.com"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}))
 }
 
 func TestEnsureLoadBalancer_UnsupportedProtocol(t *testing.T) {
