@@ -109,7 +109,9 @@ type Desired struct {
 
 // PublicInterfaceOnCreate is the public interface a new load balancer gets: enabled unless
 // disabled explicitly.
-func (d Desired) PublicInterfaceOnCreate() bool { return d.PublicInterface == nil || *d.PublicInterface }
+func (d Desired) PublicInterfaceOnCreate() bool {
+	return d.PublicInterface == nil || *d.PublicInterface
+}
 
 // Network is a wanted network attachment.
 type Network struct {

@@ -53,10 +53,10 @@ func (update) Action() string { return policy.ActionLoadBalancerUpdate }
 // Create creates the load balancer. Network is set when the network is attached at create
 // time (no fixed IP or subnet wanted); otherwise an AttachNetwork follows.
 type Create struct {
-	Name            string
-	Type            string
-	Location        string
-	NetworkZone     string
+	Name        string
+	Type        string
+	Location    string
+	NetworkZone string
 	// Algorithm is nil when not set: the API default (round_robin) applies.
 	Algorithm       *hcloud.LoadBalancerAlgorithmType
 	Labels          map[string]string

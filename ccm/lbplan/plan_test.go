@@ -219,8 +219,8 @@ func TestCompute(t *testing.T) {
 			want:   nil,
 		},
 		{
-			name:   "an unset public network setting leaves a disabled interface alone (official)",
-			in:     newInput(web(withAnnotation(annotation.LBUsePrivateIP, "true")), withNetwork),
+			name: "an unset public network setting leaves a disabled interface alone (official)",
+			in:   newInput(web(withAnnotation(annotation.LBUsePrivateIP, "true")), withNetwork),
 			actual: newLB(attached("10.0.0.3"), func(lb *hcloud.LoadBalancer) {
 				lb.PublicNet.Enabled = false
 				lb.Targets = []hcloud.LoadBalancerTarget{serverTarget(1, true), serverTarget(2, true)}
