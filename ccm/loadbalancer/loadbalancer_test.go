@@ -594,3 +594,59 @@ func TestEnsureLoadBalancerDeleted_Protected(t *testing.T) {
 		t.Errorf("protected load balancer: %v", ev.emu.Counts())
 	}
 }
+
+// fixedNamer is a naming plugin that gives every Service the same name.
+type fixedNamer string
+
+func (n fixedNamer) LoadBalancerName(context.Context, plugins.LoadBalancerNameInput) (string, error) {
+	return string(n), nil
+}
+
+// TestEnsureLoadBalancer_NeverTakesAnotherServicesLoadBalancer: a Service whose name (annotation
+// or naming plugin) is another Service's load balancer gets a Warning and an error; the other
+// load balancer is not relabelled, not changed, and deleting the newcomer does not delete it.
+func TestEnsureLoadBalancer_NeverTakesAnotherServicesLoadBalancer(t *testing.T) {
+	const otherUID = "11111111-2222-4333-8444-555555555555"
+	tests := []struct {
+		name  string
+		opts  []envOption
+		tweak serviceTweak
+	}{
+		{"by the name annotation", nil, withAnnotation(annotation.LBName, "shop-web")},
+		{"by a naming plugin that gives two Services one name", []envOption{withNamer(fixedNamer("shop-web"))}, func(*corev1.Service) {}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := newEnv(t, tc.opts...)
+			owner := newService("web", withPorts(80), withAnnotation(annotation.LBName, "shop-web"))
+			ev.mustEnsure(owner)
+			before := ev.onlyLB()
+			ev.events()
+
+			intruder := newService("other", withPorts(443), tc.tweak)
+			intruder.Namespace, intruder.UID = "attacker", otherUID
+			ev.emu.ResetRequests()
+			_, err := ev.ensure(intruder)
+			var conflict *loadbalancer.NameConflictError
+			if !errors.As(err, &conflict) || conflict.OwnerUID != testUID {
+				t.Fatalf("err = %v, want a NameConflictError naming the owner", err)
+			}
+			if !hasEvent(ev.events(), "Warning LoadBalancerNameConflict") {
+				t.Error("no LoadBalancerNameConflict event on the newcomer")
+			}
+			if err := ev.lbs.UpdateLoadBalancer(context.Background(), clusterName, intruder, ev.nodes); err == nil {
+				t.Error("UpdateLoadBalancer of the newcomer succeeded on another Service's load balancer")
+			}
+			if err := ev.lbs.EnsureLoadBalancerDeleted(context.Background(), clusterName, intruder); err != nil {
+				t.Fatalf("EnsureLoadBalancerDeleted(newcomer) = %v", err)
+			}
+			if n := ev.emu.MutatingRequests(); n != 0 {
+				t.Errorf("%d mutating requests for the newcomer: %v", n, ev.emu.Counts())
+			}
+			after := ev.onlyLB()
+			if after.ID != before.ID || after.Labels[lbplan.LabelServiceUID] != testUID || len(after.Services) != 1 || after.Services[0].ListenPort != 80 {
+				t.Errorf("owner's load balancer changed: %+v", after)
+			}
+		})
+	}
+}
