@@ -40,8 +40,9 @@ import (
 // It MUST not change: it is the official CCM's name, and operators' manifests pass it.
 const ProviderName = "hcloud"
 
-// EventComponent is the source component of the events this CCM emits.
-const EventComponent = "hcloud-policy-ccm"
+// EventComponent is the source component of the events this CCM emits: the official CCM's, so
+// that event filters and alerts keep working after the swap.
+const EventComponent = "hcloud-cloud-controller-manager"
 
 // Version is the build version, set with -ldflags "-X .../ccm.Version=v1.2.3".
 var Version = "dev"

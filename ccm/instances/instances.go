@@ -22,6 +22,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/compatmetrics"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/providerid"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
@@ -85,6 +86,7 @@ func New(cache *servercache.Cache, cfg config.Instances, networkID int64, record
 // the node's name. A provider ID that is not a cloud server's (including Robot's hrobot://
 // and hcloud://bm-) is an error, so the node is never deleted by mistake.
 func (i *Instances) InstanceExists(ctx context.Context, node *corev1.Node) (bool, error) {
+	compatmetrics.Operation(compatmetrics.OpInstanceExists)
 	const op = "instances.InstanceExists"
 	s, err := i.lookup(ctx, node)
 	if err != nil {
@@ -99,6 +101,7 @@ func (i *Instances) InstanceExists(ctx context.Context, node *corev1.Node) (bool
 //
 // A missing server wraps [cloudprovider.InstanceNotFound].
 func (i *Instances) InstanceShutdown(ctx context.Context, node *corev1.Node) (bool, error) {
+	compatmetrics.Operation(compatmetrics.OpInstanceShutdown)
 	const op = "instances.InstanceShutdown"
 	s, err := i.lookup(ctx, node)
 	if err != nil {
@@ -126,6 +129,7 @@ func (i *Instances) InstanceShutdown(ctx context.Context, node *corev1.Node) (bo
 //
 // A missing server wraps [cloudprovider.InstanceNotFound].
 func (i *Instances) InstanceMetadata(ctx context.Context, node *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
+	compatmetrics.Operation(compatmetrics.OpInstanceMetadata)
 	const op = "instances.InstanceMetadata"
 	s, err := i.lookup(ctx, node)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/compatmetrics"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
@@ -90,6 +91,7 @@ func New(client *hcloud.Client, exec *executor.Executor, cfg config.LoadBalancer
 // only, and whether it exists. Implementations must treat the *v1.Service parameter as
 // read-only and not modify it.
 func (l *LoadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
+	compatmetrics.Operation(compatmetrics.OpGetLoadBalancer)
 	lb, err := l.byUID(ctx, svc)
 	if err != nil || lb == nil {
 		return nil, false, err
@@ -106,6 +108,7 @@ func (l *LoadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *core
 // failing plugin raises a Warning event PluginFailed and the default is used.
 // Implementations must treat the *v1.Service parameter as read-only and not modify it.
 func (l *LoadBalancers) GetLoadBalancerName(ctx context.Context, clusterName string, svc *corev1.Service) string {
+	compatmetrics.Operation(compatmetrics.OpGetLoadBalancerName)
 	name, _ := l.name(ctx, clusterName, svc)
 	return name
 }
@@ -152,6 +155,7 @@ func validName(n string) error {
 // Implementations must treat the *v1.Service and *v1.Node parameters as read-only and not
 // modify them.
 func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
+	compatmetrics.Operation(compatmetrics.OpEnsureLoadBalancer)
 	lb, d, err := l.reconcile(ctx, clusterName, svc, nodes, true)
 	if err != nil {
 		return nil, err
@@ -163,6 +167,7 @@ func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 // load balancer; a missing load balancer is left to EnsureLoadBalancer. Implementations must
 // treat the *v1.Service and *v1.Node parameters as read-only and not modify them.
 func (l *LoadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) error {
+	compatmetrics.Operation(compatmetrics.OpUpdateLoadBalancer)
 	_, _, err := l.reconcile(ctx, clusterName, svc, nodes, false)
 	return err
 }
@@ -173,6 +178,7 @@ func (l *LoadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 // same way). Implementations must treat the *v1.Service parameter as read-only and not modify
 // it.
 func (l *LoadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *corev1.Service) error {
+	compatmetrics.Operation(compatmetrics.OpEnsureLoadBalancerDeleted)
 	lb, err := l.byUID(ctx, svc)
 	if err != nil || lb == nil {
 		return err

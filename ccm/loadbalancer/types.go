@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/compatmetrics"
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 )
@@ -25,13 +27,16 @@ type typeCache struct {
 func (c *typeCache) get(ctx context.Context, name string) (*hcloud.LoadBalancerType, []string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	result := compatmetrics.ResultHit
 	if c.types == nil || c.now().Sub(c.fetched) > c.maxAge {
+		result = compatmetrics.ResultMiss
 		types, err := c.client.LoadBalancerType.All(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
 		c.types, c.fetched = types, c.now()
 	}
+	compatmetrics.LoadBalancerTypeCache("all", result)
 	var known []string
 	var found *hcloud.LoadBalancerType
 	for _, t := range c.types {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/compatmetrics"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 )
 
@@ -81,6 +82,13 @@ type call struct {
 	snap   *snapshot
 	server *hcloud.Server
 	err    error
+}
+
+// count counts one lookup in our series and in the official CCM's (whose subsystem label this
+// shared cache cannot tell: "none").
+func (c *Cache) count(result string) {
+	cacheRequests.WithLabelValues(result).Inc()
+	compatmetrics.ServerCache(compatmetrics.SubsystemUnknown, c.mode, result)
 }
 
 // New returns a cache reading through client with cfg's mode and max age.
@@ -148,7 +156,7 @@ func (c *Cache) ByName(ctx context.Context, name string) (*hcloud.Server, error)
 func (c *Cache) All(ctx context.Context) ([]*hcloud.Server, error) {
 	const op = "servercache.All"
 	if c.mode == config.ServerCacheModeOff {
-		cacheRequests.WithLabelValues("miss").Inc()
+		c.count(compatmetrics.ResultMiss)
 		cacheRefreshes.WithLabelValues("list").Inc()
 		all, err := c.client.Server.All(ctx)
 		if err != nil {
@@ -160,11 +168,11 @@ func (c *Cache) All(ctx context.Context) ([]*hcloud.Server, error) {
 	if c.fresh(c.snap) {
 		all := c.snap.all
 		c.mu.Unlock()
-		cacheRequests.WithLabelValues("hit").Inc()
+		c.count(compatmetrics.ResultHit)
 		return all, nil
 	}
 	c.mu.Unlock()
-	cacheRequests.WithLabelValues("miss").Inc()
+	c.count(compatmetrics.ResultMiss)
 	snap, err := c.list(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -175,7 +183,7 @@ func (c *Cache) All(ctx context.Context) ([]*hcloud.Server, error) {
 func (c *Cache) lookup(ctx context.Context, key string, find func(*snapshot) *hcloud.Server, fetch func(context.Context) (*hcloud.Server, error)) (*hcloud.Server, error) {
 	switch c.mode {
 	case config.ServerCacheModeOff:
-		cacheRequests.WithLabelValues("miss").Inc()
+		c.count(compatmetrics.ResultMiss)
 		cacheRefreshes.WithLabelValues(kind(key)).Inc()
 		return fetch(ctx)
 	case config.ServerCacheModeOne:
@@ -186,19 +194,19 @@ func (c *Cache) lookup(ctx context.Context, key string, find func(*snapshot) *hc
 	if c.fresh(c.snap) {
 		if s := find(c.snap); s != nil {
 			c.mu.Unlock()
-			cacheRequests.WithLabelValues("hit").Inc()
+			c.count(compatmetrics.ResultHit)
 			return s, nil
 		}
 		// Missing from a fresh list: a new server, or a deleted one. Look again only if no
 		// list started within the last second (or join the one in flight).
 		if c.listing == nil && c.now().Sub(c.lastRefresh) < MinMissRefreshInterval {
 			c.mu.Unlock()
-			cacheRequests.WithLabelValues("hit").Inc()
+			c.count(compatmetrics.ResultHit)
 			return nil, nil
 		}
 	}
 	c.mu.Unlock()
-	cacheRequests.WithLabelValues("miss").Inc()
+	c.count(compatmetrics.ResultMiss)
 	snap, err := c.list(ctx)
 	if err != nil {
 		return nil, err
@@ -263,7 +271,7 @@ func (c *Cache) lookupOne(ctx context.Context, key string, fetch func(context.Co
 		age := c.now().Sub(e.at)
 		if (e.server != nil && age <= c.maxAge) || (e.server == nil && age < MinMissRefreshInterval) {
 			c.mu.Unlock()
-			cacheRequests.WithLabelValues("hit").Inc()
+			c.count(compatmetrics.ResultHit)
 			return e.server, nil
 		}
 	}
@@ -274,7 +282,7 @@ func (c *Cache) lookupOne(ctx context.Context, key string, fetch func(context.Co
 		go c.runOne(context.WithoutCancel(ctx), key, fetch, cl, c.now())
 	}
 	c.mu.Unlock()
-	cacheRequests.WithLabelValues("miss").Inc()
+	c.count(compatmetrics.ResultMiss)
 	select {
 	case <-cl.done:
 		return cl.server, cl.err
