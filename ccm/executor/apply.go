@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
@@ -149,6 +150,8 @@ func (x *Executor) call(ctx context.Context, lb *hcloud.LoadBalancer, m lbplan.M
 		})
 	case lbplan.RemoveTarget:
 		action, _, err = c.RemoveServerTarget(ctx, lb, &hcloud.Server{ID: m.Target.ServerID})
+	case lbplan.RemoveIPTarget:
+		action, _, err = c.RemoveIPTarget(ctx, lb, net.ParseIP(m.IP))
 	default:
 		return nil, fmt.Errorf("unknown mutation %T", m)
 	}

@@ -28,8 +28,11 @@ type Actual struct {
 	Networks        []AttachedNetwork
 	Services        []Service // sorted by ListenPort
 	Targets         []Target  // server targets only, sorted by ServerID
-	// OtherTargets counts label selector and IP targets; they are left alone and count
-	// against max_targets.
+	// IPTargets are the addresses of IP targets, sorted. Without Robot support the official CCM
+	// removes every IP target, and so does the planner.
+	IPTargets []string
+	// OtherTargets counts label selector targets; they are left alone and count against
+	// max_targets.
 	OtherTargets int
 	Protected    bool
 }
@@ -91,8 +94,13 @@ func NewActual(lb *hcloud.LoadBalancer) *Actual {
 			a.Targets = append(a.Targets, Target{ServerID: t.Server.Server.ID, UsePrivateIP: t.UsePrivateIP})
 			continue
 		}
+		if t.Type == hcloud.LoadBalancerTargetTypeIP && t.IP != nil {
+			a.IPTargets = append(a.IPTargets, t.IP.IP)
+			continue
+		}
 		a.OtherTargets++
 	}
+	slices.Sort(a.IPTargets)
 	slices.SortFunc(a.Targets, func(x, y Target) int { return cmpInt(x.ServerID, y.ServerID) })
 	return a
 }

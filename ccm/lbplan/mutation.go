@@ -244,6 +244,21 @@ func (m RemoveTarget) Apply(lb *policy.LoadBalancer) {
 	lb.Targets = removeTarget(lb.Targets, m.Target.ServerID)
 }
 
+// RemoveIPTarget removes an IP target. The official CCM removes every IP target of a load
+// balancer it manages (they belong to Robot servers, which this CCM does not serve).
+type RemoveIPTarget struct {
+	update
+	IP string
+}
+
+func (RemoveIPTarget) Operation() string { return OpRemoveTarget }
+func (m RemoveIPTarget) Label() string   { return fmt.Sprintf("remove_target(ip:%s)", m.IP) }
+func (m RemoveIPTarget) Apply(lb *policy.LoadBalancer) {
+	lb.Targets = slices.DeleteFunc(lb.Targets, func(t policy.LBTarget) bool {
+		return t.Type == string(hcloud.LoadBalancerTargetTypeIP) && t.IP == m.IP
+	})
+}
+
 // CreateManagedCertificate creates a managed certificate; listeners later in the plan that use
 // PendingCertificateID get its ID.
 type CreateManagedCertificate struct {

@@ -102,6 +102,9 @@ func (a *Actual) Policy(ipv6 bool) *policy.LoadBalancer {
 	for _, t := range a.Targets {
 		lb.Targets = append(lb.Targets, policyTarget(t))
 	}
+	for _, ip := range a.IPTargets {
+		lb.Targets = append(lb.Targets, policy.LBTarget{Type: string(hcloud.LoadBalancerTargetTypeIP), IP: ip})
+	}
 	return lb
 }
 
@@ -235,12 +238,16 @@ func planUpdate(d Desired, a *Actual) []Mutation {
 }
 
 // planNetwork detaches from other networks and from the cluster network when the private IP
-// differs (official), then attaches.
+// differs, then attaches. Without a cluster network every attachment is detached: the official
+// CCM does the same.
 func planNetwork(d Desired, a *Actual) []Mutation {
-	if d.Network == nil {
-		return nil
-	}
 	var out []Mutation
+	if d.Network == nil {
+		for _, n := range a.Networks {
+			out = append(out, DetachNetwork{NetworkID: n.ID})
+		}
+		return out
+	}
 	attached := false
 	for _, n := range a.Networks {
 		switch {
@@ -295,6 +302,9 @@ func planTargets(d Desired, a *Actual) (removes, adds []Mutation, skipped []Targ
 			continue
 		}
 		removes = append(removes, RemoveTarget{Target: t})
+	}
+	for _, ip := range a.IPTargets {
+		removes = append(removes, RemoveIPTarget{IP: ip})
 	}
 	limit := d.MaxTargets
 	if limit == 0 {

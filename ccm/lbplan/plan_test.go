@@ -238,6 +238,20 @@ func TestCompute(t *testing.T) {
 			want: nil,
 		},
 		{
+			name: "IP targets are removed, as the official CCM removes them without Robot",
+			in:   newInput(web()),
+			actual: newLB(func(lb *hcloud.LoadBalancer) {
+				lb.Targets = append(lb.Targets, hcloud.LoadBalancerTarget{Type: hcloud.LoadBalancerTargetTypeIP, IP: &hcloud.LoadBalancerTargetIP{IP: "203.0.113.50"}})
+			}),
+			want: []string{"remove_target(ip:203.0.113.50)"},
+		},
+		{
+			name:   "without a cluster network a foreign attachment is detached (official)",
+			in:     newInput(web()),
+			actual: newLB(attached("10.9.0.3")),
+			want:   []string{"detach_from_network(5)"},
+		},
+		{
 			name:   "a location change on an existing load balancer is ignored (create-only, official)",
 			in:     newInput(web(withAnnotation(annotation.LBLocation, "nbg1"))),
 			actual: newLB(),
