@@ -16,7 +16,8 @@ const (
 	LBPublicIPv4 Name = "load-balancer.hetzner.cloud/ipv4"
 
 	// LBPublicIPv4RDNS is the reverse DNS record of the load balancer's public IPv4 address.
-	// When set and different from the current record it is applied with change_dns_ptr.
+	// When set (an empty value too) and different from the current record it is applied with
+	// change_dns_ptr. Removing the annotation restores nothing.
 	//
 	// Type: string
 	// Default: none (the record is left alone)
@@ -32,7 +33,8 @@ const (
 	LBPublicIPv6 Name = "load-balancer.hetzner.cloud/ipv6"
 
 	// LBPublicIPv6RDNS is the reverse DNS record of the load balancer's public IPv6 address.
-	// When set and different from the current record it is applied with change_dns_ptr.
+	// When set (an empty value too) and different from the current record it is applied with
+	// change_dns_ptr. Removing the annotation restores nothing.
 	//
 	// Type: string
 	// Default: none (the record is left alone)
@@ -55,11 +57,14 @@ const (
 	// Changes: none (renamed in place)
 	LBName Name = "load-balancer.hetzner.cloud/name"
 
-	// LBDisablePublicNetwork disables the public interface of the load balancer; all traffic
-	// then goes over the private network. Needs a network (HCLOUD_NETWORK).
+	// LBDisablePublicNetwork disables (true) or enables (false) the public interface of the
+	// load balancer; all traffic then goes over the private network. Needs a network
+	// (HCLOUD_NETWORK) and private targets. When neither the annotation nor its variable is set
+	// the interface is left as it is (a new load balancer has it enabled): removing the
+	// annotation restores nothing, as with the official CCM.
 	//
-	// Type: bool
-	// Default: false (HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK)
+	// Type: bool (strconv.ParseBool: true, TRUE, 1, false, ...; an empty value is invalid)
+	// Default: none (HCLOUD_LOAD_BALANCERS_DISABLE_PUBLIC_NETWORK, else left alone)
 	// Changes: new connections (public interface enabled or disabled)
 	LBDisablePublicNetwork Name = "load-balancer.hetzner.cloud/disable-public-network"
 
@@ -78,7 +83,8 @@ const (
 	// Changes: pool recreated (every target removed and added again)
 	LBUsePrivateIP Name = "load-balancer.hetzner.cloud/use-private-ip"
 
-	// LBPrivateIPv4 is the IPv4 address of the load balancer in the private network.
+	// LBPrivateIPv4 is the IPv4 address of the load balancer in the private network. Without
+	// HCLOUD_NETWORK it is ignored, as with the official CCM.
 	//
 	// Type: IP
 	// Default: none (the API picks one)
@@ -100,48 +106,53 @@ const (
 	// Changes: none (Service status only)
 	LBHostname Name = "load-balancer.hetzner.cloud/hostname"
 
-	// LBSvcProtocol is the protocol of every load balancer service of this Service.
+	// LBSvcProtocol is the protocol of every load balancer service of this Service, in any
+	// case (HTTP is http). It is always sent: removing the annotation goes back to tcp.
 	//
 	// Type: tcp | http | https
 	// Default: tcp
 	// Changes: new connections (update_service)
 	LBSvcProtocol Name = "load-balancer.hetzner.cloud/protocol"
 
-	// LBAlgorithmType is the load balancing algorithm.
+	// LBAlgorithmType is the load balancing algorithm, in any case. When neither the annotation
+	// nor its variable is set the algorithm is left as it is (a new load balancer gets the API
+	// default round_robin); an empty value is invalid.
 	//
 	// Type: round_robin | least_connections
-	// Default: round_robin (HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE)
+	// Default: none (HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE, else left alone)
 	// Changes: new connections (change_algorithm)
 	LBAlgorithmType Name = "load-balancer.hetzner.cloud/algorithm-type"
 
-	// LBType is the load balancer type. Removing the annotation does not downgrade an existing
-	// load balancer; the environment default applies at create time only.
+	// LBType is the load balancer type, case-sensitive (LB21 is refused). The annotation or
+	// HCLOUD_LOAD_BALANCERS_TYPE changes the type of an existing load balancer; without both,
+	// the type is left as it is (lb11 on create) and every reconcile raises the Warning
+	// LoadBalancerTypeUnconfigured, as with the official CCM. An empty value counts as unset.
 	//
 	// Type: string (a load balancer type name, e.g. lb11)
 	// Default: lb11 (HCLOUD_LOAD_BALANCERS_TYPE)
 	// Changes: new connections (change_type)
 	LBType Name = "load-balancer.hetzner.cloud/type"
 
-	// LBLocation is the location the load balancer is created in. Mutually exclusive with
-	// LBNetworkZone (location wins when both are set). An empty value clears the environment
-	// default.
+	// LBLocation is the location the load balancer is created in. It wins over any network
+	// zone (annotation or HCLOUD_LOAD_BALANCERS_NETWORK_ZONE). An empty value clears the
+	// environment default.
 	//
 	// Type: string
 	// Default: none (HCLOUD_LOAD_BALANCERS_LOCATION)
-	// Changes: create-time only (not allowed)
+	// Changes: create-time only (a later change is ignored, as with the official CCM)
 	LBLocation Name = "load-balancer.hetzner.cloud/location"
 
-	// LBNetworkZone is the network zone the load balancer is created in. Mutually exclusive
-	// with LBLocation.
+	// LBNetworkZone is the network zone the load balancer is created in. Any location
+	// (annotation or HCLOUD_LOAD_BALANCERS_LOCATION) wins over it.
 	//
 	// Type: string
 	// Default: none (HCLOUD_LOAD_BALANCERS_NETWORK_ZONE)
-	// Changes: create-time only (not allowed)
+	// Changes: create-time only (a later change is ignored, as with the official CCM)
 	LBNetworkZone Name = "load-balancer.hetzner.cloud/network-zone"
 
 	// LBNodeSelector restricts the nodes that become targets. It is a Kubernetes label
-	// selector (equality- or set-based). A value that does not parse leaves the targets
-	// untouched and raises a Warning event.
+	// selector (equality- or set-based); an empty value selects every node. A value that does
+	// not parse fails the reconcile before any change (InvalidAnnotation event).
 	//
 	// Type: label selector
 	// Default: none (every node)
@@ -149,10 +160,11 @@ const (
 	LBNodeSelector Name = "load-balancer.hetzner.cloud/node-selector"
 
 	// LBSvcProxyProtocol enables the proxy protocol on the load balancer services; the Service
-	// status then carries ipMode Proxy.
+	// status then carries ipMode Proxy. When neither the annotation nor its variable is set the
+	// services keep what they have (new ones get false).
 	//
 	// Type: bool
-	// Default: false (HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL)
+	// Default: none (HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL, else left alone)
 	// Changes: new connections (update_service)
 	LBSvcProxyProtocol Name = "load-balancer.hetzner.cloud/uses-proxyprotocol"
 
@@ -205,7 +217,7 @@ const (
 	//
 	// Type: bool
 	// Default: false
-	// Changes: create-time only (not allowed)
+	// Changes: create-time only (read when the certificate is created)
 	LBSvcHTTPManagedCertificateUseACMEStaging Name = "load-balancer.hetzner.cloud/http-managed-certificate-acme-staging"
 
 	// LBSvcHTTPManagedCertificateDomains is a comma separated list of the domains of the
@@ -216,24 +228,27 @@ const (
 	// Changes: none (read when the certificate is created; delete the certificate to recreate it)
 	LBSvcHTTPManagedCertificateDomains Name = "load-balancer.hetzner.cloud/http-managed-certificate-domains"
 
-	// LBSvcRedirectHTTP redirects HTTP to HTTPS.
+	// LBSvcRedirectHTTP redirects HTTP to HTTPS (http and https services).
 	//
 	// Type: bool
-	// Default: false
+	// Default: none (left alone; API default false)
 	// Changes: new connections (update_service)
 	LBSvcRedirectHTTP Name = "load-balancer.hetzner.cloud/http-redirect-http"
 
-	// LBSvcHTTPStickySessions enables sticky sessions.
+	// LBSvcHTTPStickySessions enables sticky sessions (http and https services).
 	//
 	// Type: bool
-	// Default: false
+	// Default: none (left alone; API default false)
 	// Changes: new connections (update_service)
 	LBSvcHTTPStickySessions Name = "load-balancer.hetzner.cloud/http-sticky-sessions"
 
-	// LBSvcHealthCheckProtocol is the health check protocol.
+	// LBSvcHealthCheckProtocol is the health check protocol, in any case. Without any of the
+	// health check protocol, port, interval, timeout and retries (annotation or variable) the
+	// check is tcp on the node port; with one of them it defaults to the Service protocol, and
+	// the http health check annotations count only for an http or https check.
 	//
 	// Type: tcp | http | https
-	// Default: tcp
+	// Default: tcp, or the Service protocol once another health check setting is set
 	// Changes: none (update_service; health checks only)
 	LBSvcHealthCheckProtocol Name = "load-balancer.hetzner.cloud/health-check-protocol"
 

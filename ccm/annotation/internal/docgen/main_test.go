@@ -26,7 +26,7 @@ func TestRender_MatchesCommittedDocs(t *testing.T) {
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
 		t.Errorf("docs/reference/annotations.md is stale; run go generate ./ccm/annotation/ (-committed +generated):\n%s", diff)
 	}
-	if !strings.Contains(string(got), "| `load-balancer.hetzner.cloud/location` | string | none (HCLOUD_LOAD_BALANCERS_LOCATION) | create-time only (not allowed) |") {
+	if !strings.Contains(string(got), "| `load-balancer.hetzner.cloud/location` | string | none (HCLOUD_LOAD_BALANCERS_LOCATION) | create-time only (a later change is ignored, as with the official CCM) |") {
 		t.Errorf("location row missing or wrong:\n%s", got)
 	}
 }
