@@ -90,7 +90,9 @@ func Root(fromRepoRoot string) string {
 }
 
 // OursDir is our expected outcomes for the Deliberate steps.
-func OursDir(fromRepoRoot string) string { return filepath.Join(fromRepoRoot, "test", "golden", "ours") }
+func OursDir(fromRepoRoot string) string {
+	return filepath.Join(fromRepoRoot, "test", "golden", "ours")
+}
 
 // Cases reads every case under root, sorted by ID.
 func Cases(t testing.TB, root string) []Case {
