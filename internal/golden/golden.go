@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -199,7 +200,7 @@ func (a API) UploadCertificate(certPEM, keyPEM string) {
 func (a API) LoadBalancers(selector string) []map[string]any {
 	path := "/v1/load_balancers?per_page=50"
 	if selector != "" {
-		path += "&label_selector=" + selector
+		path += "&label_selector=" + url.QueryEscape(selector)
 	}
 	status, b := a.Do(http.MethodGet, path, nil)
 	if status != http.StatusOK {
