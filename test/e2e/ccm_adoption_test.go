@@ -5,8 +5,8 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
