@@ -46,7 +46,8 @@ type Mutation interface {
 	Apply(routes []Route) []Route
 }
 
-// Add adds the route.
+// Add adds the route. Its Apply leaves routes that already hold it as they are (the network
+// holds a route once), so applying it twice is applying it once.
 type Add Route
 
 func (Add) Action() string    { return policy.ActionRouteCreate }
@@ -54,6 +55,9 @@ func (Add) Operation() string { return OpAddRoute }
 func (m Add) Label() string   { return fmt.Sprintf("%s(%s)", OpAddRoute, Route(m)) }
 func (m Add) Route() Route    { return Route(m) }
 func (m Add) Apply(routes []Route) []Route {
+	if slices.Contains(routes, Route(m)) {
+		return slices.Clone(routes)
+	}
 	return append(slices.Clone(routes), Route(m))
 }
 

@@ -110,6 +110,15 @@ func TestRemove(t *testing.T) {
 	}
 }
 
+func TestApply_isIdempotent(t *testing.T) {
+	have := []routeplan.Route{route("10.244.2.0/24", "10.0.0.3")}
+	p := routeplan.Ensure(have, route("10.244.1.0/24", "10.0.0.2"), "node-1")
+	once := p.Apply(have)
+	if diff := cmp.Diff(once, p.Apply(once), cmp.Comparer(func(a, b routeplan.Route) bool { return a == b })); diff != "" {
+		t.Errorf("applying a plan twice differs from once (-once +twice):\n%s", diff)
+	}
+}
+
 func TestMutations(t *testing.T) {
 	r := route("10.244.1.0/24", "10.0.0.2")
 	tests := []struct {
