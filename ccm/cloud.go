@@ -178,6 +178,7 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 	if d.Informers != nil {
 		execOpts = append(execOpts, executor.WithNamespaceLister(d.Informers.Core().V1().Namespaces().Lister()))
 	}
+	execOpts = append(execOpts, executor.WithActionPollInterval(c.cfg.HCloud.PollInterval))
 	exec := executor.New(c.client, c.decider, d.Recorder, clusterView(d, network), execOpts...)
 	c.lbs = loadbalancer.New(c.client, exec, c.cfg.LoadBalancer, network, d.Recorder, namer)
 
@@ -189,11 +190,11 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 	}
 	if network != nil && c.cfg.Network.RoutesEnabled && d.ClusterCIDR != "" && d.Informers != nil {
 		r, err := routes.New(routes.Options{
-			Client:      c.client,
+			Networks:    &c.client.Network,
 			Network:     network,
 			ClusterCIDR: d.ClusterCIDR,
 			Servers:     cache,
-			Writer:      exec,
+			Runner:      exec,
 			Nodes:       d.Informers.Core().V1().Nodes().Lister(),
 			Recorder:    d.Recorder,
 		})

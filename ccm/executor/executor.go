@@ -48,6 +48,7 @@ type Executor struct {
 	recorder   record.EventRecorder
 	cluster    policy.Cluster
 	namespaces corelisters.NamespaceLister
+	actions    actionWaiter // batched action polls of route writes (routes.go)
 }
 
 // Option configures an Executor.
@@ -192,10 +193,10 @@ func (x *Executor) reportApplied(svc *corev1.Service, applied []string) {
 // gate decides every step of plan; see Run.
 func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) error {
 	service := x.policyService(svc)
-	var denied, dryRun, warnings []string
-	var deniedSteps []lbplan.Mutation
-	for _, st := range plan.Steps() {
-		in := policy.Input{
+	steps := plan.Steps()
+	items := make([]gateItem, 0, len(steps))
+	for _, st := range steps {
+		items = append(items, gateItem{label: st.Mutation.Label(), input: policy.Input{
 			Version:      policy.InputVersion,
 			Action:       st.Mutation.Action(),
 			Operation:    st.Mutation.Operation(),
@@ -204,35 +205,52 @@ func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Pl
 			LoadBalancer: st.LoadBalancer,
 			Current:      st.Current,
 			Final:        st.Final,
-		}
-		d := x.decider.Decide(ctx, in)
-		label := st.Mutation.Label()
-		warnings = append(warnings, messages(label, decisionWarnings(d))...)
+		}})
+	}
+	return x.decideAll(ctx, svc, items)
+}
+
+// gateItem is one mutation as the gate decides it: its label and its policy input.
+type gateItem struct {
+	label string
+	input policy.Input
+}
+
+// decideAll is the one gate of every plan (load balancers and routes): it decides every item
+// before anything runs. Warnings and dry-run denials become one Warning event each on obj;
+// when any item is denied, it counts each denied mutation, puts one Warning event
+// PolicyDenied on obj naming every denial, and returns an error wrapping policy.ErrDenied.
+func (x *Executor) decideAll(ctx context.Context, obj runtime.Object, items []gateItem) error {
+	var denied, dryRun, warnings []string
+	var deniedItems []gateItem
+	for _, it := range items {
+		d := x.decider.Decide(ctx, it.input)
+		warnings = append(warnings, messages(it.label, decisionWarnings(d))...)
 		switch {
 		case !d.Allowed:
-			denied = append(denied, messages(label, denyMessages(d))...)
-			deniedSteps = append(deniedSteps, st.Mutation)
+			denied = append(denied, messages(it.label, denyMessages(d))...)
+			deniedItems = append(deniedItems, it)
 		case len(d.Deny) > 0:
-			dryRun = append(dryRun, messages(label, d.Deny)...)
+			dryRun = append(dryRun, messages(it.label, d.Deny)...)
 		}
 	}
 	if len(warnings) > 0 {
-		x.recorder.Event(svc, corev1.EventTypeWarning, ReasonPolicyWarning, strings.Join(warnings, "; "))
+		x.recorder.Event(obj, corev1.EventTypeWarning, ReasonPolicyWarning, strings.Join(warnings, "; "))
 	}
 	if len(dryRun) > 0 {
-		x.recorder.Event(svc, corev1.EventTypeWarning, ReasonPolicyDryRunDenied, "would be denied (dry run): "+strings.Join(dryRun, "; "))
+		x.recorder.Event(obj, corev1.EventTypeWarning, ReasonPolicyDryRunDenied, "would be denied (dry run): "+strings.Join(dryRun, "; "))
 	}
 	if len(denied) == 0 {
 		return nil
 	}
-	for _, m := range deniedSteps {
-		countMutation(m.Action(), m.Operation(), resultDenied)
+	for _, it := range deniedItems {
+		countMutation(it.input.Action, it.input.Operation, resultDenied)
 	}
 	msg := strings.Join(denied, "; ")
-	x.recorder.Event(svc, corev1.EventTypeWarning, ReasonPolicyDenied, "nothing changed: "+msg)
-	// Use %w deliberately: callers and tests match policy.ErrDenied, and the service controller
-	// retries the returned error with backoff.
-	return fmt.Errorf("%d of %d changes denied, nothing changed: %s: %w", len(deniedSteps), len(plan.Mutations), msg, policy.ErrDenied)
+	x.recorder.Event(obj, corev1.EventTypeWarning, ReasonPolicyDenied, "nothing changed: "+msg)
+	// Use %w deliberately: callers and tests match policy.ErrDenied, and the service and route
+	// controllers retry the returned error.
+	return fmt.Errorf("%d of %d changes denied, nothing changed: %s: %w", len(deniedItems), len(items), msg, policy.ErrDenied)
 }
 
 // decisionWarnings are the warnings of d, plus an evaluation failure that the failure mode

@@ -2,82 +2,124 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
+	"net"
+	"net/netip"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
 // Route operations, as in policy.Input.Operation.
 const (
-	OpAddRoute    = "add_route"
-	OpDeleteRoute = "delete_route"
+	OpAddRoute    = routeplan.OpAddRoute
+	OpDeleteRoute = routeplan.OpDeleteRoute
 )
 
-// AddRoute adds route to network for the node nodeName after a policy decision (action
-// route.create, operation add_route) and waits for the action.
+// RunRoutes decides every mutation of plan through the same gate as load balancer plans
+// (actions route.create and route.delete, operations add_route and delete_route, the input's
+// route {destination, gateway, node: plan.Node}) before the first one runs, then runs them in
+// order on network, waiting for each action. Concurrent runs share their action polls (one
+// GET /actions per 50 pending actions and round).
 //
 // # Errors
 //
-// A denial puts a Warning event PolicyDenied on the Node and returns an error wrapping
-// policy.ErrDenied; locked or conflict (another change runs on the network) gives a wrapped
-// *api.RetryError.
-func (x *Executor) AddRoute(ctx context.Context, network *hcloud.Network, route hcloud.NetworkRoute, nodeName string) error {
-	return x.route(ctx, policy.ActionRouteCreate, OpAddRoute, network, route, nodeName, func() (*hcloud.Action, error) {
-		a, _, err := x.client.Network.AddRoute(ctx, network, hcloud.NetworkAddRouteOpts{Route: route})
-		return a, err
-	})
-}
-
-// DeleteRoute deletes route from network after a policy decision (action route.delete,
-// operation delete_route) and waits for the action. A route that is already gone (not_found)
-// counts as deleted. Errors as AddRoute.
-func (x *Executor) DeleteRoute(ctx context.Context, network *hcloud.Network, route hcloud.NetworkRoute, nodeName string) error {
-	return x.route(ctx, policy.ActionRouteDelete, OpDeleteRoute, network, route, nodeName, func() (*hcloud.Action, error) {
-		a, _, err := x.client.Network.DeleteRoute(ctx, network, hcloud.NetworkDeleteRouteOpts{Route: route})
-		if hcloud.IsError(err, hcloud.ErrorCodeNotFound) {
-			return nil, nil
+// A denial of any mutation runs none of them (a gateway change denied on its add keeps the old
+// route), puts one Warning event PolicyDenied on the plan's Node and returns an error wrapping
+// policy.ErrDenied. A failed request stops the run; its error is prefixed with the mutation's
+// label, and locked or conflict (another change runs on the network) gives a wrapped
+// *api.RetryError. A delete_route of a route that is already gone (not_found) counts as done.
+func (x *Executor) RunRoutes(ctx context.Context, network *hcloud.Network, plan routeplan.Plan) error {
+	if network == nil {
+		return errors.New("run routes: no network")
+	}
+	if plan.Empty() {
+		return nil
+	}
+	items := make([]gateItem, 0, len(plan.Mutations))
+	for _, m := range plan.Mutations {
+		r := m.Route()
+		items = append(items, gateItem{label: m.Label(), input: policy.Input{
+			Version: policy.InputVersion, Action: m.Action(), Operation: m.Operation(), Cluster: x.cluster,
+			Route: &policy.Route{Destination: r.Destination.String(), Gateway: r.Gateway.String(), Node: plan.Node},
+		}})
+	}
+	if err := x.decideAll(ctx, nodeRef(plan.Node), items); err != nil {
+		return err
+	}
+	for _, m := range plan.Mutations {
+		klog.InfoS("executing", "op", m.Label(), "network", network.ID, "node", plan.Node)
+		if err := x.runRoute(ctx, network, m); err != nil {
+			countMutation(m.Action(), m.Operation(), resultError)
+			return wrapAPIError(m.Label(), err)
 		}
-		return a, err
-	})
+		countMutation(m.Action(), m.Operation(), resultSuccess)
+	}
+	return nil
 }
 
-func (x *Executor) route(ctx context.Context, action, op string, network *hcloud.Network, route hcloud.NetworkRoute, nodeName string, call func() (*hcloud.Action, error)) error {
-	if network == nil || route.Destination == nil || route.Gateway == nil {
-		return fmt.Errorf("%s: network, destination and gateway are required", op)
-	}
-	pr := &policy.Route{Destination: route.Destination.String(), Gateway: route.Gateway.String(), Node: nodeName}
-	label := fmt.Sprintf("%s(%s via %s)", op, pr.Destination, pr.Gateway)
-	d := x.decider.Decide(ctx, policy.Input{
-		Version: policy.InputVersion, Action: action, Operation: op, Cluster: x.cluster, Route: pr,
-	})
-	ref := nodeRef(nodeName)
-	if w := decisionWarnings(d); len(w) > 0 {
-		x.recorder.Event(ref, corev1.EventTypeWarning, ReasonPolicyWarning, strings.Join(messages(label, w), "; "))
-	}
-	if !d.Allowed {
-		countMutation(action, op, resultDenied)
-		msg := strings.Join(messages(label, denyMessages(d)), "; ")
-		x.recorder.Event(ref, corev1.EventTypeWarning, ReasonPolicyDenied, "nothing changed: "+msg)
-		// Use %w deliberately: callers match policy.ErrDenied; the route controller retries.
-		return fmt.Errorf("%s: %w", msg, policy.ErrDenied)
-	}
-	if len(d.Deny) > 0 {
-		x.recorder.Event(ref, corev1.EventTypeWarning, ReasonPolicyDryRunDenied, "would be denied (dry run): "+strings.Join(messages(label, d.Deny), "; "))
-	}
-	klog.InfoS("executing", "op", label, "network", network.ID, "node", nodeName)
-	a, err := call()
-	if err == nil {
-		err = x.client.Action.WaitFor(ctx, a)
+// runRoute sends one route mutation and waits for its action.
+func (x *Executor) runRoute(ctx context.Context, network *hcloud.Network, m routeplan.Mutation) error {
+	route := networkRoute(m.Route())
+	var a *hcloud.Action
+	var err error
+	switch m.(type) {
+	case routeplan.Add:
+		a, _, err = x.client.Network.AddRoute(ctx, network, hcloud.NetworkAddRouteOpts{Route: route})
+	case routeplan.Delete:
+		a, _, err = x.client.Network.DeleteRoute(ctx, network, hcloud.NetworkDeleteRouteOpts{Route: route})
+		if hcloud.IsError(err, hcloud.ErrorCodeNotFound) {
+			return nil
+		}
+	default:
+		return fmt.Errorf("unknown route mutation %T", m)
 	}
 	if err != nil {
-		countMutation(action, op, resultError)
-		return wrapAPIError(label, err)
+		return err
 	}
-	countMutation(action, op, resultSuccess)
-	return nil
+	return x.actions.wait(ctx, x.client, a)
+}
+
+// AddRoute runs a plan of one add_route for nodeName (see RunRoutes).
+func (x *Executor) AddRoute(ctx context.Context, network *hcloud.Network, route hcloud.NetworkRoute, nodeName string) error {
+	r, err := planRoute(route)
+	if err != nil {
+		return fmt.Errorf("%s: %w", OpAddRoute, err)
+	}
+	return x.RunRoutes(ctx, network, routeplan.Plan{Node: nodeName, Mutations: []routeplan.Mutation{routeplan.Add(r)}})
+}
+
+// DeleteRoute runs a plan of one delete_route for nodeName (see RunRoutes).
+func (x *Executor) DeleteRoute(ctx context.Context, network *hcloud.Network, route hcloud.NetworkRoute, nodeName string) error {
+	r, err := planRoute(route)
+	if err != nil {
+		return fmt.Errorf("%s: %w", OpDeleteRoute, err)
+	}
+	return x.RunRoutes(ctx, network, routeplan.Plan{Node: nodeName, Mutations: []routeplan.Mutation{routeplan.Delete(r)}})
+}
+
+// planRoute converts an hcloud-go route to the planner's.
+func planRoute(route hcloud.NetworkRoute) (routeplan.Route, error) {
+	if route.Destination == nil || route.Gateway == nil {
+		return routeplan.Route{}, errors.New("destination and gateway are required")
+	}
+	ones, _ := route.Destination.Mask.Size()
+	dest, ok := netip.AddrFromSlice(route.Destination.IP)
+	gw, gwOK := netip.AddrFromSlice(route.Gateway)
+	if !ok || !gwOK {
+		return routeplan.Route{}, fmt.Errorf("invalid route %s via %s", route.Destination, route.Gateway)
+	}
+	return routeplan.Route{Destination: netip.PrefixFrom(dest.Unmap(), ones).Masked(), Gateway: gw.Unmap()}, nil
+}
+
+// networkRoute converts a planned route to hcloud-go's.
+func networkRoute(r routeplan.Route) hcloud.NetworkRoute {
+	return hcloud.NetworkRoute{
+		Destination: &net.IPNet{IP: r.Destination.Addr().AsSlice(), Mask: net.CIDRMask(r.Destination.Bits(), r.Destination.Addr().BitLen())},
+		Gateway:     r.Gateway.AsSlice(),
+	}
 }

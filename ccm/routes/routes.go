@@ -1,7 +1,13 @@
 // Package routes implements cloudprovider.Routes for a Hetzner Cloud private network: each
 // node's PodCIDR becomes a network route whose gateway is the node's server IP in the
-// network, as in the official hcloud-cloud-controller-manager. Every write goes through a
-// RouteWriter (the executor, which asks the policy gate first).
+// network, as in the official hcloud-cloud-controller-manager. Changes are planned by
+// ccm/routeplan and run by a Runner (the executor, which decides the whole plan at the policy
+// gate before its first write).
+//
+// API cost: one read of the network serves every route decision within NetworkMaxAge
+// (concurrent reads are coalesced into one GET /networks/{id}); the CCM's own successful writes
+// update the cached copy, so a route reconcile that finds nothing changed costs no request, and
+// creating a route costs its add_route plus a share of the executor's batched action polls.
 package routes
 
 import (
@@ -9,13 +15,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -23,29 +30,39 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/providerid"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
 // EventClusterCIDRMisconfigured is the reason of the Warning event on a Node whose PodCIDR
 // lies outside the cluster CIDR (same reason as the official CCM; do not rename).
 const EventClusterCIDRMisconfigured = "ClusterCIDRMisconfigured"
 
-// DefaultNetworkMaxAge is how long a read of the network serves ListRoutes and DeleteRoute
-// (CreateRoute always reads it again). Upstream calls ListRoutes and then creates or deletes
-// routes, so a reconcile reads the network about once, plus once per created route.
-const DefaultNetworkMaxAge = 5 * time.Second
+// DefaultNetworkMaxAge is how long a read of the network serves ListRoutes, CreateRoute and
+// DeleteRoute. The route controller reconciles at most every 10 s (and, watch-based, only on
+// node changes), so within this window a reconcile that finds nothing changed costs no request.
+// A route changed by someone else is seen at the latest after this window; a write that the
+// API refuses because of such a change reads the network again at once.
+const DefaultNetworkMaxAge = 30 * time.Second
 
-// RouteWriter performs route writes; it is the only code that changes the network. Its errors
-// are returned upstream wrapped (a policy denial wraps policy.ErrDenied).
-type RouteWriter interface {
-	AddRoute(ctx context.Context, network *hcloud.Network, route hcloud.NetworkRoute, nodeName string) error
-	DeleteRoute(ctx context.Context, network *hcloud.Network, route hcloud.NetworkRoute, nodeName string) error
+// NetworkReader reads the network; *hcloud.NetworkClient is one. It has no mutating method:
+// routes never write (see Runner).
+type NetworkReader interface {
+	GetByID(ctx context.Context, id int64) (*hcloud.Network, *hcloud.Response, error)
+}
+
+// Runner runs route plans; it is the only code that changes the network (the executor). It
+// decides the whole plan before the first write; its errors are returned upstream wrapped (a
+// policy denial wraps policy.ErrDenied and means nothing ran).
+type Runner interface {
+	RunRoutes(ctx context.Context, network *hcloud.Network, plan routeplan.Plan) error
 }
 
 // Options configure [New].
 type Options struct {
-	// Client reads the network.
-	Client *hcloud.Client
+	// Networks reads the network (&client.Network).
+	Networks NetworkReader
 	// Network is HCLOUD_NETWORK, already resolved (its ID is what counts; it is read again).
 	Network *hcloud.Network
 	// ClusterCIDR is --cluster-cidr: one CIDR or a comma-separated dual-stack pair. PodCIDRs
@@ -54,8 +71,8 @@ type Options struct {
 	ClusterCIDR string
 	// Servers maps route gateways to servers and nodes to gateways.
 	Servers *servercache.Cache
-	// Writer adds and deletes routes.
-	Writer RouteWriter
+	// Runner runs route plans.
+	Runner Runner
 	// Nodes finds the node of a route.
 	Nodes corelisters.NodeLister
 	// Recorder receives Warning events; nil drops them.
@@ -68,26 +85,37 @@ type Options struct {
 type Routes struct {
 	o           Options
 	clusterCIDR *net.IPNet // the IPv4 cluster CIDR; nil for none
+	now         func() time.Time
 
-	mu        sync.Mutex
-	network   *hcloud.Network // replaced, never modified in place
-	networkAt time.Time
-	now       func() time.Time
+	mu      sync.Mutex
+	routes  []routeplan.Route // the network's routes as last read plus our own writes since
+	readAt  time.Time         // zero: read again on the next lookup
+	loading *load             // the read in flight, if any
+	// replay holds the plans that ran while a read was in flight (non-nil while recording):
+	// the read may predate them, so they are applied to its result.
+	replay []routeplan.Plan
+}
+
+// load is one read of the network that concurrent lookups share.
+type load struct {
+	done   chan struct{}
+	routes []routeplan.Route
+	err    error
 }
 
 var _ cloudprovider.Routes = (*Routes)(nil)
 
-// New returns Routes for o.Network.
+// New returns Routes for o.Network. It makes no request: the first lookup reads the network.
 //
 // # Errors
 //
-// A missing client, network, server cache, writer or node lister, or a cluster CIDR that does
-// not parse.
+// A missing network reader, network, server cache, runner or node lister, or a cluster CIDR
+// that does not parse.
 func New(o Options) (*Routes, error) {
 	const op = "routes.New"
 	var errs []error
-	if o.Client == nil || o.Network == nil || o.Servers == nil || o.Writer == nil || o.Nodes == nil {
-		errs = append(errs, errors.New("client, network, server cache, route writer and node lister are required"))
+	if o.Networks == nil || o.Network == nil || o.Servers == nil || o.Runner == nil || o.Nodes == nil {
+		errs = append(errs, errors.New("network reader, network, server cache, route runner and node lister are required"))
 	}
 	clusterCIDR, err := ipv4ClusterCIDR(o.ClusterCIDR)
 	if err != nil {
@@ -102,8 +130,7 @@ func New(o Options) (*Routes, error) {
 	if o.NetworkMaxAge <= 0 {
 		o.NetworkMaxAge = DefaultNetworkMaxAge
 	}
-	// The network given was read at startup; the first lookup reads it again.
-	return &Routes{o: o, clusterCIDR: clusterCIDR, network: o.Network, now: time.Now}, nil
+	return &Routes{o: o, clusterCIDR: clusterCIDR, now: time.Now}, nil
 }
 
 // ListRoutes lists the routes of the network. Each is named "<gateway>-<destination>" and
@@ -111,12 +138,12 @@ func New(o Options) (*Routes, error) {
 // whose gateway belongs to no server is a blackhole (upstream deletes it if it lies in the
 // cluster CIDR). Routes outside the cluster CIDR are listed too; upstream leaves them alone.
 //
-// The network is read again when the last read is older than NetworkMaxAge; our own writes
-// are applied to the cached copy, and a failed write discards it. Cost: at most one
-// GET /networks/{id} and one server list (shared with InstancesV2).
+// Cost: nothing within NetworkMaxAge of the last read of the network and the server cache's
+// max age of its last list; otherwise one GET /networks/{id} and one server list (shared with
+// InstancesV2), each shared by concurrent callers.
 func (r *Routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Route, error) {
 	const op = "routes.ListRoutes"
-	network, err := r.loadNetwork(ctx, false)
+	routes, err := r.networkRoutes(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
@@ -124,22 +151,19 @@ func (r *Routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rou
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	byIP := make(map[string]*hcloud.Server, len(servers))
+	byIP := make(map[netip.Addr]*hcloud.Server, len(servers))
 	for _, s := range servers {
-		if pn := s.PrivateNetFor(network); pn != nil && pn.IP != nil {
-			byIP[pn.IP.String()] = s
+		if ip, ok := r.privateIP(s); ok {
+			byIP[ip] = s
 		}
 	}
-	out := make([]*cloudprovider.Route, 0, len(network.Routes))
-	for _, nr := range network.Routes {
-		if nr.Destination == nil || nr.Gateway == nil {
-			continue
-		}
+	out := make([]*cloudprovider.Route, 0, len(routes))
+	for _, nr := range routes {
 		route := &cloudprovider.Route{
 			Name:            nr.Gateway.String() + "-" + nr.Destination.String(),
 			DestinationCIDR: nr.Destination.String(),
 		}
-		if s, ok := byIP[nr.Gateway.String()]; ok {
+		if s, ok := byIP[nr.Gateway]; ok {
 			route.TargetNode = types.NodeName(s.Name)
 		} else {
 			route.Blackhole = true
@@ -152,133 +176,211 @@ func (r *Routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rou
 // CreateRoute makes the network route route.DestinationCIDR via the IP of route.TargetNode's
 // server in the network. nameHint is ignored.
 //
-// The network is read again first, so the upsert sees the current routes. It is an upsert:
-// an identical route is left alone (no write), a route to the same
-// destination through another gateway is deleted and added anew. IPv6 destinations are
-// rejected before any API call (private networks route IPv4 only). When the route carries
-// TargetNodeAddresses, the gateway must be one of its InternalIPs. A destination outside the
-// cluster CIDR raises a Warning event ClusterCIDRMisconfigured on the node but is created.
+// It is an upsert planned by routeplan.Ensure against the network as last read (at most
+// NetworkMaxAge old): an identical route costs no request; a route to the same destination
+// through another gateway is replaced by one plan (delete it, add the new one) that the policy
+// decides as a whole, so a denial keeps the old route. If the API refuses the write as
+// invalid (the cached routes were stale), the network is read again and the plan made once
+// more. IPv6 destinations are rejected before any API call (private networks route IPv4 only).
+//
+// The gateway is the server's IP in the network, from the server cache (the node's addresses
+// are not needed, so a route can be created before the node is initialised). When
+// route.TargetNodeAddresses has InternalIPs, the gateway must be one of them; a node without
+// any InternalIP yet is not an error. A destination outside the cluster CIDR raises a Warning
+// event ClusterCIDRMisconfigured on the node but is created.
 //
 // # Errors
 //
-// An unknown node or server, a server outside the network, a gateway that is not an
-// InternalIP of the node, or a failed write (wrapped; a policy denial wraps policy.ErrDenied).
+// An unknown node or server, a server outside the network, a gateway that is not among the
+// node's InternalIPs, or a failed run (wrapped; a policy denial wraps policy.ErrDenied).
 func (r *Routes) CreateRoute(ctx context.Context, _ string, _ string, route *cloudprovider.Route) error {
 	const op = "routes.CreateRoute"
 	if route == nil {
 		return fmt.Errorf("%s: nil route", op)
 	}
-	ip, dest, err := net.ParseCIDR(route.DestinationCIDR)
+	dest, err := netip.ParsePrefix(route.DestinationCIDR)
 	if err != nil {
 		return fmt.Errorf("%s: invalid destination %q: expect an IPv4 CIDR", op, route.DestinationCIDR)
 	}
-	if ip.To4() == nil {
+	if !dest.Addr().Is4() {
 		return fmt.Errorf("%s: destination %s is IPv6: Hetzner Cloud private networks route IPv4 only", op, route.DestinationCIDR)
 	}
+	dest = dest.Masked()
 	nodeName := string(route.TargetNode)
 	node, err := r.o.Nodes.Get(nodeName)
 	if err != nil {
 		return fmt.Errorf("%s: node %q: %w", op, nodeName, err)
 	}
-	network, err := r.loadNetwork(ctx, true)
+	gateway, err := r.gateway(ctx, node)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	gateway, err := r.gateway(ctx, node, network)
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	if len(route.TargetNodeAddresses) > 0 && !slices.ContainsFunc(route.TargetNodeAddresses, func(a corev1.NodeAddress) bool {
-		return a.Type == corev1.NodeInternalIP && a.Address == gateway.String()
-	}) {
-		return fmt.Errorf("%s: gateway %s (the server's IP in network %d) is not an InternalIP of node %q: check the node's addresses and HCLOUD_NETWORK", op, gateway, network.ID, nodeName)
+	if err := checkInternalIP(route.TargetNodeAddresses, gateway); err != nil {
+		return fmt.Errorf("%s: gateway %s (the server's IP in network %d) %w: check the node's addresses and HCLOUD_NETWORK", op, gateway, r.o.Network.ID, err)
 	}
 	r.warnOutsideClusterCIDR(node, dest)
 
-	want := hcloud.NetworkRoute{Destination: dest, Gateway: gateway}
-	for _, nr := range network.Routes {
-		if nr.Destination == nil || nr.Destination.String() != dest.String() {
-			continue
-		}
-		if nr.Gateway.Equal(gateway) {
-			klog.V(4).InfoS("route exists", "destination", dest, "gateway", gateway, "node", nodeName)
-			return nil
-		}
-		if err := r.o.Writer.DeleteRoute(ctx, network, nr, nodeName); err != nil {
-			r.forgetNetwork()
-			return fmt.Errorf("%s: replacing route %s via %s: %w", op, dest, nr.Gateway, err)
-		}
-		r.applyLocal(nil, &nr)
+	want := routeplan.Route{Destination: dest, Gateway: gateway}
+	err = r.ensure(ctx, want, nodeName)
+	var apiErr hcloud.Error
+	if err != nil && !errors.Is(err, policy.ErrDenied) && errors.As(err, &apiErr) && apiErr.Code == hcloud.ErrorCodeInvalidInput {
+		klog.InfoS("route refused as invalid; reading the network again and planning once more", "route", want, "node", nodeName, "err", err)
+		err = r.ensure(ctx, want, nodeName)
 	}
-	if err := r.o.Writer.AddRoute(ctx, network, want, nodeName); err != nil {
-		r.forgetNetwork()
-		return fmt.Errorf("%s: route %s via %s: %w", op, dest, gateway, err)
+	if err != nil {
+		return fmt.Errorf("%s: route %s: %w", op, want, err)
 	}
-	r.applyLocal(&want, nil)
 	return nil
 }
 
-// DeleteRoute deletes the network route to route.DestinationCIDR, whose gateway is taken from
-// the network as last read (at most NetworkMaxAge old; route as returned by ListRoutes). A
-// route that is no longer in the network counts as deleted.
+// ensure plans want against the cached routes and runs the plan.
+func (r *Routes) ensure(ctx context.Context, want routeplan.Route, nodeName string) error {
+	routes, err := r.networkRoutes(ctx)
+	if err != nil {
+		return err
+	}
+	plan := routeplan.Ensure(routes, want, nodeName)
+	if plan.Empty() {
+		klog.V(4).InfoS("route exists", "route", want, "node", nodeName)
+		return nil
+	}
+	return r.run(ctx, plan)
+}
+
+// DeleteRoute deletes the network route to route.DestinationCIDR (route as returned by
+// ListRoutes), planned by routeplan.Remove against the network as last read. A route that is
+// no longer there counts as deleted.
+//
+// A route whose destination is the PodCIDR of another node than route.TargetNode (upstream
+// deletes a route that leads to the wrong node or to no server before it creates the right
+// one) is left to that node's CreateRoute, which replaces it in one plan: deleting it here
+// would be the first half of a replacement whose second half the policy may deny.
 //
 // # Errors
 //
-// An invalid destination, or a failed write (wrapped; a policy denial wraps policy.ErrDenied).
+// An invalid destination, or a failed run (wrapped; a policy denial wraps policy.ErrDenied).
 func (r *Routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider.Route) error {
 	const op = "routes.DeleteRoute"
 	if route == nil {
 		return fmt.Errorf("%s: nil route", op)
 	}
-	_, dest, err := net.ParseCIDR(route.DestinationCIDR)
+	dest, err := netip.ParsePrefix(route.DestinationCIDR)
 	if err != nil {
 		return fmt.Errorf("%s: invalid destination %q: expect a CIDR", op, route.DestinationCIDR)
 	}
-	network, err := r.loadNetwork(ctx, false)
+	dest = dest.Masked()
+	if claimer := r.claimedBy(dest, string(route.TargetNode)); claimer != "" {
+		klog.InfoS("route left to the CreateRoute of the node whose PodCIDR it is: it replaces the route in one plan",
+			"destination", dest, "node", claimer, "target", route.TargetNode)
+		return nil
+	}
+	routes, err := r.networkRoutes(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
-	i := slices.IndexFunc(network.Routes, func(nr hcloud.NetworkRoute) bool {
-		return nr.Destination != nil && nr.Destination.String() == dest.String()
-	})
-	if i < 0 {
-		klog.InfoS("route already gone", "destination", dest, "network", network.ID)
+	plan := routeplan.Remove(routes, dest, string(route.TargetNode))
+	if plan.Empty() {
+		klog.InfoS("route already gone", "destination", dest, "network", r.o.Network.ID)
 		return nil
 	}
-	nr := network.Routes[i]
-	if err := r.o.Writer.DeleteRoute(ctx, network, nr, string(route.TargetNode)); err != nil {
-		r.forgetNetwork()
-		return fmt.Errorf("%s: route %s via %s: %w", op, dest, nr.Gateway, err)
+	if err := r.run(ctx, plan); err != nil {
+		return fmt.Errorf("%s: %s: %w", op, strings.Join(plan.Labels(), ", "), err)
 	}
-	r.applyLocal(nil, &nr)
 	return nil
 }
 
-// gateway returns the IP of node's server in network.
-func (r *Routes) gateway(ctx context.Context, node *corev1.Node, network *hcloud.Network) (net.IP, error) {
+// run runs plan and records its effect in the cached routes; after a failed run (other than a
+// denial, which changed nothing) the network is read again on the next lookup.
+func (r *Routes) run(ctx context.Context, plan routeplan.Plan) error {
+	err := r.o.Runner.RunRoutes(ctx, r.o.Network, plan)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case err == nil:
+		r.routes = plan.Apply(r.routes)
+		if r.replay != nil {
+			r.replay = append(r.replay, plan)
+		}
+	case !errors.Is(err, policy.ErrDenied):
+		r.readAt = time.Time{}
+	}
+	return err
+}
+
+// claimedBy returns the name of a node other than target whose PodCIDRs include dest, or "".
+func (r *Routes) claimedBy(dest netip.Prefix, target string) string {
+	nodes, err := r.o.Nodes.List(labels.Everything())
+	if err != nil {
+		klog.V(2).InfoS("listing nodes failed; deleting the route on its own", "err", err)
+		return ""
+	}
+	for _, n := range nodes {
+		if n.Name == target {
+			continue
+		}
+		for _, c := range n.Spec.PodCIDRs {
+			if p, err := netip.ParsePrefix(c); err == nil && p.Masked() == dest {
+				return n.Name
+			}
+		}
+	}
+	return ""
+}
+
+// checkInternalIP returns an error when addresses has InternalIPs and gateway is not one of
+// them; a node without InternalIP (not initialised yet) passes.
+func checkInternalIP(addresses []corev1.NodeAddress, gateway netip.Addr) error {
+	var internal []string
+	for _, a := range addresses {
+		if a.Type != corev1.NodeInternalIP {
+			continue
+		}
+		if ip, err := netip.ParseAddr(a.Address); err == nil && ip.Unmap() == gateway {
+			return nil
+		}
+		internal = append(internal, a.Address)
+	}
+	if len(internal) == 0 {
+		return nil
+	}
+	return fmt.Errorf("is not an InternalIP of the node (%s)", strings.Join(internal, ", "))
+}
+
+// gateway returns the IP of node's server in the network, from the server cache.
+func (r *Routes) gateway(ctx context.Context, node *corev1.Node) (netip.Addr, error) {
 	var s *hcloud.Server
 	if node.Spec.ProviderID != "" {
 		id, err := providerid.ToServerID(node.Spec.ProviderID)
 		if err != nil {
-			return nil, fmt.Errorf("node %q: %w", node.Name, err)
+			return netip.Addr{}, fmt.Errorf("node %q: %w", node.Name, err)
 		}
 		if s, err = r.o.Servers.ByID(ctx, id); err != nil {
-			return nil, err
+			return netip.Addr{}, err
 		}
 	} else {
 		var err error
 		if s, err = r.o.Servers.ByName(ctx, node.Name); err != nil {
-			return nil, err
+			return netip.Addr{}, err
 		}
 	}
 	if s == nil {
-		return nil, fmt.Errorf("no server for node %q", node.Name)
+		return netip.Addr{}, fmt.Errorf("no server for node %q", node.Name)
 	}
-	pn := s.PrivateNetFor(network)
-	if pn == nil || pn.IP == nil {
-		return nil, fmt.Errorf("server %q (%d) is not attached to network %d: attach it, or check HCLOUD_NETWORK", s.Name, s.ID, network.ID)
+	ip, ok := r.privateIP(s)
+	if !ok {
+		return netip.Addr{}, fmt.Errorf("server %q (%d) is not attached to network %d: attach it, or check HCLOUD_NETWORK", s.Name, s.ID, r.o.Network.ID)
 	}
-	return pn.IP, nil
+	return ip, nil
+}
+
+// privateIP returns s's IP in the network.
+func (r *Routes) privateIP(s *hcloud.Server) (netip.Addr, bool) {
+	pn := s.PrivateNetFor(r.o.Network)
+	if pn == nil {
+		return netip.Addr{}, false
+	}
+	ip, ok := netip.AddrFromSlice(pn.IP)
+	return ip.Unmap(), ok
 }
 
 // ipv4ClusterCIDR returns the IPv4 CIDR of --cluster-cidr ("a" or "a,b"), nil if there is
@@ -300,14 +402,13 @@ func ipv4ClusterCIDR(s string) (*net.IPNet, error) {
 	return v4, nil
 }
 
-func (r *Routes) warnOutsideClusterCIDR(node *corev1.Node, dest *net.IPNet) {
+func (r *Routes) warnOutsideClusterCIDR(node *corev1.Node, dest netip.Prefix) {
 	cluster := r.clusterCIDR
 	if cluster == nil {
 		return
 	}
 	clusterOnes, _ := cluster.Mask.Size()
-	destOnes, _ := dest.Mask.Size()
-	if cluster.Contains(dest.IP) && destOnes >= clusterOnes {
+	if cluster.Contains(dest.Addr().AsSlice()) && dest.Bits() >= clusterOnes {
 		return
 	}
 	msg := fmt.Sprintf("route CIDR %s is not contained within cluster CIDR %s", dest, cluster)
@@ -315,51 +416,73 @@ func (r *Routes) warnOutsideClusterCIDR(node *corev1.Node, dest *net.IPNet) {
 	r.o.Recorder.Event(node, corev1.EventTypeWarning, EventClusterCIDRMisconfigured, msg)
 }
 
-// loadNetwork returns the network, read again if force or if the last read is older than
-// NetworkMaxAge.
-func (r *Routes) loadNetwork(ctx context.Context, force bool) (*hcloud.Network, error) {
+// networkRoutes returns the network's routes: the cached copy while it is younger than
+// NetworkMaxAge, otherwise a new read, shared with every concurrent caller. The read runs
+// without the caller's cancellation, so a caller that gives up does not fail the others.
+func (r *Routes) networkRoutes(ctx context.Context) ([]routeplan.Route, error) {
 	r.mu.Lock()
-	if !force && r.now().Sub(r.networkAt) <= r.o.NetworkMaxAge {
-		n := r.network
+	if !r.readAt.IsZero() && r.now().Sub(r.readAt) <= r.o.NetworkMaxAge {
+		routes := r.routes
 		r.mu.Unlock()
-		return n, nil
+		return routes, nil
 	}
-	id := r.network.ID
+	l := r.loading
+	if l == nil {
+		l = &load{done: make(chan struct{})}
+		r.loading = l
+		r.replay = []routeplan.Plan{}
+		go r.read(context.WithoutCancel(ctx), l, r.now())
+	}
 	r.mu.Unlock()
-
-	started := r.now()
-	n, _, err := r.o.Client.Network.GetByID(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("reading network %d: %w", id, err)
+	select {
+	case <-l.done:
+		return l.routes, l.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	if n == nil {
-		return nil, fmt.Errorf("network %d not found: check HCLOUD_NETWORK", id)
-	}
-	r.mu.Lock()
-	r.network, r.networkAt = n, started
-	r.mu.Unlock()
-	return n, nil
 }
 
-// forgetNetwork makes the next lookup read the network again (after a failed write, the
-// cached routes may be wrong).
-func (r *Routes) forgetNetwork() {
+// read reads the network for l and installs the result, with the plans that ran meanwhile.
+func (r *Routes) read(ctx context.Context, l *load, started time.Time) {
+	id := r.o.Network.ID
+	n, _, err := r.o.Networks.GetByID(ctx, id)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("reading network %d: %w", id, err)
+	case n == nil:
+		err = fmt.Errorf("network %d not found: check HCLOUD_NETWORK", id)
+	}
+	var routes []routeplan.Route
+	if err == nil {
+		routes = convert(n.Routes)
+	}
 	r.mu.Lock()
-	r.networkAt = time.Time{}
+	if err == nil {
+		for _, p := range r.replay {
+			routes = p.Apply(routes)
+		}
+		r.routes, r.readAt = routes, started
+	}
+	r.loading, r.replay = nil, nil
+	l.routes, l.err = routes, err
 	r.mu.Unlock()
+	close(l.done)
 }
 
-// applyLocal records our own write in the cached network (a copy), so the next lookups see it
-// without reading the network again.
-func (r *Routes) applyLocal(added, deleted *hcloud.NetworkRoute) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := *r.network
-	n.Routes = slices.DeleteFunc(slices.Clone(n.Routes), func(nr hcloud.NetworkRoute) bool {
-		return deleted != nil && nr.Destination != nil && nr.Destination.String() == deleted.Destination.String() && nr.Gateway.Equal(deleted.Gateway)
-	})
-	if added != nil {
-		n.Routes = append(n.Routes, *added)
+// convert returns the network's IPv4 routes for the planner.
+func convert(in []hcloud.NetworkRoute) []routeplan.Route {
+	out := make([]routeplan.Route, 0, len(in))
+	for _, nr := range in {
+		if nr.Destination == nil || nr.Gateway == nil {
+			continue
+		}
+		ip, ok := netip.AddrFromSlice(nr.Destination.IP)
+		gw, gwOK := netip.AddrFromSlice(nr.Gateway)
+		if !ok || !gwOK {
+			continue
+		}
+		ones, _ := nr.Destination.Mask.Size()
+		out = append(out, routeplan.Route{Destination: netip.PrefixFrom(ip.Unmap(), ones).Masked(), Gateway: gw.Unmap()})
 	}
-	r.network = &n
+	return out
 }

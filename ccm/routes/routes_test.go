@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,41 +22,29 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routes"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
-// hcloudWriter is a RouteWriter that writes with hcloud-go and waits for the action, like
-// the executor without the policy gate.
-type hcloudWriter struct {
-	client *hcloud.Client
-	deny   bool
+// deciderFunc is a policy.Decider.
+type deciderFunc func(policy.Input) policy.Decision
+
+func (f deciderFunc) Decide(_ context.Context, in policy.Input) policy.Decision { return f(in) }
+
+func allowAll(policy.Input) policy.Decision { return policy.Decision{Allowed: true} }
+
+func denyAll(policy.Input) policy.Decision {
+	return policy.Decision{Deny: []policy.Message{{Msg: "frozen"}}}
 }
 
-var _ routes.RouteWriter = (*hcloudWriter)(nil)
-
-func (w *hcloudWriter) AddRoute(ctx context.Context, n *hcloud.Network, r hcloud.NetworkRoute, _ string) error {
-	if w.deny {
-		return fmt.Errorf("add_route(%s via %s): %w", r.Destination, r.Gateway, policy.ErrDenied)
+func denyCreate(in policy.Input) policy.Decision {
+	if in.Action == policy.ActionRouteCreate {
+		return policy.Decision{Deny: []policy.Message{{Msg: "no new routes"}}}
 	}
-	a, _, err := w.client.Network.AddRoute(ctx, n, hcloud.NetworkAddRouteOpts{Route: r})
-	if err != nil {
-		return err
-	}
-	return w.client.Action.WaitFor(ctx, a)
-}
-
-func (w *hcloudWriter) DeleteRoute(ctx context.Context, n *hcloud.Network, r hcloud.NetworkRoute, _ string) error {
-	if w.deny {
-		return fmt.Errorf("delete_route(%s via %s): %w", r.Destination, r.Gateway, policy.ErrDenied)
-	}
-	a, _, err := w.client.Network.DeleteRoute(ctx, n, hcloud.NetworkDeleteRouteOpts{Route: r})
-	if err != nil {
-		return err
-	}
-	return w.client.Action.WaitFor(ctx, a)
+	return policy.Decision{Allowed: true}
 }
 
 type env struct {
@@ -64,14 +53,15 @@ type env struct {
 	network  *hcloud.Network
 	servers  map[string]int64
 	indexer  cache.Indexer
-	recorder *record.FakeRecorder
-	writer   *hcloudWriter
+	recorder *record.FakeRecorder // events of Routes
+	decide   func(policy.Input) policy.Decision
 	routes   *routes.Routes
 }
 
 // newEnv seeds a network 10.0.0.0/8 with servers node-1 (10.0.0.2), node-2 (10.0.0.3) and
-// outside (not in the network), and nodes node-1 (with provider ID), node-2 (without) and
-// outside.
+// outside (not in the network), and nodes node-1 (with provider ID, PodCIDR 10.244.1.0/24),
+// node-2 (without provider ID, PodCIDR 10.244.2.0/24) and outside. Routes run their plans
+// through the executor, whose policy is e.decide (allow all until changed).
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	emu, endpoint := hcloudemu.NewTestServer(t)
@@ -82,7 +72,7 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{emu: emu, servers: map[string]int64{}, recorder: record.NewFakeRecorder(10)}
+	e := &env{emu: emu, servers: map[string]int64{}, recorder: record.NewFakeRecorder(10), decide: allowAll}
 	for name, ip := range map[string]string{"node-1": "10.0.0.2", "node-2": "10.0.0.3", "outside": ""} {
 		spec := hcloudemu.ServerSpec{Name: name}
 		if ip != "" {
@@ -98,38 +88,53 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.indexer = cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
-	e.addNode(t, "node-1", fmt.Sprintf("hcloud://%d", e.servers["node-1"]))
-	e.addNode(t, "node-2", "")
-	e.addNode(t, "outside", "")
-	servers, err := servercache.New(e.client, config.ServerCache{Mode: config.ServerCacheModeAll, MaxAge: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.writer = &hcloudWriter{client: e.client}
-	e.routes, err = routes.New(routes.Options{
-		Client: e.client, Network: e.network, ClusterCIDR: "10.244.0.0/16", Servers: servers,
-		Writer: e.writer, Nodes: corelisters.NewNodeLister(e.indexer), Recorder: e.recorder,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.addNode(t, "node-1", fmt.Sprintf("hcloud://%d", e.servers["node-1"]), "10.244.1.0/24")
+	e.addNode(t, "node-2", "", "10.244.2.0/24")
+	e.addNode(t, "outside", "", "")
+	e.routes = e.newRoutes(t, "10.244.0.0/16")
 	emu.ResetRequests()
 	return e
 }
 
-func (e *env) addNode(t *testing.T, name, providerID string) {
+// newRoutes returns Routes with a fresh server cache and the executor as runner.
+func (e *env) newRoutes(t *testing.T, clusterCIDR string) *routes.Routes {
+	t.Helper()
+	servers, err := servercache.New(e.client, config.ServerCache{Mode: config.ServerCacheModeAll, MaxAge: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	decider := deciderFunc(func(in policy.Input) policy.Decision { return e.decide(in) })
+	exec := executor.New(e.client, decider, record.NewFakeRecorder(100), policy.Cluster{Name: "c"}, executor.WithActionPollInterval(time.Millisecond))
+	r, err := routes.New(routes.Options{
+		Networks: &e.client.Network, Network: e.network, ClusterCIDR: clusterCIDR, Servers: servers,
+		Runner: exec, Nodes: corelisters.NewNodeLister(e.indexer), Recorder: e.recorder,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (e *env) addNode(t *testing.T, name, providerID, podCIDR string) {
 	t.Helper()
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: providerID}}
+	if podCIDR != "" {
+		n.Spec.PodCIDR, n.Spec.PodCIDRs = podCIDR, []string{podCIDR}
+	}
 	if err := e.indexer.Add(n); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// seedRoute adds a route directly, bypassing Routes.
+// seedRoute adds a route directly, bypassing Routes and the policy.
 func (e *env) seedRoute(t *testing.T, dest, gateway string) {
 	t.Helper()
 	_, cidr, _ := net.ParseCIDR(dest)
-	if err := (&hcloudWriter{client: e.client}).AddRoute(t.Context(), e.network, hcloud.NetworkRoute{Destination: cidr, Gateway: net.ParseIP(gateway)}, ""); err != nil {
+	a, _, err := e.client.Network.AddRoute(t.Context(), e.network, hcloud.NetworkAddRouteOpts{Route: hcloud.NetworkRoute{Destination: cidr, Gateway: net.ParseIP(gateway)}})
+	if err == nil {
+		err = e.client.Action.WaitFor(t.Context(), a)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	e.emu.ResetRequests()
@@ -197,6 +202,13 @@ func TestRoutes_CreateRoute(t *testing.T) {
 			wantMutations: 1,
 		},
 		{
+			name: "a node without InternalIP yet gets its route via the server's IP",
+			route: cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24",
+				TargetNodeAddresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: "node-1"}}},
+			wantRoutes:    []string{"10.244.1.0/24 via 10.0.0.2"},
+			wantMutations: 1,
+		},
+		{
 			name:          "an identical route is left alone",
 			seed:          [][2]string{{"10.244.1.0/24", "10.0.0.2"}},
 			route:         cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"},
@@ -230,7 +242,7 @@ func TestRoutes_CreateRoute(t *testing.T) {
 		{
 			name:    "a gateway that is not an InternalIP of the node is rejected",
 			route:   cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24", TargetNodeAddresses: internalIP("192.168.0.1")},
-			wantErr: `gateway 10.0.0.2 (the server's IP in network`,
+			wantErr: `gateway 10.0.0.2 (the server's IP in network 1) is not an InternalIP of the node (192.168.0.1): check the node's addresses and HCLOUD_NETWORK`,
 		},
 		{
 			name:    "a server outside the network is rejected",
@@ -254,8 +266,9 @@ func TestRoutes_CreateRoute(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("CreateRoute() error = %v, want %q", err, tc.wantErr)
 				}
-				if n := e.emu.MutatingRequests(); n != 0 {
-					t.Errorf("a rejected route made %d writes", n)
+				// Rejected before the network is read: at most the server list.
+				if counts := e.emu.Counts(); e.emu.MutatingRequests() != 0 || counts["GET /v1/networks/{id}"] != 0 {
+					t.Errorf("a rejected route made requests beyond the server list: %v", counts)
 				}
 				return
 			}
@@ -291,24 +304,24 @@ func TestRoutes_CreateRouteIPv6CostsNothing(t *testing.T) {
 func TestRoutes_DeleteRoute(t *testing.T) {
 	e := newEnv(t)
 	e.seedRoute(t, "10.244.1.0/24", "10.0.0.2")
-	e.seedRoute(t, "10.244.2.0/24", "10.0.0.3")
+	e.seedRoute(t, "10.244.7.0/24", "10.0.0.3")
 	listed, err := e.routes.ListRoutes(t.Context(), "c")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range listed {
-		if r.DestinationCIDR == "10.244.1.0/24" {
+		if r.DestinationCIDR == "10.244.7.0/24" {
 			if err := e.routes.DeleteRoute(t.Context(), "c", r); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if diff := cmp.Diff([]string{"10.244.2.0/24 via 10.0.0.3"}, e.networkRoutes(t)); diff != "" {
+	if diff := cmp.Diff([]string{"10.244.1.0/24 via 10.0.0.2"}, e.networkRoutes(t)); diff != "" {
 		t.Errorf("network routes mismatch (-want +got):\n%s", diff)
 	}
 	// Deleting it again is a no-op: it is gone from the cached network.
 	e.emu.ResetRequests()
-	if err := e.routes.DeleteRoute(t.Context(), "c", &cloudprovider.Route{DestinationCIDR: "10.244.1.0/24"}); err != nil {
+	if err := e.routes.DeleteRoute(t.Context(), "c", &cloudprovider.Route{DestinationCIDR: "10.244.7.0/24"}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(e.emu.Requests()); n != 0 {
@@ -316,34 +329,123 @@ func TestRoutes_DeleteRoute(t *testing.T) {
 	}
 }
 
+// TestRoutes_gatewayChange is issue 10's half-applied route replacement, as the route
+// controller calls it: a route to node-2's PodCIDR leads to node-1 (for example after the
+// CIDR moved). Upstream deletes it (DeleteRoute with target node-1) and creates node-2's
+// (CreateRoute). The delete is left to the create, which replaces the route in one plan: with
+// the delete allowed and the add denied, nothing runs and the old route stays.
+func TestRoutes_gatewayChange(t *testing.T) {
+	tests := []struct {
+		name       string
+		decide     func(policy.Input) policy.Decision
+		wantDenied bool
+		wantRoutes []string
+		wantWrites int
+	}{
+		{name: "delete allowed, add denied: the old route stays", decide: denyCreate, wantDenied: true,
+			wantRoutes: []string{"10.244.2.0/24 via 10.0.0.2"}, wantWrites: 0},
+		{name: "both allowed: the route is replaced", decide: allowAll,
+			wantRoutes: []string{"10.244.2.0/24 via 10.0.0.3"}, wantWrites: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.seedRoute(t, "10.244.2.0/24", "10.0.0.2")
+			e.decide = tc.decide
+			listed, err := e.routes.ListRoutes(t.Context(), "c")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(listed) != 1 || listed[0].TargetNode != "node-1" {
+				t.Fatalf("ListRoutes() = %+v, want the route to lead to node-1", listed)
+			}
+			if err := e.routes.DeleteRoute(t.Context(), "c", listed[0]); err != nil {
+				t.Fatalf("DeleteRoute() = %v, want nil (left to node-2's CreateRoute)", err)
+			}
+			err = e.routes.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: "10.244.2.0/24"})
+			if denied := errors.Is(err, policy.ErrDenied); denied != tc.wantDenied || (err != nil && !denied) {
+				t.Fatalf("CreateRoute() error = %v, want denied %v", err, tc.wantDenied)
+			}
+			if diff := cmp.Diff(tc.wantRoutes, e.networkRoutes(t)); diff != "" {
+				t.Errorf("network routes mismatch (-want +got):\n%s", diff)
+			}
+			if n := e.emu.MutatingRequests(); n != tc.wantWrites {
+				t.Errorf("writes = %d, want %d (%v)", n, tc.wantWrites, e.emu.Counts())
+			}
+		})
+	}
+}
+
+// TestRoutes_deleteUnclaimed: a route whose destination no node claims is deleted on its own.
+func TestRoutes_deleteUnclaimed(t *testing.T) {
+	e := newEnv(t)
+	e.seedRoute(t, "10.244.9.0/24", "10.0.0.99")
+	if err := e.routes.DeleteRoute(t.Context(), "c", &cloudprovider.Route{DestinationCIDR: "10.244.9.0/24", Blackhole: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.networkRoutes(t); len(got) != 0 {
+		t.Errorf("routes = %v, want none", got)
+	}
+}
+
 func TestRoutes_denied(t *testing.T) {
 	e := newEnv(t)
-	e.seedRoute(t, "10.244.2.0/24", "10.0.0.3")
-	e.writer.deny = true
+	e.seedRoute(t, "10.244.7.0/24", "10.0.0.3")
+	e.decide = denyAll
 	err := e.routes.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"})
 	if !errors.Is(err, policy.ErrDenied) || !strings.HasPrefix(err.Error(), "routes.CreateRoute: route 10.244.1.0/24 via 10.0.0.2: ") {
 		t.Errorf("CreateRoute() error = %v, want a wrapped policy.ErrDenied", err)
 	}
-	err = e.routes.DeleteRoute(t.Context(), "c", &cloudprovider.Route{DestinationCIDR: "10.244.2.0/24", TargetNode: types.NodeName("node-2")})
+	err = e.routes.DeleteRoute(t.Context(), "c", &cloudprovider.Route{DestinationCIDR: "10.244.7.0/24", TargetNode: types.NodeName("node-2")})
 	if !errors.Is(err, policy.ErrDenied) {
 		t.Errorf("DeleteRoute() error = %v, want a wrapped policy.ErrDenied", err)
 	}
 	if n := e.emu.MutatingRequests(); n != 0 {
 		t.Errorf("denied writes made %d requests", n)
 	}
+	// A denial changed nothing: the cached network still serves without a read.
+	e.emu.ResetRequests()
+	if _, err := e.routes.ListRoutes(t.Context(), "c"); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.emu.Counts()["GET /v1/networks/{id}"]; n != 0 {
+		t.Errorf("network reads after a denial = %d, want 0", n)
+	}
+}
+
+// TestRoutes_staleCache: a route added by someone else after the network was read makes the
+// add invalid (overlap); CreateRoute reads the network again and replaces it.
+func TestRoutes_staleCache(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.routes.ListRoutes(t.Context(), "c"); err != nil {
+		t.Fatal(err)
+	}
+	e.seedRoute(t, "10.244.1.0/24", "10.0.0.3")
+	if err := e.routes.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"10.244.1.0/24 via 10.0.0.2"}, e.networkRoutes(t)); diff != "" {
+		t.Errorf("network routes mismatch (-want +got):\n%s", diff)
+	}
+	counts := e.emu.Counts()
+	if counts["GET /v1/networks/{id}"] != 1 || counts["POST /v1/networks/{id}/actions/add_route"] != 2 || counts["POST /v1/networks/{id}/actions/delete_route"] != 1 {
+		t.Errorf("requests = %v, want one re-read, the refused add, the delete and the add", counts)
+	}
 }
 
 func TestNew_errors(t *testing.T) {
 	e := newEnv(t)
+	lister := corelisters.NewNodeLister(e.indexer)
+	runner := executor.New(e.client, nil, nil, policy.Cluster{})
 	tests := []struct {
 		name    string
 		opts    routes.Options
 		wantErr string
 	}{
-		{name: "missing dependencies are an error", opts: routes.Options{ClusterCIDR: "10.244.0.0/16"}, wantErr: "routes.New: client, network, server cache, route writer and node lister are required"},
-		{name: "a malformed cluster CIDR is an error", opts: routes.Options{Client: e.client, Network: e.network, Servers: &servercache.Cache{}, Writer: e.writer, Nodes: corelisters.NewNodeLister(e.indexer), ClusterCIDR: "10.244.0.0"},
+		{name: "missing dependencies are an error", opts: routes.Options{ClusterCIDR: "10.244.0.0/16"}, wantErr: "routes.New: network reader, network, server cache, route runner and node lister are required"},
+		{name: "a malformed cluster CIDR is an error", opts: routes.Options{Networks: &e.client.Network, Network: e.network, Servers: &servercache.Cache{}, Runner: runner, Nodes: lister, ClusterCIDR: "10.244.0.0"},
 			wantErr: `routes.New: invalid cluster CIDR "10.244.0.0": set --cluster-cidr to a CIDR such as 10.244.0.0/16, or two separated by a comma`},
-		{name: "a list with a malformed CIDR is an error", opts: routes.Options{Client: e.client, Network: e.network, Servers: &servercache.Cache{}, Writer: e.writer, Nodes: corelisters.NewNodeLister(e.indexer), ClusterCIDR: "10.244.0.0/16,fd00::"},
+		{name: "a list with a malformed CIDR is an error", opts: routes.Options{Networks: &e.client.Network, Network: e.network, Servers: &servercache.Cache{}, Runner: runner, Nodes: lister, ClusterCIDR: "10.244.0.0/16,fd00::"},
 			wantErr: `invalid cluster CIDR "10.244.0.0/16,fd00::"`},
 	}
 	for _, tc := range tests {
@@ -356,23 +458,26 @@ func TestNew_errors(t *testing.T) {
 }
 
 // TestRoutes_requestBudget: repeated reconciles within the network max age cost one network
-// read and one server list; a created route costs one network read and one write (plus the
-// action poll).
+// read and one server list, however many run at once; a created route costs its write (plus
+// the action poll) and no read, and is visible to the next ListRoutes without a read.
 func TestRoutes_requestBudget(t *testing.T) {
 	e := newEnv(t)
-	for range 3 {
-		if _, err := e.routes.ListRoutes(t.Context(), "c"); err != nil {
-			t.Fatal(err)
-		}
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if _, err := e.routes.ListRoutes(t.Context(), "c"); err != nil {
+				t.Error(err)
+			}
+		})
 	}
+	wg.Wait()
 	if diff := cmp.Diff(map[string]int{"GET /v1/networks/{id}": 1, "GET /v1/servers": 1}, e.emu.Counts()); diff != "" {
-		t.Errorf("three ListRoutes: requests mismatch (-want +got):\n%s", diff)
+		t.Errorf("20 concurrent ListRoutes: requests mismatch (-want +got):\n%s", diff)
 	}
 	e.emu.ResetRequests()
 	if err := e.routes.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"}); err != nil {
 		t.Fatal(err)
 	}
-	// The new route is visible to ListRoutes without another read.
 	listed, err := e.routes.ListRoutes(t.Context(), "c")
 	if err != nil {
 		t.Fatal(err)
@@ -380,9 +485,7 @@ func TestRoutes_requestBudget(t *testing.T) {
 	if len(listed) != 1 || listed[0].TargetNode != "node-1" {
 		t.Errorf("ListRoutes() after create = %v", listed)
 	}
-	counts := e.emu.Counts()
-	delete(counts, "GET /v1/actions") // polls depend on timing
-	if diff := cmp.Diff(map[string]int{"GET /v1/networks/{id}": 1, "POST /v1/networks/{id}/actions/add_route": 1}, counts); diff != "" {
+	if diff := cmp.Diff(map[string]int{"POST /v1/networks/{id}/actions/add_route": 1, "GET /v1/actions": 1}, e.emu.Counts()); diff != "" {
 		t.Errorf("create + list: requests mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -402,17 +505,7 @@ func TestNew_clusterCIDR(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
-			servers, err := servercache.New(e.client, config.ServerCache{Mode: config.ServerCacheModeAll, MaxAge: time.Minute})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := routes.New(routes.Options{
-				Client: e.client, Network: e.network, ClusterCIDR: tc.clusterCIDR, Servers: servers,
-				Writer: e.writer, Nodes: corelisters.NewNodeLister(e.indexer), Recorder: e.recorder,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := e.newRoutes(t, tc.clusterCIDR)
 			if err := r.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.245.1.0/24"}); err != nil {
 				t.Fatal(err)
 			}

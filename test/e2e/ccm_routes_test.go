@@ -5,11 +5,14 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -23,6 +26,12 @@ import (
 // becomes a route in the network via the server's private IP and the node's NetworkUnavailable
 // condition turns False; a pod CIDR outside the cluster CIDR is denied by the example policy
 // (Warning event PolicyDenied on the Node, no route).
+//
+// Issue 10's half-applied route replacement: worker-3's pod CIDR already has a route via
+// worker-1's IP, and a policy denies route.create for it but allows route.delete. Upstream
+// deletes the misrouted route and creates worker-3's; the CCM decides the pair as one plan, so
+// nothing runs: the old route stays (no delete_route request), and worker-3 gets a
+// PolicyDenied event naming the add.
 func TestCCMNetworkRoutes(t *testing.T) {
 	c := harness.Start(t)
 	c.ApplyKustomize(t, deployDir+"/networks")
@@ -34,7 +43,7 @@ func TestCCMNetworkRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatalf("add network: %v", err)
 	}
-	servers := map[string]string{"worker-1": "10.0.0.2", "worker-2": "10.0.0.3"}
+	servers := map[string]string{"worker-1": "10.0.0.2", "worker-2": "10.0.0.3", "worker-3": "10.0.0.4"}
 	ids := map[string]int64{}
 	for name, ip := range servers {
 		id, err := emu.AddServer(hcloudemu.ServerSpec{Name: name, Networks: []hcloudemu.ServerNetwork{{NetworkID: netID, IP: ip}}})
@@ -45,6 +54,19 @@ func TestCCMNetworkRoutes(t *testing.T) {
 	}
 	c.CreateNode(t, "worker-1", "10.244.1.0/24", harness.WithInternalIP(servers["worker-1"]))
 	c.CreateNode(t, "worker-2", "192.168.7.0/24", harness.WithInternalIP(servers["worker-2"]))
+	c.CreateNode(t, "worker-3", "10.244.3.0/24", harness.WithInternalIP(servers["worker-3"]))
+	seedRoute(t, emu, endpoint, netID, "10.244.3.0/24", servers["worker-1"])
+	cm := getConfigMap(t, c)
+	cm.Data["freeze_worker3.rego"] = `package ccm
+
+deny contains "worker-3's route is frozen" if {
+	input.action == "route.create"
+	input.route.destination == "10.244.3.0/24"
+}
+`
+	if _, err := c.Client().CoreV1().ConfigMaps(ccmNamespace).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("add the freeze policy: %v", err)
+	}
 	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{
 		deploy: deployDir + "/networks",
 		env:    []string{"HCLOUD_NETWORK=k8s"},
@@ -100,5 +122,34 @@ func TestCCMNetworkRoutes(t *testing.T) {
 		if r.Destination == "192.168.7.0/24" {
 			t.Errorf("route %+v exists, want it denied by policy", r)
 		}
+	}
+
+	waitEvent(t, c, ccm, "", "worker-3", corev1.EventTypeWarning, "PolicyDenied", "add_route(10.244.3.0/24 via "+servers["worker-3"]+"): worker-3's route is frozen")
+	network, _ = emu.Network(netID)
+	if !slices.ContainsFunc(network.Routes, func(r schema.NetworkRoute) bool {
+		return r.Destination == "10.244.3.0/24" && r.Gateway == servers["worker-1"]
+	}) {
+		t.Errorf("routes = %+v, want the old route 10.244.3.0/24 via %s kept (its replacement is denied)", network.Routes, servers["worker-1"])
+	}
+	if n := emu.Counts()["POST /v1/networks/{id}/actions/delete_route"]; n != 0 {
+		t.Errorf("%d delete_route requests, want none: the delete is half of a denied replacement", n)
+	}
+}
+
+// seedRoute adds a route to the network through the emulator's API.
+func seedRoute(t *testing.T, emu *hcloudemu.Emulator, endpoint string, netID int64, dest, gateway string) {
+	t.Helper()
+	client := hcloud.NewClient(hcloud.WithEndpoint(endpoint), hcloud.WithToken(emu.Token()))
+	_, cidr, err := net.ParseCIDR(dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _, err := client.Network.AddRoute(context.Background(), &hcloud.Network{ID: netID},
+		hcloud.NetworkAddRouteOpts{Route: hcloud.NetworkRoute{Destination: cidr, Gateway: net.ParseIP(gateway)}})
+	if err == nil {
+		err = client.Action.WaitFor(context.Background(), a)
+	}
+	if err != nil {
+		t.Fatalf("seed route %s via %s: %v", dest, gateway, err)
 	}
 }

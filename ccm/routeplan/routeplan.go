@@ -1,0 +1,134 @@
+// Package routeplan plans the changes of a private network's routes, as ccm/lbplan plans load
+// balancers: a pure function from the routes the network has to an ordered list of typed
+// mutations (add_route, delete_route) that the executor decides as a whole, before the first
+// one runs, and then runs in order. It imports no client.
+//
+// A route whose gateway changes is one plan of two mutations (delete the old route, add the
+// new one): when the policy denies either, neither runs and the old route stays.
+package routeplan
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+)
+
+// The operations, as in policy.Input.Operation. They MUST not change: policies and metrics
+// match on them.
+const (
+	OpAddRoute    = "add_route"
+	OpDeleteRoute = "delete_route"
+)
+
+// Route is a route of the network: traffic to Destination goes to Gateway.
+type Route struct {
+	Destination netip.Prefix
+	Gateway     netip.Addr
+}
+
+// String is "<destination> via <gateway>".
+func (r Route) String() string { return r.Destination.String() + " via " + r.Gateway.String() }
+
+// Mutation is one change of the network's routes, run by the executor with one API call.
+//
+// Action is the policy action (policy.ActionRoute*), Operation the Hetzner operation (also the
+// policy input's operation and the metric label), Label a stable human label such as
+// add_route(10.244.1.0/24 via 10.0.0.2) used in logs, events and errors. Apply returns the
+// routes after the mutation, the one model of its effect (the routes cache uses it after a
+// successful run); it is pure and never modifies its argument.
+type Mutation interface {
+	Action() string
+	Operation() string
+	Label() string
+	Route() Route
+	Apply(routes []Route) []Route
+}
+
+// Add adds the route. Its Apply leaves routes that already hold it as they are (the network
+// holds a route once), so applying it twice is applying it once.
+type Add Route
+
+func (Add) Action() string    { return policy.ActionRouteCreate }
+func (Add) Operation() string { return OpAddRoute }
+func (m Add) Label() string   { return fmt.Sprintf("%s(%s)", OpAddRoute, Route(m)) }
+func (m Add) Route() Route    { return Route(m) }
+func (m Add) Apply(routes []Route) []Route {
+	if slices.Contains(routes, Route(m)) {
+		return slices.Clone(routes)
+	}
+	return append(slices.Clone(routes), Route(m))
+}
+
+// Delete deletes the route (destination and gateway must both match, as in the API).
+type Delete Route
+
+func (Delete) Action() string    { return policy.ActionRouteDelete }
+func (Delete) Operation() string { return OpDeleteRoute }
+func (m Delete) Label() string   { return fmt.Sprintf("%s(%s)", OpDeleteRoute, Route(m)) }
+func (m Delete) Route() Route    { return Route(m) }
+func (m Delete) Apply(routes []Route) []Route {
+	return slices.DeleteFunc(slices.Clone(routes), func(r Route) bool { return r == Route(m) })
+}
+
+// Plan is the ordered mutations for the routes of one node.
+type Plan struct {
+	// Node is the name of the node the plan is for: the policy input's route.node and the
+	// object of the plan's events. Empty for a route that leads to no node (a blackhole).
+	Node      string
+	Mutations []Mutation
+}
+
+// Empty reports whether the plan changes nothing.
+func (p Plan) Empty() bool { return len(p.Mutations) == 0 }
+
+// Labels returns the mutations' labels, in order.
+func (p Plan) Labels() []string {
+	out := make([]string, len(p.Mutations))
+	for i, m := range p.Mutations {
+		out[i] = m.Label()
+	}
+	return out
+}
+
+// Apply returns routes after every mutation of the plan, in order. routes is not modified.
+func (p Plan) Apply(routes []Route) []Route {
+	out := slices.Clone(routes)
+	for _, m := range p.Mutations {
+		out = m.Apply(out)
+	}
+	return out
+}
+
+// Ensure plans the route want for node, given the routes the network has (CreateRoute's
+// upsert, as in the official CCM): nothing when the same route exists; add it when no route
+// has its destination; when routes to the same destination go through other gateways, delete
+// each and then add it, in one plan (decided as a whole, so a denied add keeps the old route).
+func Ensure(have []Route, want Route, node string) Plan {
+	p := Plan{Node: node}
+	for _, r := range have {
+		if r.Destination != want.Destination {
+			continue
+		}
+		if r.Gateway == want.Gateway {
+			return Plan{Node: node}
+		}
+		p.Mutations = append(p.Mutations, Delete(r))
+	}
+	p.Mutations = append(p.Mutations, Add(want))
+	return p
+}
+
+// Remove plans the deletion of every route to destination (the network holds at most one;
+// DeleteRoute), for node (the route's target, empty for a blackhole). Nothing when there is
+// none.
+func Remove(have []Route, destination netip.Prefix, node string) Plan {
+	p := Plan{Node: node}
+	for _, r := range have {
+		if r.Destination == destination {
+			p.Mutations = append(p.Mutations, Delete(r))
+		}
+	}
+	return p
+}
