@@ -28,6 +28,8 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
 )
 
 // ErrNotSet is returned by the accessors when the Service does not carry the annotation.
@@ -43,9 +45,9 @@ type InvalidError struct {
 	Accepted string // what the annotation accepts, e.g. "a bool: true or false"
 }
 
-// Error implements error.
+// Error implements error. A long value is truncated (truncate.Value bytes).
 func (e *InvalidError) Error() string {
-	return fmt.Sprintf("invalid value for %q: %q (expect %s)", string(e.Name), e.Value, e.Accepted)
+	return fmt.Sprintf("invalid value for %q: %q (expect %s)", string(e.Name), truncate.String(e.Value, truncate.Value), e.Accepted)
 }
 
 // Value returns the raw value and whether the annotation is set. Nil services carry nothing.
@@ -55,6 +57,30 @@ func (n Name) Value(svc *corev1.Service) (string, bool) {
 	}
 	v, ok := svc.Annotations[string(n)]
 	return v, ok
+}
+
+// UsageError is an annotation (or the environment variable behind its default) whose value
+// parses but cannot be used as set: a combination that cannot work, a name that does not
+// exist. Field is the annotation or variable; the message names it and the fix.
+type UsageError struct {
+	Field string
+	Msg   string
+}
+
+// Error implements error.
+func (e *UsageError) Error() string { return e.Msg }
+
+// Usagef returns a *UsageError for field with a formatted message.
+func Usagef(field, format string, args ...any) error {
+	return &UsageError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// IsUserError reports whether err is (or wraps) an annotation error the Service's owner can fix:
+// an *InvalidError or a *UsageError.
+func IsUserError(err error) bool {
+	var ie *InvalidError
+	var ue *UsageError
+	return errors.As(err, &ie) || errors.As(err, &ue)
 }
 
 func (n Name) invalid(v, accepted string) error {

@@ -24,8 +24,8 @@ type run struct {
 	// certificateID is the managed certificate created in this run, for listeners that use
 	// lbplan.PendingCertificateID.
 	certificateID int64
-	// applied are the labels of the mutations that ran, in order.
-	applied []string
+	// applied are the mutations that ran, in order.
+	applied []lbplan.Mutation
 }
 
 // apply runs one request and waits for its action. It updates r for the next request.

@@ -22,6 +22,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
@@ -144,7 +145,7 @@ func (x *Executor) send(ctx context.Context, svc *corev1.Service, r *run, req lb
 	if err != nil {
 		return wrapAPIError(m.Label(), err)
 	}
-	r.applied = append(r.applied, req.Labels()...)
+	r.applied = append(r.applied, req.Mutations()...)
 	return nil
 }
 
@@ -174,20 +175,22 @@ func lbName(lb *hcloud.LoadBalancer, m lbplan.Mutation) string {
 }
 
 // reportApplied emits one Normal event for the changes that ran, in the order they ran.
-func (x *Executor) reportApplied(svc *corev1.Service, applied []string) {
+func (x *Executor) reportApplied(svc *corev1.Service, applied []lbplan.Mutation) {
 	if len(applied) == 0 {
 		return
 	}
 	reason := ReasonLoadBalancerUpdated
-	for _, label := range applied {
-		switch {
-		case strings.HasPrefix(label, lbplan.OpCreate+"("):
+	labels := make([]string, len(applied))
+	for i, m := range applied {
+		labels[i] = m.Label()
+		switch m.(type) {
+		case lbplan.Create:
 			reason = ReasonLoadBalancerCreated
-		case strings.HasPrefix(label, lbplan.OpDelete+"("):
+		case lbplan.Delete:
 			reason = ReasonLoadBalancerDeleted
 		}
 	}
-	x.recorder.Eventf(svc, corev1.EventTypeNormal, reason, "applied: %s", strings.Join(applied, ", "))
+	x.recorder.Event(svc, corev1.EventTypeNormal, reason, truncate.String("applied: "+strings.Join(labels, ", "), truncate.EventMessage))
 }
 
 // gate decides every step of plan; see Run.
@@ -221,37 +224,52 @@ type gateItem struct {
 // when any item is denied, it counts each denied mutation, puts one Warning event
 // PolicyDenied on obj naming every denial, and returns an error wrapping policy.ErrDenied.
 func (x *Executor) decideAll(ctx context.Context, obj runtime.Object, items []gateItem) error {
-	var denied, dryRun, warnings []string
+	var denied, dryRun, warnings messageGroups
 	var deniedItems []gateItem
 	for _, it := range items {
 		d := x.decider.Decide(ctx, it.input)
-		warnings = append(warnings, messages(it.label, decisionWarnings(d))...)
+		warnings.add(it.label, decisionWarnings(d))
 		switch {
 		case !d.Allowed:
-			denied = append(denied, messages(it.label, denyMessages(d))...)
+			denied.add(it.label, denyMessages(d))
 			deniedItems = append(deniedItems, it)
 		case len(d.Deny) > 0:
-			dryRun = append(dryRun, messages(it.label, d.Deny)...)
+			dryRun.add(it.label, d.Deny)
 		}
 	}
-	if len(warnings) > 0 {
-		x.recorder.Event(obj, corev1.EventTypeWarning, ReasonPolicyWarning, strings.Join(warnings, "; "))
+	if warnings.Len() > 0 {
+		x.recorder.Event(obj, corev1.EventTypeWarning, ReasonPolicyWarning, warnings.String())
 	}
-	if len(dryRun) > 0 {
-		x.recorder.Event(obj, corev1.EventTypeWarning, ReasonPolicyDryRunDenied, "would be denied (dry run): "+strings.Join(dryRun, "; "))
+	if dryRun.Len() > 0 {
+		x.recorder.Event(obj, corev1.EventTypeWarning, ReasonPolicyDryRunDenied, "would be denied (dry run): "+dryRun.String())
 	}
-	if len(denied) == 0 {
+	if len(deniedItems) == 0 {
 		return nil
 	}
 	for _, it := range deniedItems {
 		countMutation(it.input.Action, it.input.Operation, resultDenied)
 	}
-	msg := strings.Join(denied, "; ")
+	msg := denied.String()
 	x.recorder.Event(obj, corev1.EventTypeWarning, ReasonPolicyDenied, "nothing changed: "+msg)
 	// Use %w deliberately: callers and tests match policy.ErrDenied, and the service and route
 	// controllers retry the returned error.
-	return fmt.Errorf("%d of %d changes denied, nothing changed: %s: %w", len(deniedItems), len(items), msg, policy.ErrDenied)
+	return &DeniedError{Denied: len(deniedItems), Of: len(items), Messages: msg}
 }
+
+// DeniedError is returned when the policy denies at least one step of a plan: nothing ran. It
+// wraps policy.ErrDenied.
+type DeniedError struct {
+	Denied, Of int
+	// Messages are the grouped deny messages, truncated to an event message's size.
+	Messages string
+}
+
+func (e *DeniedError) Error() string {
+	return fmt.Sprintf("%d of %d changes denied, nothing changed: %s", e.Denied, e.Of, e.Messages)
+}
+
+// Unwrap lets errors.Is(err, policy.ErrDenied) match.
+func (e *DeniedError) Unwrap() error { return policy.ErrDenied }
 
 // decisionWarnings are the warnings of d, plus an evaluation failure that the failure mode
 // resolved to allow (it must not pass silently).
@@ -270,18 +288,6 @@ func denyMessages(d policy.Decision) []policy.Message {
 		return []policy.Message{{Msg: "policy evaluation failed: " + d.Err.Error()}}
 	}
 	return []policy.Message{{Msg: "denied"}}
-}
-
-func messages(label string, ms []policy.Message) []string {
-	out := make([]string, 0, len(ms))
-	for _, m := range ms {
-		s := label + ": " + m.Msg
-		if m.Code != "" {
-			s += " (" + m.Code + ")"
-		}
-		out = append(out, s)
-	}
-	return out
 }
 
 // policyService is the policy view of svc.

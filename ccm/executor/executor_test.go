@@ -261,8 +261,9 @@ func TestRun_PartialDenyRunsNothing(t *testing.T) {
 	})
 	svc := newService()
 	_, err := ev.exec.Run(context.Background(), svc, ev.plan(t, svc, nil))
-	if !errors.Is(err, policy.ErrDenied) || !strings.Contains(err.Error(), "add_target(server:") {
-		t.Fatalf("err = %v", err)
+	var denied *executor.DeniedError
+	if !errors.Is(err, policy.ErrDenied) || !errors.As(err, &denied) || !strings.Contains(err.Error(), "no targets today: for 2 × add_target") {
+		t.Fatalf("err = %v, want one grouped message for both add_target steps", err)
 	}
 	if ev.emu.MutatingRequests() != 0 {
 		t.Errorf("%d mutating requests after a partial deny", ev.emu.MutatingRequests())
@@ -498,3 +499,25 @@ func TestRun_ReloadsOnlyWhenTheAddressesChange(t *testing.T) {
 
 // events drains the recorded events.
 func (ev *env) events() []string { return testutil.Events(ev.recorder) }
+
+// TestRun_DenyMessagesAreGroupedAndBounded: one deny rule matching many steps is one line naming
+// them, and a huge deny message does not become a huge event or error.
+func TestRun_DenyMessagesAreGroupedAndBounded(t *testing.T) {
+	huge := strings.Repeat("x", 1<<20)
+	ev := newEnv(t, func(in policy.Input) policy.Decision {
+		return policy.Decision{Deny: []policy.Message{{Msg: "no changes today", Code: "C1"}, {Msg: huge}}}
+	})
+	svc := newService()
+	_, err := ev.exec.Run(context.Background(), svc, ev.plan(t, svc, nil))
+	if !errors.Is(err, policy.ErrDenied) {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(err.Error(), "no changes today (C1): for create(") || !strings.Contains(err.Error(), "× add_target") {
+		t.Errorf("err = %.300s, want the message once, naming create and the add_target steps", err)
+	}
+	for _, e := range append(ev.events(), err.Error()) {
+		if len(e) > 1200 {
+			t.Errorf("message of %d bytes, want it truncated: %.200s", len(e), e)
+		}
+	}
+}

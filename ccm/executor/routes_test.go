@@ -84,7 +84,7 @@ func TestRunRoutes_gatewayChangeDecidedAsAWhole(t *testing.T) {
 			}
 			if tc.wantErr {
 				events := ev.events()
-				if len(events) != 1 || !strings.HasPrefix(events[0], "Warning PolicyDenied nothing changed: add_route(10.244.1.0/24 via 10.0.0.11): no new routes") {
+				if len(events) != 1 || !strings.HasPrefix(events[0], "Warning PolicyDenied nothing changed: no new routes: for add_route(10.244.1.0/24 via 10.0.0.11)") {
 					t.Errorf("events = %v, want one PolicyDenied naming the add", events)
 				}
 				if !strings.Contains(err.Error(), "1 of 2 changes denied, nothing changed") {

@@ -7,7 +7,6 @@ package lbplan
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -268,7 +267,7 @@ func desiredAlgorithm(d *Desired, in Input) error {
 	case in.Defaults.AlgorithmType != "":
 		a, ok := annotation.ParseAlgorithm(in.Defaults.AlgorithmType)
 		if !ok {
-			return fmt.Errorf("invalid value for %q: %q (expect one of round_robin, least_connections)",
+			return annotation.Usagef("HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE", "invalid value for %q: %q (expect one of round_robin, least_connections)",
 				"HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE", in.Defaults.AlgorithmType)
 		}
 		d.Algorithm = &a
@@ -313,7 +312,7 @@ func desiredNetwork(d *Desired, in Input) error {
 	}
 	if in.Network == nil {
 		if disable != nil && *disable {
-			return fmt.Errorf("%q needs a network: set HCLOUD_NETWORK or remove the annotation", annotation.LBDisablePublicNetwork)
+			return annotation.Usagef(string(annotation.LBDisablePublicNetwork), "%q needs a network: set HCLOUD_NETWORK or remove the annotation", annotation.LBDisablePublicNetwork)
 		}
 		return nil
 	}
@@ -326,7 +325,7 @@ func desiredNetwork(d *Desired, in Input) error {
 	if errors.Is(err, annotation.ErrNotSet) && in.Defaults.PrivateSubnetIPRange != "" {
 		_, subnet, err = net.ParseCIDR(in.Defaults.PrivateSubnetIPRange)
 		if err != nil {
-			return fmt.Errorf("invalid value for %q: %q (expect a CIDR such as 10.0.0.0/24)",
+			return annotation.Usagef("HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE", "invalid value for %q: %q (expect a CIDR such as 10.0.0.0/24)",
 				"HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE", in.Defaults.PrivateSubnetIPRange)
 		}
 	}
@@ -377,10 +376,10 @@ func desiredTargets(d *Desired, in Input) error {
 		return err
 	}
 	if usePrivate && in.Network == nil {
-		return fmt.Errorf("%q needs a network: set HCLOUD_NETWORK or remove the annotation", annotation.LBUsePrivateIP)
+		return annotation.Usagef(string(annotation.LBUsePrivateIP), "%q needs a network: set HCLOUD_NETWORK or remove the annotation", annotation.LBUsePrivateIP)
 	}
 	if d.PublicInterface != nil && !*d.PublicInterface && !usePrivate {
-		return fmt.Errorf("%q needs targets on private IPs: set %q to true", annotation.LBDisablePublicNetwork, annotation.LBUsePrivateIP)
+		return annotation.Usagef(string(annotation.LBDisablePublicNetwork), "%q needs targets on private IPs: set %q to true", annotation.LBDisablePublicNetwork, annotation.LBUsePrivateIP)
 	}
 	sel, err := annotation.LBNodeSelector.Selector(in.Service)
 	if sel, err = pick(sel, err, labels.Everything()); err != nil {

@@ -187,7 +187,7 @@ func ComputeDelete(actual *Actual) (Plan, error) {
 
 func planCreate(d Desired, p Plan) (Plan, error) {
 	if d.Location == "" && d.NetworkZone == "" {
-		return Plan{}, fmt.Errorf("neither %q nor %q is set (nor HCLOUD_LOAD_BALANCERS_LOCATION or HCLOUD_LOAD_BALANCERS_NETWORK_ZONE): set one to create the load balancer",
+		return Plan{}, annotation.Usagef(string(annotation.LBLocation), "neither %q nor %q is set (nor HCLOUD_LOAD_BALANCERS_LOCATION or HCLOUD_LOAD_BALANCERS_NETWORK_ZONE): set one to create the load balancer",
 			annotation.LBLocation, annotation.LBNetworkZone)
 	}
 	c := Create{

@@ -99,7 +99,7 @@ func desiredManagedCertificate(d *Desired, in Input) error {
 	}
 	domains, err := annotation.LBSvcHTTPManagedCertificateDomains.CSV(svc)
 	if errors.Is(err, annotation.ErrNotSet) {
-		return fmt.Errorf("%q is managed: set %q to the certificate's domains", annotation.LBSvcHTTPCertificateType, annotation.LBSvcHTTPManagedCertificateDomains)
+		return annotation.Usagef(string(annotation.LBSvcHTTPManagedCertificateDomains), "%q is managed: set %q to the certificate's domains", annotation.LBSvcHTTPCertificateType, annotation.LBSvcHTTPManagedCertificateDomains)
 	}
 	if err != nil {
 		return err
@@ -167,7 +167,7 @@ func httpSettings(in Input, proto hcloud.LoadBalancerServiceProtocol) (HTTP, err
 	case len(in.CertificateIDs) > 0:
 		h.Certificates = slices.Compact(slices.Sorted(slices.Values(in.CertificateIDs)))
 	case proto == hcloud.LoadBalancerServiceProtocolHTTPS:
-		return h, fmt.Errorf("%q is https: set %q to the IDs or names of uploaded certificates", annotation.LBSvcProtocol, annotation.LBSvcHTTPCertificates)
+		return h, annotation.Usagef(string(annotation.LBSvcHTTPCertificates), "%q is https: set %q to the IDs or names of uploaded certificates", annotation.LBSvcProtocol, annotation.LBSvcHTTPCertificates)
 	}
 	if proto == hcloud.LoadBalancerServiceProtocolTCP {
 		return HTTP{}, nil
@@ -203,7 +203,7 @@ func healthCheck(in Input, proto hcloud.LoadBalancerServiceProtocol) (HealthChec
 		hc.Retries = &def.HealthCheckRetries
 	}
 	if hc.Retries != nil && *hc.Retries < 0 {
-		return hc, fmt.Errorf("invalid value for %q: %d (expect a non-negative integer)", annotation.LBSvcHealthCheckRetries, *hc.Retries)
+		return hc, annotation.Usagef(string(annotation.LBSvcHealthCheckRetries), "invalid value for %q: %d (expect a non-negative integer)", annotation.LBSvcHealthCheckRetries, *hc.Retries)
 	}
 	if hp == nil && !portSet && hc.Interval == nil && hc.Timeout == nil && hc.Retries == nil {
 		return hc, nil // the official CCM's plain tcp check

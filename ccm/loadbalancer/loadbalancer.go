@@ -26,6 +26,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/providerid"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 )
 
@@ -250,10 +251,11 @@ func (l *LoadBalancers) reconcile(ctx context.Context, clusterName string, svc *
 	return lb, d, err
 }
 
-// invalid emits InvalidAnnotation for annotation errors and returns err.
+// invalid emits InvalidAnnotation for an annotation error (annotation.IsUserError) and returns
+// err.
 func (l *LoadBalancers) invalid(svc *corev1.Service, err error) error {
-	if strings.Contains(err.Error(), "load-balancer.hetzner.cloud/") {
-		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonInvalidAnnotation, err.Error())
+	if annotation.IsUserError(err) {
+		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonInvalidAnnotation, truncate.String(err.Error(), truncate.EventMessage))
 	}
 	return err
 }
@@ -288,7 +290,7 @@ func (l *LoadBalancers) checkType(ctx context.Context, svc *corev1.Service, d *l
 		if _, ok := annotation.LBType.Value(svc); !ok {
 			field = "HCLOUD_LOAD_BALANCERS_TYPE"
 		}
-		return l.invalid(svc, fmt.Errorf("invalid value for %q: %q is not a load balancer type (known, case-sensitive: %s)", field, d.Type, strings.Join(known, ", ")))
+		return l.invalid(svc, annotation.Usagef(field, "invalid value for %q: %q is not a load balancer type (known, case-sensitive: %s)", field, d.Type, strings.Join(known, ", ")))
 	}
 	if t.Deprecated != nil {
 		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonLoadBalancerTypeDeprecated, "load balancer type %s is deprecated", t.Name)
@@ -337,7 +339,7 @@ func (l *LoadBalancers) certificates(ctx context.Context, svc *corev1.Service) (
 			return nil, fmt.Errorf("certificate %q: %w", ref, err)
 		}
 		if c == nil {
-			return nil, l.invalid(svc, fmt.Errorf("invalid value for %q: certificate %q not found (expect IDs or names of uploaded certificates)", annotation.LBSvcHTTPCertificates, ref))
+			return nil, l.invalid(svc, annotation.Usagef(string(annotation.LBSvcHTTPCertificates), "invalid value for %q: certificate %q not found (expect IDs or names of uploaded certificates)", annotation.LBSvcHTTPCertificates, ref))
 		}
 		ids = append(ids, c.ID)
 	}
