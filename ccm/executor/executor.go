@@ -21,6 +21,7 @@ import (
 	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -326,27 +327,64 @@ func copyMap(m map[string]string) map[string]string {
 	return out
 }
 
-// wrapAPIError prefixes err with the mutation label; locked and conflict become retry errors.
+// wrapAPIError prefixes err with the mutation label and, when the refusal points at one, the
+// annotation to check; locked and conflict become retry errors.
 func wrapAPIError(label string, err error) error {
 	if hcloud.IsError(err, hcloud.ErrorCodeLocked, hcloud.ErrorCodeConflict) {
 		return fmt.Errorf("%s: %w", label, api.NewRetryError(fmt.Sprintf("load balancer busy, retrying in %s: %v", RetryAfter, err), RetryAfter))
 	}
+	if name := annotationHint(err); name != "" {
+		return fmt.Errorf("%s: %w (check %q)", label, err, name)
+	}
 	return fmt.Errorf("%s: %w", label, err)
 }
 
-// inlineCodes are the API errors that a listener or target riding along with a create can
-// cause; the same create without them may succeed.
-var inlineCodes = []hcloud.ErrorCode{
-	hcloud.ErrorCodeResourceLimitExceeded, hcloud.ErrorCodeInvalidInput, hcloud.ErrorCodeSourcePortAlreadyUsed,
-	hcloud.ErrorCodeTargetAlreadyDefined, hcloud.ErrorCodeIPNotOwned, hcloud.ErrorCodeCloudResourceIPNotAllowed,
-	hcloud.ErrorCodeServerNotAttachedToNetwork, hcloud.ErrorCodeLoadBalancerNotAttachedToNetwork,
-	hcloud.ErrorCodeTargetsWithoutUsePrivateIP, "resolve_cloud_private_targets_error",
-	"resolve_cloud_public_targets_error", "load_balancer_public_interface_disabled",
+// inlineRejected reports whether err is the API refusing a create for capacity: more targets
+// (or certificates) than the type allows. Only then is the create sent again without what rode
+// along, so the targets within the limit can be added one by one (MaxTargetsReached for the
+// rest). A create refused for any other reason (an unknown certificate, a missing subnet, a bad
+// value) is not retried stripped: that would leave a billed load balancer that never converges.
+func inlineRejected(err error) bool {
+	return err != nil && hcloud.IsError(err, hcloud.ErrorCodeResourceLimitExceeded)
 }
 
-// inlineRejected reports whether err is the API refusing what rode along with a create.
-func inlineRejected(err error) bool {
-	return err != nil && hcloud.IsError(err, inlineCodes...)
+// annotationHint names the annotation behind an API refusal, so the error says what to fix;
+// "" when the refusal does not point at one.
+func annotationHint(err error) string {
+	var herr hcloud.Error
+	if !errors.As(err, &herr) {
+		return ""
+	}
+	switch herr.Code {
+	case hcloud.ErrorCodeTargetsWithoutUsePrivateIP, hcloud.ErrorCodeServerNotAttachedToNetwork:
+		return string(annotation.LBUsePrivateIP)
+	case hcloud.ErrorCodeLoadBalancerNotAttachedToNetwork, "load_balancer_public_interface_disabled":
+		return string(annotation.LBDisablePublicNetwork)
+	case hcloud.ErrorCodeInvalidInput, hcloud.ErrorCodeNotFound:
+	default:
+		return ""
+	}
+	text := strings.ToLower(herr.Message)
+	if d, ok := herr.Details.(hcloud.ErrorDetailsInvalidInput); ok {
+		for _, f := range d.Fields {
+			text += " " + strings.ToLower(f.Name)
+		}
+	}
+	for _, h := range []struct {
+		word string
+		name annotation.Name
+	}{
+		{"certificate", annotation.LBSvcHTTPCertificates}, {"subnet", annotation.LBPrivateSubnetIPRange},
+		{"ip_range", annotation.LBPrivateSubnetIPRange}, {"health_check", annotation.LBSvcHealthCheckProtocol},
+		{"location", annotation.LBLocation}, {"network_zone", annotation.LBNetworkZone},
+		{"load_balancer_type", annotation.LBType}, {"algorithm", annotation.LBAlgorithmType},
+		{"name", annotation.LBName}, {"ip", annotation.LBPrivateIPv4},
+	} {
+		if strings.Contains(text, h.word) {
+			return string(h.name)
+		}
+	}
+	return ""
 }
 
 // nodeRef references a Node by name for events.

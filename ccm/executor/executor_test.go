@@ -386,6 +386,11 @@ func TestRun_CreateIsOneRequest(t *testing.T) {
 	}
 }
 
+func withMessage(f *hcloudemu.Fault, msg string) *hcloudemu.Fault {
+	f.Message = msg
+	return f
+}
+
 func TestRun_RejectedInlineCreateFallsBackToOneRequestPerStep(t *testing.T) {
 	create := hcloudemu.Fault{Method: "POST", Pattern: "/v1/load_balancers", Times: 1}
 	addTarget := hcloudemu.Fault{Method: "POST", Pattern: "/v1/load_balancers/*/actions/add_target", Skip: 1, Times: 1}
@@ -400,6 +405,7 @@ func TestRun_RejectedInlineCreateFallsBackToOneRequestPerStep(t *testing.T) {
 		wantTargets   int
 		wantEvent     string
 		wantMutations int
+		wantContains  string
 	}{
 		{
 			name:          "too many targets: the create is sent alone, then each step, and the limit is reported",
@@ -409,11 +415,19 @@ func TestRun_RejectedInlineCreateFallsBackToOneRequestPerStep(t *testing.T) {
 			wantMutations: 5,
 		},
 		{
-			name:          "a target outside the network: the error names the step that failed",
-			faults:        []*hcloudemu.Fault{with(create, "resolve_cloud_private_targets_error", 422), with(addTarget, "resolve_cloud_private_targets_error", 422)},
-			wantErr:       "add_target(server:",
-			wantTargets:   1,
-			wantMutations: 5,
+			name:          "a permanent refusal is not retried stripped: no half-built load balancer",
+			faults:        []*hcloudemu.Fault{with(create, "resolve_cloud_private_targets_error", 422)},
+			wantErr:       "create(web): ",
+			wantTargets:   -1,
+			wantMutations: 1,
+		},
+		{
+			name:          "an unknown certificate: the error names the annotation, nothing is created",
+			faults:        []*hcloudemu.Fault{withMessage(with(create, "invalid_input", 422), "certificate 999 not found")},
+			wantErr:       "create(web): ",
+			wantContains:  `(check "load-balancer.hetzner.cloud/http-certificates")`,
+			wantTargets:   -1,
+			wantMutations: 1,
 		},
 		{
 			name:          "an error of the create itself is not retried",
@@ -433,6 +447,9 @@ func TestRun_RejectedInlineCreateFallsBackToOneRequestPerStep(t *testing.T) {
 			_, err := ev.exec.Run(context.Background(), svc, ev.plan(t, svc, nil))
 			if (tc.wantErr == "" && err != nil) || (tc.wantErr != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.wantErr))) {
 				t.Fatalf("err = %v, want prefix %q", err, tc.wantErr)
+			}
+			if tc.wantContains != "" && !strings.Contains(err.Error(), tc.wantContains) {
+				t.Errorf("err = %v, want it to contain %s", err, tc.wantContains)
 			}
 			if n := ev.emu.MutatingRequests(); n != tc.wantMutations {
 				t.Errorf("%d mutating requests, want %d: %v", n, tc.wantMutations, ev.emu.Counts())
