@@ -28,6 +28,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/instances"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/metadata"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/nodelabels"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routes"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
@@ -86,7 +87,8 @@ var _ cloudprovider.Interface = (*Cloud)(nil)
 // # Errors
 //
 // Every configuration problem is reported at once (errors.Join), naming the variable or flag
-// and the fix. A failed token check, an unknown HCLOUD_NETWORK, a policy revision that does not
+// and the fix. A failed token check, an unknown HCLOUD_NETWORK, a host not attached to
+// HCLOUD_NETWORK (unless HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK=true), a policy revision that does not
 // compile and a plugin that does not load (unless --plugins-optional) are errors too.
 func New(ctx context.Context, d Deps) (*Cloud, error) {
 	cfg, err := readConfig(d)
@@ -105,6 +107,9 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 		if network, err = hcloudclient.Network(ctx, client, cfg.Network.NameOrID); err != nil {
 			return nil, fmt.Errorf("ccm.New: %w", err)
 		}
+	}
+	if err := metadata.CheckAttached(ctx, cfg.Network, network); err != nil {
+		return nil, fmt.Errorf("ccm.New: %w", err)
 	}
 	if cfg.Metrics.Enabled {
 		if err := serveMetrics(cfg.Metrics.Address); err != nil {

@@ -23,19 +23,30 @@ func env(vars map[string]string) func(string) (string, bool) {
 	}
 }
 
-// baseEnv is a valid environment for the emulator at endpoint.
+// baseEnv is a valid environment for the emulator at endpoint; the attached-network check asks
+// the emulator's metadata service.
 func baseEnv(emu *hcloudemu.Emulator, endpoint string) map[string]string {
 	return map[string]string{
-		"HCLOUD_TOKEN":           emu.Token(),
-		"HCLOUD_ENDPOINT":        endpoint,
-		"HCLOUD_METRICS_ENABLED": "false",
+		"HCLOUD_TOKEN":             emu.Token(),
+		"HCLOUD_ENDPOINT":          endpoint,
+		"HCLOUD_METRICS_ENABLED":   "false",
+		"HCLOUD_METADATA_ENDPOINT": hcloudemu.MetadataEndpoint(endpoint),
 	}
 }
 
 func TestNew(t *testing.T) {
-	emu, endpoint := hcloudemu.NewTestServer(t)
-	if _, err := emu.AddNetwork(hcloudemu.NetworkSpec{Name: "k8s", IPRange: "10.0.0.0/8",
-		Subnets: []hcloudemu.SubnetSpec{{Type: "cloud", IPRange: "10.0.0.0/16", NetworkZone: "eu-central"}}}); err != nil {
+	// The CCM runs on control-plane, which is attached to k8s but not to other.
+	emu, endpoint := hcloudemu.NewTestServer(t, hcloudemu.WithMetadataServer("control-plane"))
+	k8s, err := emu.AddNetwork(hcloudemu.NetworkSpec{Name: "k8s", IPRange: "10.0.0.0/8",
+		Subnets: []hcloudemu.SubnetSpec{{Type: "cloud", IPRange: "10.0.0.0/16", NetworkZone: "eu-central"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := emu.AddNetwork(hcloudemu.NetworkSpec{Name: "other", IPRange: "192.168.0.0/16",
+		Subnets: []hcloudemu.SubnetSpec{{Type: "cloud", IPRange: "192.168.0.0/24", NetworkZone: "eu-central"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := emu.AddServer(hcloudemu.ServerSpec{Name: "control-plane", Networks: []hcloudemu.ServerNetwork{{NetworkID: k8s}}}); err != nil {
 		t.Fatal(err)
 	}
 	badPolicy := t.TempDir()
@@ -86,6 +97,19 @@ func TestNew(t *testing.T) {
 			name:    "a wrong token fails the startup check",
 			env:     func(e map[string]string) { e["HCLOUD_TOKEN"] = "wrong" },
 			wantErr: []string{"rejected the token", "HCLOUD_TOKEN", "unauthorized"},
+		},
+		{
+			name:    "a host not attached to HCLOUD_NETWORK fails the start, naming the way out",
+			env:     func(e map[string]string) { e["HCLOUD_NETWORK"] = "other" },
+			wantErr: []string{`not attached to network "other"`, "HCLOUD_NETWORK", "HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK=true"},
+		},
+		{
+			name: "a host not attached to HCLOUD_NETWORK starts when the check is disabled",
+			env: func(e map[string]string) {
+				e["HCLOUD_NETWORK"] = "other"
+				e["HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK"] = "true"
+			},
+			wantRoutes: true,
 		},
 		{
 			name:    "an unknown network is named with the fix",

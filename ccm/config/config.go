@@ -39,6 +39,7 @@ type Network struct {
 	NameOrID             string // HCLOUD_NETWORK; empty means no network
 	RoutesEnabled        bool   // HCLOUD_NETWORK_ROUTES_ENABLED
 	DisableAttachedCheck bool   // HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK
+	MetadataEndpoint     string // HCLOUD_METADATA_ENDPOINT; empty means the Hetzner metadata service
 }
 
 // AddressFamily selects which public IPs become ExternalIP node addresses.

@@ -66,12 +66,22 @@ const (
 	// Default: unset (no network)
 	EnvHCloudNetwork = "HCLOUD_NETWORK"
 
-	// EnvHCloudNetworkDisableAttachedCheck skips the check, through the metadata service, that
-	// the host running the CCM is attached to HCLOUD_NETWORK.
+	// EnvHCloudNetworkDisableAttachedCheck skips the start-up check, through the metadata service,
+	// that the server running the CCM is attached to HCLOUD_NETWORK. Without it the CCM does not
+	// start on a server outside that network, or where the metadata service does not answer
+	// within 5s (for example outside Hetzner Cloud), as the official CCM.
 	//
 	// Type: bool
 	// Default: false
 	EnvHCloudNetworkDisableAttachedCheck = "HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK"
+
+	// EnvHCloudMetadataEndpoint overrides the base URL of the metadata service used by the
+	// attached-network check, for example http://127.0.0.1:4000/hetzner/v1/metadata for the
+	// emulator. The official CCM has no such variable. This CCM only.
+	//
+	// Type: URL
+	// Default: http://169.254.169.254/hetzner/v1/metadata
+	EnvHCloudMetadataEndpoint = "HCLOUD_METADATA_ENDPOINT"
 
 	// EnvHCloudNetworkRoutesEnabled enables the route controller's cloud side. It only has an
 	// effect when HCLOUD_NETWORK is set.

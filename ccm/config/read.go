@@ -67,6 +67,7 @@ func Read(lookup func(string) (string, bool)) (Config, error) {
 
 	r.string(EnvHCloudNetwork, &cfg.Network.NameOrID)
 	r.bool(EnvHCloudNetworkDisableAttachedCheck, &cfg.Network.DisableAttachedCheck)
+	r.string(EnvHCloudMetadataEndpoint, &cfg.Network.MetadataEndpoint)
 	routes := true
 	r.bool(EnvHCloudNetworkRoutesEnabled, &routes)
 	cfg.Network.RoutesEnabled = routes && cfg.Network.NameOrID != ""

@@ -46,6 +46,7 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(endpoint 
 	actionDelay := fs.Duration("action-delay", 0, "how long every action stays running")
 	commandDelays := fs.String("command-delay", "", "per-command action delays, e.g. create_load_balancer=2s,add_target=500ms")
 	rateLimit := fs.Int("rate-limit", 3600, "requests per hour (token bucket refilled at rate/3600 per second); 0 = off")
+	metadataServer := fs.String("metadata-server", "", "name or ID of the server the metadata service ("+hcloudemu.MetadataPath+") answers for; empty = none (404)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,6 +58,7 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(endpoint 
 		hcloudemu.WithToken(*token),
 		hcloudemu.WithActionDelay(*actionDelay),
 		hcloudemu.WithRateLimit(*rateLimit),
+		hcloudemu.WithMetadataServer(*metadataServer),
 	}
 	if *commandDelays != "" {
 		for _, kv := range strings.Split(*commandDelays, ",") {
@@ -88,7 +90,8 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(endpoint 
 		log.Printf("hcloud-emulator: warning: listening on non-loopback address %s", tcp)
 	}
 	endpoint := "http://" + ln.Addr().String() + "/v1"
-	fmt.Fprintf(out, "hcloud emulator listening\nexport HCLOUD_ENDPOINT=%s\nexport HCLOUD_TOKEN=%s\n", endpoint, *token)
+	fmt.Fprintf(out, "hcloud emulator listening\nexport HCLOUD_ENDPOINT=%s\nexport HCLOUD_TOKEN=%s\nexport HCLOUD_METADATA_ENDPOINT=%s\n",
+		endpoint, *token, hcloudemu.MetadataEndpoint(endpoint))
 	if ready != nil {
 		ready(endpoint)
 	}

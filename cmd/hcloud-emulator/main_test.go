@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"github.com/hetznercloud/hcloud-go/v2/hcloud/metadata"
 )
 
 func TestRun_ServesTheExampleSeedOnLoopback(t *testing.T) {
@@ -18,7 +19,8 @@ func TestRun_ServesTheExampleSeedOnLoopback(t *testing.T) {
 	ready := make(chan string, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-token", "t0k", "-seed", "../../examples/emulator/seed.yaml"}, &out, func(ep string) { ready <- ep })
+		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-token", "t0k", "-seed", "../../examples/emulator/seed.yaml",
+			"-metadata-server", "control-plane-1"}, &out, func(ep string) { ready <- ep })
 	}()
 	var endpoint string
 	select {
@@ -53,6 +55,15 @@ func TestRun_ServesTheExampleSeedOnLoopback(t *testing.T) {
 	_, resp, err := client.Location.List(ctx, hcloud.LocationListOpts{})
 	if err != nil || resp.Meta.Ratelimit.Limit != 3600 {
 		t.Errorf("rate limit header = %+v, %v", resp.Meta.Ratelimit, err)
+	}
+
+	metadataEndpoint := strings.TrimSuffix(endpoint, "/v1") + "/hetzner/v1/metadata"
+	if !strings.Contains(out.String(), "HCLOUD_METADATA_ENDPOINT="+metadataEndpoint) {
+		t.Errorf("output does not print the metadata endpoint: %q", out.String())
+	}
+	mc := metadata.NewClient(metadata.WithEndpoint(metadataEndpoint), metadata.WithTimeout(2*time.Second))
+	if id, err := mc.InstanceID(); err != nil || id != servers[0].ID {
+		t.Errorf("metadata instance-id = %d, %v; want %d (-metadata-server control-plane-1)", id, err, servers[0].ID)
 	}
 
 	cancel()

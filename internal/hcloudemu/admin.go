@@ -24,6 +24,7 @@ import (
 //	DELETE /_emu/requests                clears log and counters
 //	POST   /_emu/clock/advance           {"duration":"30s"}
 //	PUT    /_emu/rate_limit              {"per_hour":3600} (0 = off)
+//	PUT    /_emu/metadata                {"server":"name-or-id"} ("" = none)
 //	POST   /_emu/reset                   back to catalog + seeds
 func (e *Emulator) adminRoutes() http.Handler {
 	mux := http.NewServeMux()
@@ -170,6 +171,15 @@ func (e *Emulator) adminRoutes() http.Handler {
 		}
 		if body(w, r, &req) {
 			e.SetRateLimit(req.PerHour)
+			ok(w, nil)
+		}
+	})
+	mux.HandleFunc("PUT /_emu/metadata", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Server string `json:"server"`
+		}
+		if body(w, r, &req) {
+			e.SetMetadataServer(req.Server)
 			ok(w, nil)
 		}
 	})

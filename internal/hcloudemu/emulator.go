@@ -24,6 +24,8 @@ type Emulator struct {
 	seeds        []Seed
 	logf         func(format string, args ...any)
 	randSeed     uint64
+	// metadataServer is WithMetadataServer's name or ID, applied on Reset.
+	metadataServer string
 
 	// mutable, guarded by mu
 	offset   time.Duration // added to clock by AdvanceClock and /_emu/clock
@@ -35,6 +37,8 @@ type Emulator struct {
 	counts   map[string]int
 	mutating int
 	seedErr  error
+	// metadataReqs counts metadata requests (not in the API request log).
+	metadataReqs int
 
 	mux     *http.ServeMux
 	handler http.Handler
@@ -117,8 +121,10 @@ func (e *Emulator) resetLocked() {
 	e.reqs = nil
 	e.counts = map[string]int{}
 	e.mutating = 0
+	e.metadataReqs = 0
 	e.bucket = newBucket(e.rateLimit, e.now())
 	e.seedErr = nil
+	e.st.metadataServer = e.metadataServer
 	for _, s := range e.seeds {
 		if err := e.applySeedLocked(s); err != nil {
 			e.seedErr = err
@@ -142,7 +148,8 @@ func (e *Emulator) SeedError() error {
 	return e.seedErr
 }
 
-// Handler returns the HTTP handler serving /v1 and /_emu/.
+// Handler returns the HTTP handler serving /v1, /_emu/ and the metadata
+// service under MetadataPath.
 func (e *Emulator) Handler() http.Handler { return e.handler }
 
 // Token returns the bearer token the API accepts.

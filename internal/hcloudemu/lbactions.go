@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/netip"
 	"slices"
+	"strings"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
 )
@@ -168,17 +169,19 @@ func init() {
 			if err := decodeAPI(r, &req, false); err != nil {
 				return nil, err
 			}
-			ptr := defaultPtr(req.IP)
-			if req.DNSPtr != nil {
-				ptr = *req.DNSPtr
-			}
-			switch req.IP {
-			case lb.PublicNet.IPv4.IP:
-				lb.PublicNet.IPv4.DNSPtr = ptr
-			case lb.PublicNet.IPv6.IP:
-				lb.PublicNet.IPv6.DNSPtr = ptr
+			var ip string
+			var dst *string
+			switch {
+			case sameIP(req.IP, lb.PublicNet.IPv4.IP):
+				ip, dst = lb.PublicNet.IPv4.IP, &lb.PublicNet.IPv4.DNSPtr
+			case sameIP(req.IP, lb.PublicNet.IPv6.IP):
+				ip, dst = lb.PublicNet.IPv6.IP, &lb.PublicNet.IPv6.DNSPtr
 			default:
 				return nil, errInvalid("ip", "%q is not a public IP of load balancer %d", req.IP, lb.ID)
+			}
+			*dst = defaultPtr(ip)
+			if req.DNSPtr != nil {
+				*dst = *req.DNSPtr
 			}
 			return nil, nil
 		},
@@ -210,6 +213,17 @@ func targetRefs(typ string, srv *schema.LoadBalancerActionAddTargetRequestServer
 	return nil
 }
 
+// sameIP compares two addresses in any notation ("2001:db8::1" equals
+// "2001:0db8:0::1"); strings that do not parse compare as text.
+func sameIP(a, b string) bool {
+	pa, errA := netip.ParseAddr(a)
+	pb, errB := netip.ParseAddr(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	return pa == pb
+}
+
 func sameTarget(t schema.LoadBalancerTarget, req schema.LoadBalancerActionRemoveTargetRequest) bool {
 	if t.Type != req.Type {
 		return false
@@ -218,7 +232,7 @@ func sameTarget(t schema.LoadBalancerTarget, req schema.LoadBalancerActionRemove
 	case "server":
 		return req.Server != nil && t.Server != nil && t.Server.ID == req.Server.ID
 	case "ip":
-		return req.IP != nil && t.IP != nil && t.IP.IP == req.IP.IP
+		return req.IP != nil && t.IP != nil && sameIP(t.IP.IP, req.IP.IP)
 	case "label_selector":
 		return req.LabelSelector != nil && t.LabelSelector != nil && t.LabelSelector.Selector == req.LabelSelector.Selector
 	}
@@ -283,15 +297,8 @@ func (e *Emulator) addService(lb *schema.LoadBalancer, req schema.LoadBalancerAc
 		if hc.Protocol != "tcp" {
 			hc.HTTP = &schema.LoadBalancerServiceHealthCheckHTTP{Path: "/", StatusCodes: []string{"2??", "3??"}}
 		}
-		if h.HTTP != nil {
-			if hc.HTTP == nil {
-				return errInvalid("health_check.http", "http settings are not allowed for tcp health checks")
-			}
-			setIf(&hc.HTTP.Domain, h.HTTP.Domain)
-			setIf(&hc.HTTP.Path, h.HTTP.Path)
-			setIf(&hc.HTTP.Response, h.HTTP.Response)
-			setIf(&hc.HTTP.StatusCodes, h.HTTP.StatusCodes)
-			setIf(&hc.HTTP.TLS, h.HTTP.TLS)
+		if err := mergeHealthCheckHTTP(&hc, h.HTTP); err != nil {
+			return err
 		}
 	}
 	svc.HealthCheck = &hc
@@ -354,15 +361,9 @@ func (e *Emulator) updateService(lb *schema.LoadBalancer, req schema.LoadBalance
 		default:
 			return errInvalid("health_check.protocol", "health check protocol must be tcp, http or https, got %q", hc.Protocol)
 		}
-		if h.HTTP != nil {
-			if hc.HTTP == nil {
-				return errInvalid("health_check.http", "http settings are not allowed for tcp health checks")
-			}
-			setIf(&hc.HTTP.Domain, h.HTTP.Domain)
-			setIf(&hc.HTTP.Path, h.HTTP.Path)
-			setIf(&hc.HTTP.Response, h.HTTP.Response)
-			setIf(&hc.HTTP.StatusCodes, h.HTTP.StatusCodes)
-			setIf(&hc.HTTP.TLS, h.HTTP.TLS)
+		// The update request's health check HTTP settings have the add request's fields exactly.
+		if err := mergeHealthCheckHTTP(hc, (*schema.LoadBalancerActionAddServiceRequestHealthCheckHTTP)(h.HTTP)); err != nil {
+			return err
 		}
 	}
 	if err := e.checkService(lb, svc); err != nil {
@@ -382,8 +383,16 @@ func (e *Emulator) checkService(lb *schema.LoadBalancer, svc schema.LoadBalancer
 		if err := checkPort("health_check.port", hc.Port); err != nil {
 			return err
 		}
-		if hc.Interval < 3 || hc.Timeout < 1 || hc.Retries < 0 {
-			return errInvalid("health_check", "interval must be at least 3 s, timeout at least 1 s, retries at least 0")
+		if err := checkHealthCheck(hc); err != nil {
+			return err
+		}
+	}
+	if h := svc.HTTP; h != nil {
+		if n := len([]rune(h.CookieName)); n < 1 || n > 100 {
+			return errInvalid("http.cookie_name", "cookie_name must be 1 to 100 characters, got %d", n)
+		}
+		if h.CookieLifetime < 30 || h.CookieLifetime > 86400 {
+			return errInvalid("http.cookie_lifetime", "cookie_lifetime must be between 30 and 86400 seconds, got %d", h.CookieLifetime)
 		}
 	}
 	if svc.Protocol != "https" {
@@ -408,6 +417,39 @@ func (e *Emulator) checkService(lb *schema.LoadBalancer, svc schema.LoadBalancer
 	}
 	if n > lb.LoadBalancerType.MaxAssignedCertificates {
 		return newError(http.StatusForbidden, "resource_limit_exceeded", "load balancer type %s allows at most %d certificates", lb.LoadBalancerType.Name, lb.LoadBalancerType.MaxAssignedCertificates)
+	}
+	return nil
+}
+
+// checkHealthCheck applies the spec's ranges: interval 3–60 s, timeout
+// 1–60 s, retries at least 1, and for http checks a domain of at most 128
+// characters without spaces, percent signs or backslashes, a path of 1–256
+// characters without spaces, a response of at most 256 characters and at
+// most 20 status codes.
+func checkHealthCheck(hc *schema.LoadBalancerServiceHealthCheck) *apiError {
+	switch {
+	case hc.Interval < 3 || hc.Interval > 60:
+		return errInvalid("health_check.interval", "interval must be between 3 and 60 seconds, got %d", hc.Interval)
+	case hc.Timeout < 1 || hc.Timeout > 60:
+		return errInvalid("health_check.timeout", "timeout must be between 1 and 60 seconds, got %d", hc.Timeout)
+	case hc.Retries < 1:
+		// The spec's maximum of 5 is not enforced: the golden fixtures of
+		// the official CCM (test/golden/official-ccm, drift cases) set 7 and 9.
+		return errInvalid("health_check.retries", "retries must be at least 1, got %d", hc.Retries)
+	}
+	h := hc.HTTP
+	if h == nil {
+		return nil
+	}
+	switch {
+	case len([]rune(h.Domain)) > 128 || strings.ContainsAny(h.Domain, " %\\"):
+		return errInvalid("health_check.http.domain", "domain must be at most 128 characters without spaces, percent signs or backslashes, got %q", h.Domain)
+	case len([]rune(h.Path)) < 1 || len([]rune(h.Path)) > 256 || strings.Contains(h.Path, " "):
+		return errInvalid("health_check.http.path", "path must be 1 to 256 characters without spaces (percent-encode them), got %q", h.Path)
+	case len([]rune(h.Response)) > 256:
+		return errInvalid("health_check.http.response", "response must be at most 256 characters, got %d", len([]rune(h.Response)))
+	case len(h.StatusCodes) > 20:
+		return errInvalid("health_check.http.status_codes", "at most 20 status codes are allowed, got %d", len(h.StatusCodes))
 	}
 	return nil
 }
@@ -545,9 +587,21 @@ func (e *Emulator) checkPrivateOnly(lb *schema.LoadBalancer) *apiError {
 }
 
 // mergeHTTP applies the HTTP settings of an add_service or update_service request to svc.
+// An http object without settings (`"http":{}`, which the hcloud CLI sends)
+// is accepted on a tcp service and changes nothing; settings are refused
+// there. redirect_http may only be turned on for https services (spec).
 func mergeHTTP(svc *schema.LoadBalancerService, h *schema.LoadBalancerActionAddServiceRequestHTTP) *apiError {
+	if h == nil {
+		return nil
+	}
 	if svc.HTTP == nil {
-		return errInvalid("http", "http settings are not allowed for tcp services")
+		if emptyHTTP(h) {
+			return nil
+		}
+		return errInvalid("http", "http settings are only allowed for http and https services")
+	}
+	if h.RedirectHTTP != nil && *h.RedirectHTTP && svc.Protocol != "https" {
+		return errInvalid("http.redirect_http", "redirect_http is only available for https services")
 	}
 	setIf(&svc.HTTP.CookieName, h.CookieName)
 	setIf(&svc.HTTP.CookieLifetime, h.CookieLifetime)
@@ -555,5 +609,34 @@ func mergeHTTP(svc *schema.LoadBalancerService, h *schema.LoadBalancerActionAddS
 	setIf(&svc.HTTP.RedirectHTTP, h.RedirectHTTP)
 	setIf(&svc.HTTP.StickySessions, h.StickySessions)
 	setIf(&svc.HTTP.TimeoutIdle, h.TimeoutIdle)
+	return nil
+}
+
+// emptyHTTP reports whether h carries no setting: every field absent, or
+// only an empty certificate list.
+func emptyHTTP(h *schema.LoadBalancerActionAddServiceRequestHTTP) bool {
+	return h.CookieName == nil && h.CookieLifetime == nil && h.RedirectHTTP == nil &&
+		h.StickySessions == nil && h.TimeoutIdle == nil && (h.Certificates == nil || len(*h.Certificates) == 0)
+}
+
+// mergeHealthCheckHTTP applies a health check's HTTP settings to hc. An
+// object without settings (`"health_check":{"http":{}}`, which the hcloud CLI
+// sends) is accepted on a tcp check and changes nothing; settings are refused
+// there.
+func mergeHealthCheckHTTP(hc *schema.LoadBalancerServiceHealthCheck, h *schema.LoadBalancerActionAddServiceRequestHealthCheckHTTP) *apiError {
+	if h == nil {
+		return nil
+	}
+	if hc.HTTP == nil {
+		if *h == (schema.LoadBalancerActionAddServiceRequestHealthCheckHTTP{}) {
+			return nil
+		}
+		return errInvalid("health_check.http", "http settings are only allowed for http and https health checks")
+	}
+	setIf(&hc.HTTP.Domain, h.Domain)
+	setIf(&hc.HTTP.Path, h.Path)
+	setIf(&hc.HTTP.Response, h.Response)
+	setIf(&hc.HTTP.StatusCodes, h.StatusCodes)
+	setIf(&hc.HTTP.TLS, h.TLS)
 	return nil
 }

@@ -88,4 +88,5 @@ func (e *Emulator) ResetRequests() {
 	e.reqs = nil
 	e.counts = map[string]int{}
 	e.mutating = 0
+	e.metadataReqs = 0
 }

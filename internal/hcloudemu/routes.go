@@ -129,6 +129,10 @@ func (e *Emulator) middleware(mux *http.ServeMux) http.Handler {
 				writeError(w, newError(http.StatusInternalServerError, "server_error", "internal error"))
 			}
 		}()
+		if r.URL.Path == MetadataPath || strings.HasPrefix(r.URL.Path, MetadataPath+"/") {
+			e.serveMetadata(w, r)
+			return
+		}
 		if strings.HasPrefix(r.URL.Path, "/_emu/") {
 			if !e.authorized(r) {
 				writeError(w, newError(http.StatusUnauthorized, "unauthorized", "unable to authenticate"))

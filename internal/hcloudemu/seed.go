@@ -30,6 +30,9 @@ type Seed struct {
 	Networks          []NetworkSpec             `json:"networks,omitempty"`
 	Servers           []ServerSpec              `json:"servers,omitempty"`
 	LoadBalancers     []LoadBalancerSpec        `json:"load_balancers,omitempty"`
+	// MetadataServer is the name or ID of the server the metadata service
+	// answers for (see SetMetadataServer); "" leaves it as it is.
+	MetadataServer string `json:"metadata_server,omitempty"`
 }
 
 // LoadSeedFile reads a seed from a YAML or JSON file; unknown fields are
@@ -96,6 +99,9 @@ func (e *Emulator) applySeedLocked(s Seed) error {
 		if _, err := e.addLoadBalancerLocked(lb); err != nil {
 			return fmt.Errorf("apply seed: %w", err)
 		}
+	}
+	if s.MetadataServer != "" {
+		e.st.metadataServer = s.MetadataServer
 	}
 	return nil
 }

@@ -34,6 +34,10 @@ type state struct {
 	// issuing maps a managed certificate to its running create action.
 	issuing map[int64]int64
 
+	// metadataServer is the name or ID of the server the metadata service
+	// answers for; "" = none.
+	metadataServer string
+
 	seq       map[string]int64
 	publicIPs map[string]bool
 	v4Next    int

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
@@ -199,6 +201,76 @@ func TestValidation_ErrorsUseTheRealCodesAndChangeNothing(t *testing.T) {
 				HTTP: &hcloud.LoadBalancerAddServiceOptsHTTP{Certificates: []*hcloud.Certificate{{ID: 4242}}}})
 			return err
 		}, "invalid_input", "http.certificates"},
+		// Ranges and rules the spec states for services (add_service and
+		// update_service share them).
+		{"Health check retries 0 is invalid_input (spec: 1-5)", func(ctx context.Context) error {
+			return addTCPService(ctx, c, public, func(o *hcloud.LoadBalancerAddServiceOpts) { o.HealthCheck.Retries = hcloud.Ptr(0) })
+		}, "invalid_input", "health_check.retries"},
+		{"Health check interval 2 s is invalid_input (spec: 3-60)", func(ctx context.Context) error {
+			return addTCPService(ctx, c, public, func(o *hcloud.LoadBalancerAddServiceOpts) { o.HealthCheck.Interval = hcloud.Ptr(2 * time.Second) })
+		}, "invalid_input", "health_check.interval"},
+		{"Health check interval 61 s is invalid_input (spec: 3-60)", func(ctx context.Context) error {
+			return addTCPService(ctx, c, public, func(o *hcloud.LoadBalancerAddServiceOpts) { o.HealthCheck.Interval = hcloud.Ptr(61 * time.Second) })
+		}, "invalid_input", "health_check.interval"},
+		{"Health check timeout 61 s on update is invalid_input (spec: 1-60)", func(ctx context.Context) error {
+			_, _, err := c.LoadBalancer.UpdateService(ctx, lb, 80, hcloud.LoadBalancerUpdateServiceOpts{
+				HealthCheck: &hcloud.LoadBalancerUpdateServiceOptsHealthCheck{Timeout: hcloud.Ptr(61 * time.Second)}})
+			return err
+		}, "invalid_input", "health_check.timeout"},
+		{"A health check domain with a space is invalid_input", func(ctx context.Context) error {
+			return addHTTPService(ctx, c, public, func(o *hcloud.LoadBalancerAddServiceOpts) { o.HealthCheck.HTTP.Domain = hcloud.Ptr("a b.example.com") })
+		}, "invalid_input", "health_check.http.domain"},
+		{"A health check domain with a percent sign is invalid_input", func(ctx context.Context) error {
+			return addHTTPService(ctx, c, public, func(o *hcloud.LoadBalancerAddServiceOpts) { o.HealthCheck.HTTP.Domain = hcloud.Ptr("a%20b") })
+		}, "invalid_input", "health_check.http.domain"},
+		{"A health check domain of 129 characters is invalid_input", func(ctx context.Context) error {
+			return addHTTPService(ctx, c, public, func(o *hcloud.LoadBalancerAddServiceOpts) {
+				o.HealthCheck.HTTP.Domain = hcloud.Ptr(strings.Repeat("a", 129))
+			})
+		}, "invalid_input", "health_check.http.domain"},
+		{"A health check path with a literal space is invalid_input", func(ctx context.Context) error {
+			return addHTTPService(ctx, c, public, func(o *hcloud.LoadBalancerAddServiceOpts) { o.HealthCheck.HTTP.Path = hcloud.Ptr("/a b") })
+		}, "invalid_input", "health_check.http.path"},
+		{"A health check path of 257 characters is invalid_input", func(ctx context.Context) error {
+			return addHTTPService(ctx, c, public, func(o *hcloud.LoadBalancerAddServiceOpts) {
+				o.HealthCheck.HTTP.Path = hcloud.Ptr("/" + strings.Repeat("a", 256))
+			})
+		}, "invalid_input", "health_check.http.path"},
+		{"A health check response of 257 characters is invalid_input", func(ctx context.Context) error {
+			return addHTTPService(ctx, c, public, func(o *hcloud.LoadBalancerAddServiceOpts) {
+				o.HealthCheck.HTTP.Response = hcloud.Ptr(strings.Repeat("a", 257))
+			})
+		}, "invalid_input", "health_check.http.response"},
+		{"21 health check status codes are invalid_input", func(ctx context.Context) error {
+			return addHTTPService(ctx, c, public, func(o *hcloud.LoadBalancerAddServiceOpts) {
+				o.HealthCheck.HTTP.StatusCodes = strings.Split(strings.Repeat("200,", 20)+"200", ",")
+			})
+		}, "invalid_input", "health_check.http.status_codes"},
+		{"A cookie lifetime of 29 s is invalid_input (spec: 30-86400)", func(ctx context.Context) error {
+			return addHTTPService(ctx, c, public, func(o *hcloud.LoadBalancerAddServiceOpts) { o.HTTP.CookieLifetime = hcloud.Ptr(29 * time.Second) })
+		}, "invalid_input", "http.cookie_lifetime"},
+		{"A cookie lifetime of 86401 s is invalid_input (spec: 30-86400)", func(ctx context.Context) error {
+			return addHTTPService(ctx, c, public, func(o *hcloud.LoadBalancerAddServiceOpts) { o.HTTP.CookieLifetime = hcloud.Ptr(86401 * time.Second) })
+		}, "invalid_input", "http.cookie_lifetime"},
+		{"A cookie name of 101 characters is invalid_input (spec: 1-100)", func(ctx context.Context) error {
+			return addHTTPService(ctx, c, public, func(o *hcloud.LoadBalancerAddServiceOpts) { o.HTTP.CookieName = hcloud.Ptr(strings.Repeat("c", 101)) })
+		}, "invalid_input", "http.cookie_name"},
+		{"An empty cookie name is invalid_input (spec: 1-100)", func(ctx context.Context) error {
+			return addHTTPService(ctx, c, public, func(o *hcloud.LoadBalancerAddServiceOpts) { o.HTTP.CookieName = hcloud.Ptr("") })
+		}, "invalid_input", "http.cookie_name"},
+		{"redirect_http on an http service is invalid_input (spec: https only)", func(ctx context.Context) error {
+			return addHTTPService(ctx, c, public, func(o *hcloud.LoadBalancerAddServiceOpts) { o.HTTP.RedirectHTTP = hcloud.Ptr(true) })
+		}, "invalid_input", "http.redirect_http"},
+		{"Sticky sessions on a tcp service are invalid_input (spec: http and https only)", func(ctx context.Context) error {
+			_, _, err := c.LoadBalancer.UpdateService(ctx, lb, 80, hcloud.LoadBalancerUpdateServiceOpts{
+				HTTP: &hcloud.LoadBalancerUpdateServiceOptsHTTP{StickySessions: hcloud.Ptr(true)}})
+			return err
+		}, "invalid_input", "http"},
+		{"A health check path on a tcp check is invalid_input", func(ctx context.Context) error {
+			_, _, err := c.LoadBalancer.UpdateService(ctx, lb, 80, hcloud.LoadBalancerUpdateServiceOpts{
+				HealthCheck: &hcloud.LoadBalancerUpdateServiceOptsHealthCheck{HTTP: &hcloud.LoadBalancerUpdateServiceOptsHealthCheckHTTP{Path: hcloud.Ptr("/x")}}})
+			return err
+		}, "invalid_input", "health_check.http"},
 		{"An uploaded certificate that is not PEM is invalid_input", func(ctx context.Context) error {
 			_, _, err := c.Certificate.Create(ctx, hcloud.CertificateCreateOpts{Name: "u", Certificate: "nope", PrivateKey: "nope"})
 			return err
@@ -237,4 +309,27 @@ func waitAll(t *testing.T, c *hcloud.Client) func(*hcloud.Action, *hcloud.Respon
 		t.Helper()
 		mustWait(t, c, a, r, err)
 	}
+}
+
+// addTCPService adds a tcp service on port 9000 with a complete health
+// check, changed by edit.
+func addTCPService(ctx context.Context, c *hcloud.Client, lb *hcloud.LoadBalancer, edit func(*hcloud.LoadBalancerAddServiceOpts)) error {
+	o := hcloud.LoadBalancerAddServiceOpts{Protocol: "tcp", ListenPort: hcloud.Ptr(9000), DestinationPort: hcloud.Ptr(9000),
+		HealthCheck: &hcloud.LoadBalancerAddServiceOptsHealthCheck{Protocol: "tcp", Port: hcloud.Ptr(9000),
+			Interval: hcloud.Ptr(15 * time.Second), Timeout: hcloud.Ptr(10 * time.Second), Retries: hcloud.Ptr(3)}}
+	edit(&o)
+	_, _, err := c.LoadBalancer.AddService(ctx, lb, o)
+	return err
+}
+
+// addHTTPService adds an http service on port 8080 with HTTP settings and an
+// http health check, changed by edit.
+func addHTTPService(ctx context.Context, c *hcloud.Client, lb *hcloud.LoadBalancer, edit func(*hcloud.LoadBalancerAddServiceOpts)) error {
+	o := hcloud.LoadBalancerAddServiceOpts{Protocol: "http", ListenPort: hcloud.Ptr(8080), DestinationPort: hcloud.Ptr(8080),
+		HTTP: &hcloud.LoadBalancerAddServiceOptsHTTP{CookieName: hcloud.Ptr("HCLBSTICKY")},
+		HealthCheck: &hcloud.LoadBalancerAddServiceOptsHealthCheck{Protocol: "http", Port: hcloud.Ptr(8080),
+			HTTP: &hcloud.LoadBalancerAddServiceOptsHealthCheckHTTP{Path: hcloud.Ptr("/healthz")}}}
+	edit(&o)
+	_, _, err := c.LoadBalancer.AddService(ctx, lb, o)
+	return err
 }
