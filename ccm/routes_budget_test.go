@@ -50,6 +50,7 @@ func newRouteCloud(tb testing.TB, n int) *routeCloud {
 	}
 	vars := baseEnv(emu, endpoint)
 	vars["HCLOUD_NETWORK"] = "k8s"
+	vars["HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK"] = "true" // a simulation: this process is no server
 	o := ccm.NewOptions()
 	o.PolicyDir = "../examples/policies"
 	kube := fake.NewClientset()
