@@ -15,6 +15,7 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
@@ -46,6 +47,9 @@ type ClusterNetwork struct {
 	ID      int64
 	Name    string
 	IPRange string
+	// Subnets are the ranges of the network's subnets; a private-subnet-ip-range that is not
+	// one of them is refused before planning. Nil skips the check.
+	Subnets []string
 }
 
 // Input is everything NewDesired needs. The Service is read, never modified.
@@ -329,8 +333,14 @@ func desiredNetwork(d *Desired, in Input) error {
 				"HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE", in.Defaults.PrivateSubnetIPRange)
 		}
 	}
-	d.Network.Subnet, err = pick(subnet, err, nil)
-	return err
+	if d.Network.Subnet, err = pick(subnet, err, nil); err != nil {
+		return err
+	}
+	if s := d.Network.Subnet; s != nil && in.Network.Subnets != nil && !slices.Contains(in.Network.Subnets, s.String()) {
+		return annotation.Usagef(string(annotation.LBPrivateSubnetIPRange), "invalid value for %q: %s is not a subnet of network %s (subnets: %s): add the subnet to the network or pick one of them",
+			annotation.LBPrivateSubnetIPRange, s, in.Network.Name, strings.Join(in.Network.Subnets, ", "))
+	}
+	return nil
 }
 
 func desiredRDNS(d *Desired, in Input) error {
@@ -366,6 +376,11 @@ func NewStatusOptions(svc *corev1.Service, defaults config.LoadBalancer) (Status
 		return o, err
 	}
 	h, err := annotation.LBHostname.NonEmptyString(svc)
+	if err == nil {
+		if errs := validation.IsDNS1123Subdomain(h); len(errs) > 0 {
+			return o, &annotation.InvalidError{Name: annotation.LBHostname, Value: h, Accepted: "a DNS name such as lb.example.com: " + strings.Join(errs, "; ")}
+		}
+	}
 	o.Hostname, err = pick(h, err, "")
 	return o, err
 }

@@ -513,6 +513,8 @@ func TestNewDesired_InvalidCombinations(t *testing.T) {
 		{"disable-public-network without a network is refused", newInput(web(withAnnotation(annotation.LBDisablePublicNetwork, "true"))), `"load-balancer.hetzner.cloud/disable-public-network" needs a network`},
 		{"use-private-ip without a network is refused", newInput(web(withAnnotation(annotation.LBUsePrivateIP, "true"))), `"load-balancer.hetzner.cloud/use-private-ip" needs a network`},
 		{"disable-public-network with public targets is refused", newInput(web(withAnnotation(annotation.LBDisablePublicNetwork, "true")), withNetwork), `set "load-balancer.hetzner.cloud/use-private-ip" to true`},
+		{"a subnet that is not in the network is refused", newInput(web(withAnnotation(annotation.LBPrivateSubnetIPRange, "10.9.0.0/24")), withNetwork, func(in *lbplan.Input) { in.Network.Subnets = []string{"10.0.0.0/24"} }),
+			`10.9.0.0/24 is not a subnet of network`},
 		{"a bad bool names the annotation", newInput(web(withAnnotation(annotation.LBSvcProxyProtocol, "yes"))), `invalid value for "load-balancer.hetzner.cloud/uses-proxyprotocol": "yes"`},
 		{"a bad selector names the annotation", newInput(web(withAnnotation(annotation.LBNodeSelector, "a b"))), `invalid value for "load-balancer.hetzner.cloud/node-selector"`},
 		{"https without certificates is refused", newInput(web(withAnnotation(annotation.LBSvcProtocol, "https"))), `set "load-balancer.hetzner.cloud/http-certificates"`},

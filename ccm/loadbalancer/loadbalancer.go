@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
@@ -53,10 +54,11 @@ type Namer interface {
 
 // LoadBalancers implements cloudprovider.LoadBalancer.
 type LoadBalancers struct {
-	client   *hcloud.Client
-	exec     *executor.Executor
-	cfg      config.LoadBalancer
-	network  *hcloud.Network
+	client *hcloud.Client
+	exec   *executor.Executor
+	cfg    config.LoadBalancer
+	// network is the cluster network (nil: none), re-read when a subnet is not found in it.
+	network  atomic.Pointer[hcloud.Network]
 	recorder record.EventRecorder
 	namer    Namer
 	types    *typeCache
@@ -79,9 +81,10 @@ func New(client *hcloud.Client, exec *executor.Executor, cfg config.LoadBalancer
 		recorder = &record.FakeRecorder{}
 	}
 	l := &LoadBalancers{
-		client: client, exec: exec, cfg: cfg, network: network, recorder: recorder, namer: namer,
+		client: client, exec: exec, cfg: cfg, recorder: recorder, namer: namer,
 		types: &typeCache{client: client, maxAge: time.Hour, now: time.Now},
 	}
+	l.network.Store(network)
 	for _, o := range opts {
 		o(l)
 	}
@@ -132,10 +135,7 @@ func (l *LoadBalancers) name(ctx context.Context, clusterName string, svc *corev
 			Labels: copyMap(svc.Labels), Annotations: copyMap(svc.Annotations),
 		},
 	})
-	if err == nil {
-		err = validName(n)
-	}
-	if err != nil {
+	if err != nil { // the plugin host validated n (plugins.ValidateLoadBalancerName)
 		pluginFailures.WithLabelValues(plugins.HookLoadBalancerName).Inc()
 		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonPluginFailed, "naming plugin failed, using the default name %s: %v", def, err)
 		return def, false
@@ -143,11 +143,46 @@ func (l *LoadBalancers) name(ctx context.Context, clusterName string, svc *corev
 	return n, true
 }
 
-// validName checks a load balancer name against the API's rules (1-128 characters, no leading
-// or trailing whitespace).
-func validName(n string) error {
+// clusterNetwork is the planner's view of the cluster network n; nil for none.
+func clusterNetwork(n *hcloud.Network) *lbplan.ClusterNetwork {
+	if n == nil {
+		return nil
+	}
+	out := &lbplan.ClusterNetwork{ID: n.ID, Name: n.Name, Subnets: []string{}}
+	if n.IPRange != nil {
+		out.IPRange = n.IPRange.String()
+	}
+	for _, s := range n.Subnets {
+		if s.IPRange != nil {
+			out.Subnets = append(out.Subnets, s.IPRange.String())
+		}
+	}
+	return out
+}
+
+// refreshNetwork reads the cluster network again (one request) and keeps it.
+func (l *LoadBalancers) refreshNetwork(ctx context.Context) (*lbplan.ClusterNetwork, error) {
+	cur := l.network.Load()
+	n, _, err := l.client.Network.GetByID(ctx, cur.ID)
+	if err != nil {
+		return nil, fmt.Errorf("read network %d: %w", cur.ID, err)
+	}
+	if n == nil {
+		return nil, fmt.Errorf("read network %d: not found", cur.ID)
+	}
+	l.network.Store(n)
+	return clusterNetwork(n), nil
+}
+
+// checkName refuses a name annotation the API would refuse (1 to 128 characters, no leading or
+// trailing whitespace), before anything is planned.
+func checkName(svc *corev1.Service) error {
+	n, ok := annotation.LBName.Value(svc)
+	if !ok {
+		return nil
+	}
 	if n == "" || len(n) > 128 || strings.TrimSpace(n) != n {
-		return fmt.Errorf("invalid load balancer name %q (expect 1 to 128 characters without leading or trailing whitespace)", n)
+		return &annotation.InvalidError{Name: annotation.LBName, Value: n, Accepted: "1 to 128 characters without leading or trailing whitespace"}
 	}
 	return nil
 }
@@ -212,11 +247,9 @@ func (l *LoadBalancers) reconcile(ctx context.Context, clusterName string, svc *
 		Service: svc, Name: name, Rename: rename, Nodes: l.targetNodes(svc, nodes),
 		Defaults: l.cfg, CertificateIDs: certs, ManagedCertificateID: managed,
 	}
-	if l.network != nil {
-		in.Network = &lbplan.ClusterNetwork{ID: l.network.ID, Name: l.network.Name}
-		if l.network.IPRange != nil {
-			in.Network.IPRange = l.network.IPRange.String()
-		}
+	in.Network = clusterNetwork(l.network.Load())
+	if err := checkName(svc); err != nil {
+		return nil, lbplan.Desired{}, l.invalid(svc, err)
 	}
 	// The official CCM reads the node selector first: a bad one fails before any warning.
 	if _, err := annotation.LBNodeSelector.Selector(svc); err != nil && !errors.Is(err, annotation.ErrNotSet) {
@@ -224,6 +257,13 @@ func (l *LoadBalancers) reconcile(ctx context.Context, clusterName string, svc *
 	}
 	l.warnTypeUnconfigured(svc)
 	d, err := lbplan.NewDesired(in)
+	var usage *annotation.UsageError
+	if errors.As(err, &usage) && usage.Field == string(annotation.LBPrivateSubnetIPRange) {
+		// The network was read at start: a subnet added since is found by reading it again.
+		if in.Network, err = l.refreshNetwork(ctx); err == nil {
+			d, err = lbplan.NewDesired(in)
+		}
+	}
 	if err != nil {
 		return nil, d, l.invalid(svc, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -317,6 +318,10 @@ func TestEnsureLoadBalancer_BadInputChangesNothing(t *testing.T) {
 			`invalid value for "load-balancer.hetzner.cloud/algorithm-type": "random"`, "Warning InvalidAnnotation"},
 		{"an unknown type is refused before any mutation", newService("web", withPorts(80), withAnnotation(annotation.LBType, "lb99")),
 			`"lb99" is not a load balancer type (known, case-sensitive: lb11, lb21, lb31)`, "Warning InvalidAnnotation"},
+		{"a name the API would refuse is refused before any mutation", newService("web", withPorts(80), withAnnotation(annotation.LBName, strings.Repeat("n", 129))),
+			`invalid value for "load-balancer.hetzner.cloud/name"`, "Warning InvalidAnnotation"},
+		{"a hostname that is no DNS name is refused", newService("web", withPorts(80), withAnnotation(annotation.LBHostname, "not a host")),
+			`invalid value for "load-balancer.hetzner.cloud/hostname"`, "Warning InvalidAnnotation"},
 		{"use-private-ip without a network is refused", newService("web", withPorts(80), withAnnotation(annotation.LBUsePrivateIP, "true")),
 			`"load-balancer.hetzner.cloud/use-private-ip" needs a network`, "Warning InvalidAnnotation"},
 		{"an unknown certificate name is refused", newService("web", withPorts(443), withAnnotation(annotation.LBSvcProtocol, "https"), withAnnotation(annotation.LBSvcHTTPCertificates, "nope")),
@@ -483,8 +488,6 @@ func TestGetLoadBalancerName(t *testing.T) {
 			}), "kubernetes-shop-web", ""},
 		{"a failing plugin falls back with PluginFailed", svc,
 			namerFunc(func(context.Context, plugins.LoadBalancerNameInput) (string, error) { return "", errors.New("trap") }), def, "Warning PluginFailed"},
-		{"an invalid plugin name falls back with PluginFailed", svc,
-			namerFunc(func(context.Context, plugins.LoadBalancerNameInput) (string, error) { return " bad", nil }), def, "Warning PluginFailed"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -648,5 +651,27 @@ func TestEnsureLoadBalancer_NeverTakesAnotherServicesLoadBalancer(t *testing.T) 
 				t.Errorf("owner's load balancer changed: %+v", after)
 			}
 		})
+	}
+}
+
+// TestEnsureLoadBalancer_SubnetMustExist: a private-subnet-ip-range that is not a subnet of the
+// network is refused before any write; one the CCM did not know yet (added after its start) is
+// found by reading the network again.
+func TestEnsureLoadBalancer_SubnetMustExist(t *testing.T) {
+	ev := newEnv(t, withNetworkEnv)
+	missing := newService("web", withPorts(80), withAnnotation(annotation.LBPrivateSubnetIPRange, "10.9.0.0/24"))
+	if _, err := ev.ensure(missing); err == nil || !strings.Contains(err.Error(), "10.9.0.0/24 is not a subnet of network k8s") {
+		t.Fatalf("err = %v, want the missing subnet named", err)
+	}
+	if n := ev.emu.MutatingRequests(); n != 0 {
+		t.Fatalf("%d mutating requests for a missing subnet", n)
+	}
+	// The provider was built with the network as read at start, without its subnets (newEnv):
+	// the subnet the emulator has is found by one more read.
+	_, ipRange, _ := net.ParseCIDR("10.0.0.0/24")
+	added := newService("web", withPorts(80), withAnnotation(annotation.LBPrivateSubnetIPRange, "10.0.0.0/24"))
+	ev.mustEnsure(added)
+	if lb := ev.onlyLB(); len(lb.PrivateNet) != 1 || !ipRange.Contains(lb.PrivateNet[0].IP) {
+		t.Errorf("private net = %+v, want an IP in the added subnet", lb.PrivateNet)
 	}
 }
