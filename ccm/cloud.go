@@ -99,7 +99,7 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ccm.New: %w", err)
 	}
-	if err := hcloudclient.Check(ctx, client); err != nil {
+	if err := hcloudclient.Check(ctx, client, cfg.HCloud); err != nil {
 		return nil, fmt.Errorf("ccm.New: %w", err)
 	}
 	var network *hcloud.Network

@@ -138,5 +138,9 @@ func serveMetrics(addr string) error {
 		}
 	}()
 	klog.InfoS("Serving metrics", "address", ln.Addr().String(), "path", "/metrics")
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		klog.InfoS("The metrics server has no authentication and listens beyond loopback: anyone who reaches it reads every metric. Set HCLOUD_METRICS_ENABLED=false and scrape the secure port's /metrics, or bind HCLOUD_METRICS_ADDRESS to 127.0.0.1",
+			"address", ln.Addr().String())
+	}
 	return nil
 }

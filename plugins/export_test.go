@@ -1,6 +1,10 @@
 package plugins
 
-import "context"
+import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
 
 // Instantiate creates one more instance outside the pool and returns its guest memory size;
 // benchmarks use it to measure the cost of an instance.
@@ -11,4 +15,9 @@ func Instantiate(ctx context.Context, p *Plugin) (memBytes uint32, err error) {
 	}
 	defer inst.mod.Close(ctx)
 	return inst.mod.Memory().Size(), nil
+}
+
+// OutputDroppedBytes reads hcloud_ccm_plugin_output_dropped_bytes_total for plugin.
+func OutputDroppedBytes(plugin string) float64 {
+	return testutil.ToFloat64(outputDropped.WithLabelValues(plugin))
 }

@@ -26,8 +26,6 @@ const (
 const (
 	// maxModuleBytes caps a module file, and a .wasm.gz after decompression.
 	maxModuleBytes = 64 << 20
-	// maxOutputBytes caps what one instance may write to stdout and stderr over its life.
-	maxOutputBytes = 64 << 10
 	// recycleCalls is how many calls an instance serves before it is replaced.
 	recycleCalls = 10_000
 	// minInstantiateTimeout is the least time an instance gets to run _initialize.
@@ -52,8 +50,11 @@ type Options struct {
 	// MaxReplyBytes caps the size of a reply. Default: 64 KiB.
 	MaxReplyBytes int
 	// Stderr receives what the guest writes to stdout and stderr (Go guests write panics
-	// there), at most 64 KiB per instance. It must be safe for concurrent use. Default: one
-	// slog.Warn record per write, with the plugin name.
+	// there) within the plugin's output budget: a burst of 16 KiB, then 1 KiB/s, shared by
+	// every instance and revision of the plugin (by name), each write costing at least 128
+	// bytes. Output over the budget is dropped (one note when dropping starts) and counted in
+	// hcloud_ccm_plugin_output_dropped_bytes_total{plugin} (see RegisterMetrics). It must be
+	// safe for concurrent use. Default: one slog.Warn record per write, with the plugin name.
 	Stderr io.Writer
 }
 
@@ -240,27 +241,6 @@ func decodeStrict(b []byte, v any) error {
 		return fmt.Errorf("decode reply %.80q: data after the JSON object", b)
 	}
 	return nil
-}
-
-// cappedWriter passes at most left bytes to w, then notes the truncation once.
-type cappedWriter struct {
-	w    io.Writer
-	left int
-	done bool
-}
-
-func (c *cappedWriter) Write(b []byte) (int, error) {
-	switch {
-	case c.done:
-	case len(b) <= c.left:
-		c.left -= len(b)
-		_, _ = c.w.Write(b) // guest output is best effort; never fail the guest's write
-	default:
-		_, _ = c.w.Write(b[:c.left])
-		_, _ = io.WriteString(c.w, "\n[plugin output truncated]\n")
-		c.done = true
-	}
-	return len(b), nil
 }
 
 // logWriter logs each write of guest output as one record.

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 )
 
@@ -354,15 +356,83 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func TestPlugin_GuestOutputIsCapped(t *testing.T) {
-	var out syncBuffer
-	p := load(t, "stderr", plugins.Options{Stderr: &out, PoolSize: 1})
-	if _, err := p.NodeLabels(context.Background(), nodeIn); !errors.Is(err, plugins.ErrTrap) {
-		t.Fatalf("error %v, want ErrTrap", err)
+// recordWriter counts writes (log records with the default Stderr) and bytes.
+type recordWriter struct {
+	mu             sync.Mutex
+	records, bytes int
+	notes          int
+}
+
+func (r *recordWriter) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.records++
+	r.bytes += len(p)
+	if strings.HasPrefix(string(p), "[plugin output dropped") {
+		r.notes++
 	}
-	want := strings.Repeat("x", 64<<10) + "\n[plugin output truncated]\n"
-	if got := out.String(); got != want {
-		t.Errorf("output: %d bytes ending %q, want %d bytes ending %q", len(got), got[max(0, len(got)-40):], len(want), want[len(want)-40:])
+	return len(p), nil
+}
+
+// TestPlugin_GuestOutputBudget: guest output is capped per plugin over time (16 KiB burst, then
+// 1 KiB/s), across instances: the stderr fixture writes 100 KiB and traps on every call, so
+// every call runs on a fresh instance; the chatty fixture writes 10,000 one-byte records per
+// call. What is dropped is counted in hcloud_ccm_plugin_output_dropped_bytes_total.
+func TestPlugin_GuestOutputBudget(t *testing.T) {
+	tests := []struct {
+		fixture      string
+		wantErr      error
+		writtenBytes int // by the guest per call
+		perRecord    int // least budget a record costs
+	}{
+		{fixture: "stderr", wantErr: plugins.ErrTrap, writtenBytes: 100 << 10, perRecord: 128},
+		{fixture: "chatty", writtenBytes: 10_000, perRecord: 128},
+	}
+	for _, tc := range tests {
+		t.Run(tc.fixture, func(t *testing.T) {
+			var out recordWriter
+			name := t.Name() + ".wasm" // a budget of its own
+			p, err := plugins.LoadBytes(context.Background(), name, fixture(t, tc.fixture), plugins.Options{Stderr: &out, PoolSize: 2, CallTimeout: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = p.Close(context.Background()) })
+			const calls = 20
+			start := time.Now()
+			for range calls {
+				if _, err := p.NodeLabels(context.Background(), nodeIn); !errors.Is(err, tc.wantErr) {
+					t.Fatalf("NodeLabels error %v, want %v", err, tc.wantErr)
+				}
+			}
+			elapsed := time.Since(start).Seconds()
+			budget := 16<<10 + int((elapsed+1)*1024)
+			out.mu.Lock()
+			defer out.mu.Unlock()
+			t.Logf("%d calls in %.2fs: %d records, %d bytes passed, %d notes, %.0f bytes dropped",
+				calls, elapsed, out.records, out.bytes, out.notes, plugins.OutputDroppedBytes(name))
+			if out.bytes > budget+len("[plugin output dropped: over 1 KiB/s, see hcloud_ccm_plugin_output_dropped_bytes_total]\n")*(out.notes) {
+				t.Errorf("%d bytes of guest output passed in %.2fs, want at most the budget of %d", out.bytes, elapsed, budget)
+			}
+			if maxRecords := budget/tc.perRecord + 2*out.notes; out.records > maxRecords {
+				t.Errorf("%d records passed, want at most %d", out.records, maxRecords)
+			}
+			if out.notes < 1 {
+				t.Error("no note that output was dropped")
+			}
+			written := calls * tc.writtenBytes
+			if dropped := plugins.OutputDroppedBytes(name); int(dropped) < written-out.bytes || int(dropped) > written {
+				t.Errorf("dropped bytes metric = %.0f, want %d written - %d passed", dropped, written, out.bytes)
+			}
+		})
+	}
+}
+
+func TestRegisterMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	for range 2 {
+		if err := plugins.RegisterMetrics(reg); err != nil {
+			t.Fatalf("RegisterMetrics = %v, want nil (also the second time)", err)
+		}
 	}
 }
 

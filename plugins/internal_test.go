@@ -1,10 +1,10 @@
 package plugins
 
 import (
-	"bytes"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPackUnpack(t *testing.T) {
@@ -15,16 +15,47 @@ func TestPackUnpack(t *testing.T) {
 	}
 }
 
-func TestCappedWriter(t *testing.T) {
-	var buf bytes.Buffer
-	w := &cappedWriter{w: &buf, left: 10}
-	for _, s := range []string{"12345", "67890abc", "more"} {
-		if n, err := w.Write([]byte(s)); n != len(s) || err != nil {
-			t.Fatalf("Write(%q) = %d, %v", s, n, err)
-		}
+func TestOutputBudget(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	type write struct {
+		at          time.Duration // since t0
+		n           int
+		wantAllowed int
+		wantNote    bool
 	}
-	if want := "1234567890\n[plugin output truncated]\n"; buf.String() != want {
-		t.Errorf("output %q, want %q", buf.String(), want)
+	tests := []struct {
+		name   string
+		writes []write
+	}{
+		{name: "A burst of 16 KiB passes, then output is cut with one note", writes: []write{
+			{at: 0, n: 10 << 10, wantAllowed: 10 << 10},
+			{at: 0, n: 10 << 10, wantAllowed: 6 << 10, wantNote: true},
+			{at: 0, n: 100, wantAllowed: 0},
+		}},
+		{name: "The budget refills at 1 KiB/s", writes: []write{
+			{at: 0, n: 16 << 10, wantAllowed: 16 << 10},
+			{at: 0, n: 1, wantAllowed: 0, wantNote: true},
+			{at: 2 * time.Second, n: 4 << 10, wantAllowed: 2 << 10},
+			{at: 4 * time.Second, n: 1 << 10, wantAllowed: 1 << 10},
+			{at: 4 * time.Second, n: 2 << 10, wantAllowed: 1 << 10, wantNote: true},
+		}},
+		{name: "A tiny write costs 128 bytes, so tiny writes cannot flood the log with records", writes: []write{
+			{at: 0, n: (16 << 10) - 256, wantAllowed: (16 << 10) - 256},
+			{at: 0, n: 1, wantAllowed: 1},
+			{at: 0, n: 1, wantAllowed: 1},
+			{at: 0, n: 1, wantAllowed: 0, wantNote: true},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &outputBudget{tokens: outputBurstBytes, last: t0}
+			for i, w := range tc.writes {
+				allowed, note := b.take(w.n, t0.Add(w.at))
+				if allowed != w.wantAllowed || note != w.wantNote {
+					t.Errorf("write %d of %d bytes at %s = %d, note %v; want %d, note %v", i, w.n, w.at, allowed, note, w.wantAllowed, w.wantNote)
+				}
+			}
+		})
 	}
 }
 

@@ -25,7 +25,7 @@ type instance struct {
 func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(10*p.opts.CallTimeout, minInstantiateTimeout))
 	defer cancel()
-	out := &cappedWriter{w: p.opts.Stderr, left: maxOutputBytes}
+	out := newLimitedWriter(p.opts.Stderr, p.name)
 	mod, err := p.rt.InstantiateModule(ctx, p.cm, wazero.NewModuleConfig().
 		WithName(""). // anonymous, so instances of one module coexist
 		WithStartFunctions(exportInitialize).

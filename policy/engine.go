@@ -166,11 +166,13 @@ func (e *Engine) Revision() string {
 	return ""
 }
 
-// Load compiles files as one revision and puts it in force.
+// Load compiles files as one revision, vets it, and puts it in force.
 //
 // files maps flat file names (ConfigMap keys, or base names of a directory's files) to contents:
-//   - names starting with "." are ignored (a mounted ConfigMap's "..data" and the like),
-//     as are "*_test.rego" files and names without a known extension;
+//   - names starting with "." are ignored (a mounted ConfigMap's "..data" and the like), as
+//     are names without a known extension;
+//   - "*_test.rego" files are the revision's Rego tests: they are run before the revision is
+//     put in force, and are not part of the policy;
 //   - "*.rego" files are Rego v1 modules; at least one must declare "package ccm". Without any
 //     .rego file (an empty ConfigMap) there is no policy: before the first good revision Load
 //     returns no error and the engine keeps allowing everything; after it, such a revision is
@@ -178,16 +180,22 @@ func (e *Engine) Revision() string {
 //   - "*.json", "*.yaml" and "*.yml" files each hold one object that is merged at the root of
 //     data, as `opa test DIR` does for the files of DIR: {"config": {...}} becomes data.config.
 //
-// The revision is the first 12 hex digits of the SHA-256 over the selected files in name order,
-// each hashed as name, NUL, content, NUL. Loading the revision already in force does nothing.
+// Before it is put in force, the compiled revision decides every shipped sample input
+// ([SampleInputs]); an evaluation error for any of them rejects it. Then its Rego tests run with
+// the production sandbox (data.inputs holds the sample inputs unless the revision's data
+// defines it); a failing or erroneous test rejects it.
+//
+// The revision is the first 12 hex digits of the SHA-256 over the selected files (tests
+// included) in name order, each hashed as name, NUL, content, NUL. Loading the revision
+// already in force does nothing.
 //
 // Feed one engine from one source: two sources would replace each other's revision on every
 // change.
 //
 // # Errors
 //
-// A revision that does not parse or compile (strict mode, sandbox capabilities) is rejected
-// with a *LoadError that lists file, row and message of every problem; the revision in force
+// A revision that does not parse or compile (strict mode, sandbox capabilities), fails on a
+// sample input, or fails its own tests is rejected with a *LoadError that lists file, row and message of every problem; the revision in force
 // stays. Each rejection is logged, counted, and reported as a Warning event PolicyRejected on
 // from.Object; an accepted revision gets a Normal event PolicyLoaded. Loading the same
 // rejected revision again returns the same error without a second event.
@@ -195,8 +203,8 @@ func (e *Engine) Load(ctx context.Context, files map[string][]byte, from Source)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 
-	policies, data := selectFiles(files)
-	rev := revisionOf(policies, data)
+	policies, data, tests := selectFiles(files)
+	rev := revisionOf(policies, data, tests)
 	if cur := e.active.Load(); cur != nil && cur.revision == rev {
 		return rev, nil
 	}
@@ -211,6 +219,9 @@ func (e *Engine) Load(ctx context.Context, files map[string][]byte, from Source)
 
 	start := time.Now()
 	c, problems := e.compile(ctx, rev, policies, data)
+	if len(problems) == 0 {
+		problems = e.vet(ctx, c, policies, data, tests)
+	}
 	if len(problems) > 0 {
 		lerr := &LoadError{Revision: rev, Problems: problems}
 		e.reject(from, lerr)
@@ -222,9 +233,9 @@ func (e *Engine) Load(ctx context.Context, files map[string][]byte, from Source)
 	revisionInfo.Reset()
 	revisionInfo.WithLabelValues(rev).Set(1)
 	klog.InfoS("Policy revision loaded", "revision", rev, "source", from.Name,
-		"modules", len(policies), "dataFiles", len(data), "duration", time.Since(start))
-	e.event(from, corev1.EventTypeNormal, ReasonPolicyLoaded, "Policy revision %s loaded from %s (%d modules, %d data files)",
-		rev, from.Name, len(policies), len(data))
+		"modules", len(policies), "dataFiles", len(data), "testFiles", len(tests), "duration", time.Since(start))
+	e.event(from, corev1.EventTypeNormal, ReasonPolicyLoaded, "Policy revision %s loaded from %s (%d modules, %d data files, %d test files)",
+		rev, from.Name, len(policies), len(data), len(tests))
 	return rev, nil
 }
 
@@ -262,14 +273,16 @@ func (e *Engine) event(from Source, eventType, reason, format string, args ...an
 	e.opts.Recorder.Event(from.Object, eventType, reason, msg)
 }
 
-// selectFiles splits files into Rego modules and data files and drops everything else.
-func selectFiles(files map[string][]byte) (policies, data map[string][]byte) {
-	policies, data = map[string][]byte{}, map[string][]byte{}
+// selectFiles splits files into Rego modules, data files and Rego test files and drops
+// everything else.
+func selectFiles(files map[string][]byte) (policies, data, tests map[string][]byte) {
+	policies, data, tests = map[string][]byte{}, map[string][]byte{}, map[string][]byte{}
 	for name, content := range files {
 		base := path.Base(name)
 		switch {
 		case strings.HasPrefix(base, "."):
 		case strings.HasSuffix(base, "_test.rego"):
+			tests[name] = content
 		case strings.HasSuffix(base, ".rego"):
 			policies[name] = content
 		case strings.HasSuffix(base, ".json"), strings.HasSuffix(base, ".yaml"), strings.HasSuffix(base, ".yml"):
@@ -278,17 +291,16 @@ func selectFiles(files map[string][]byte) (policies, data map[string][]byte) {
 			klog.V(1).InfoS("Ignoring policy file without a known extension", "file", name)
 		}
 	}
-	return policies, data
+	return policies, data, tests
 }
 
 // revisionOf hashes the selected files; see Load.
-func revisionOf(policies, data map[string][]byte) string {
-	all := make(map[string][]byte, len(policies)+len(data))
-	for k, v := range policies {
-		all[k] = v
-	}
-	for k, v := range data {
-		all[k] = v
+func revisionOf(sets ...map[string][]byte) string {
+	all := map[string][]byte{}
+	for _, set := range sets {
+		for k, v := range set {
+			all[k] = v
+		}
 	}
 	h := sha256.New()
 	for _, name := range sortedKeys(all) {
@@ -320,6 +332,9 @@ func (e *Engine) compile(ctx context.Context, rev string, policies, data map[str
 		rego.Query(gateQuery),
 		rego.Module(gateFile, gateModule),
 		rego.Strict(true),
+		// A built-in error (division by zero, to_number("web"), a bad regex) is an evaluation
+		// error resolved by the failure mode, not an undefined rule that would allow.
+		rego.StrictBuiltinErrors(true),
 		rego.Capabilities(Capabilities()),
 		rego.EnablePrintStatements(true),
 		rego.PrintHook(printHook{revision: rev}),

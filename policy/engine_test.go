@@ -208,9 +208,12 @@ func TestEngine_Load_revision(t *testing.T) {
 	if want := hex.EncodeToString(h[:])[:12]; rev != want {
 		t.Fatalf("revision = %q, want %q: the first 12 hex of sha256 over name, NUL, content, NUL", rev, want)
 	}
-	ignored := files("lb.rego", denyLB31, "lb_test.rego", "garbage", "..data", "x", ".hidden.rego", "garbage", "README.md", "# notes")
+	ignored := files("lb.rego", denyLB31, "..data", "x", ".hidden.rego", "garbage", "README.md", "# notes")
 	if got := mustLoad(t, e, ignored); got != rev {
-		t.Errorf("revision with ignored files = %q, want %q: tests, dotfiles and unknown extensions do not count", got, rev)
+		t.Errorf("revision with ignored files = %q, want %q: dotfiles and unknown extensions do not count", got, rev)
+	}
+	if got := mustLoad(t, e, files("lb.rego", denyLB31, "lb_test.rego", "package ccm_test\n\ntest_ok if true\n")); got == rev {
+		t.Errorf("revision did not change with a test file: a fixed test must give a new revision")
 	}
 	if got := mustLoad(t, e, files("lb.rego", denyLB31+"\n")); got == rev {
 		t.Errorf("revision did not change with the content")
@@ -248,12 +251,18 @@ func TestEngine_Decide(t *testing.T) {
 	slow := `package ccm
 
 deny contains "slow" if {
+	input.load_balancer.type == "lb99"
 	count([x | some x in numbers.range(1, 100000000); x % 7 == 3]) > 0
 }
 `
-	badMessage := "package ccm\n\ndeny contains 42 if input.load_balancer.type == \"lb31\"\n"
-	badCode := "package ccm\n\ndeny contains {\"msg\": \"m\", \"code\": 7} if true\n"
-	noMsg := "package ccm\n\ndeny contains {\"message\": \"m\"} if true\n"
+	badMessage := "package ccm\n\ndeny contains 42 if input.load_balancer.type == \"lb99\"\n"
+	badCode := "package ccm\n\ndeny contains {\"msg\": \"m\", \"code\": 7} if input.load_balancer.type == \"lb99\"\n"
+	noMsg := "package ccm\n\ndeny contains {\"message\": \"m\"} if input.load_balancer.type == \"lb99\"\n"
+	// Built-in errors, only for lb99 so that the revision passes its vetting on the sample inputs.
+	divZero := "package ccm\n\ndeny contains \"d\" if {\n\tinput.load_balancer.type == \"lb99\"\n\t10 / (count(input.service.name) - 3) > 1\n}\n"
+	toNumber := "package ccm\n\ndeny contains \"n\" if {\n\tinput.load_balancer.type == \"lb99\"\n\tto_number(input.service.name) > 1\n}\n"
+	badRegex := "package ccm\n\ndeny contains \"r\" if {\n\tinput.load_balancer.type == \"lb99\"\n\tregex.match(concat(\"\", [\"(\", input.service.name]), \"x\")\n}\n"
+
 	tests := []struct {
 		name      string
 		opts      policy.Options
@@ -309,14 +318,14 @@ deny contains "slow" if {
 		{
 			name:    "A message that is neither string nor object fails closed",
 			files:   files("lb.rego", badMessage),
-			typ:     "lb31",
+			typ:     "lb99",
 			want:    policy.Decision{Allowed: false},
 			wantErr: "a data.ccm.deny message is json.Number",
 		},
 		{
 			name:    "A message object without msg fails closed",
 			files:   files("lb.rego", noMsg),
-			typ:     "lb11",
+			typ:     "lb99",
 			want:    policy.Decision{Allowed: false},
 			wantErr: `has no string "msg"`,
 		},
@@ -324,7 +333,7 @@ deny contains "slow" if {
 			name:    "A message object with a code that is not a string fails open when configured",
 			opts:    policy.Options{FailureMode: policy.FailOpen},
 			files:   files("lb.rego", badCode),
-			typ:     "lb11",
+			typ:     "lb99",
 			want:    policy.Decision{Allowed: true},
 			wantErr: `"code" that is not a string`,
 		},
@@ -332,7 +341,7 @@ deny contains "slow" if {
 			name:    "An evaluation past the deadline fails closed",
 			opts:    policy.Options{Timeout: 50 * time.Millisecond},
 			files:   files("slow.rego", slow),
-			typ:     "lb11",
+			typ:     "lb99",
 			want:    policy.Decision{Allowed: false},
 			wantErr: "evaluation cancelled",
 		},
@@ -340,9 +349,38 @@ deny contains "slow" if {
 			name:    "An evaluation past the deadline fails open when configured",
 			opts:    policy.Options{Timeout: 50 * time.Millisecond, FailureMode: policy.FailOpen},
 			files:   files("slow.rego", slow),
-			typ:     "lb11",
+			typ:     "lb99",
 			want:    policy.Decision{Allowed: true},
 			wantErr: "evaluation cancelled",
+		},
+		{
+			name:    "A division by zero fails closed instead of leaving deny undefined",
+			files:   files("lb.rego", divZero),
+			typ:     "lb99",
+			want:    policy.Decision{Allowed: false},
+			wantErr: "divide by zero",
+		},
+		{
+			name:    "to_number of a non-number fails closed",
+			files:   files("lb.rego", toNumber),
+			typ:     "lb99",
+			want:    policy.Decision{Allowed: false},
+			wantErr: "to_number",
+		},
+		{
+			name:    "A bad regular expression fails closed",
+			files:   files("lb.rego", badRegex),
+			typ:     "lb99",
+			want:    policy.Decision{Allowed: false},
+			wantErr: "regex.match",
+		},
+		{
+			name:    "A built-in error fails open when configured",
+			opts:    policy.Options{FailureMode: policy.FailOpen},
+			files:   files("lb.rego", toNumber),
+			typ:     "lb99",
+			want:    policy.Decision{Allowed: true},
+			wantErr: "to_number",
 		},
 	}
 	for _, tc := range tests {
@@ -412,7 +450,7 @@ func TestEngine_Load_events(t *testing.T) {
 		got = append(got, ev)
 	}
 	want := []string{
-		"Normal PolicyLoaded Policy revision " + good + " loaded from configmap kube-system/ccm-policy (1 modules, 0 data files)",
+		"Normal PolicyLoaded Policy revision " + good + " loaded from configmap kube-system/ccm-policy (1 modules, 0 data files, 0 test files)",
 		"Warning PolicyRejected Policy revision " + bad + " from configmap kube-system/ccm-policy rejected, revision " + good +
 			" stays in force: lb.rego:3:22: rego_unsafe_var_error: var y is unsafe",
 	}

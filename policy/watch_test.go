@@ -106,7 +106,7 @@ func TestWatchDir_reloadsPlainFiles(t *testing.T) {
 		}
 	}
 	write("lb.rego", denyLB31)
-	write("lb_test.rego", "this is ignored")
+	write("README.md", "this is ignored")
 	if err := os.Mkdir(filepath.Join(dir, "inputs"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestWatchDir_reloadsPlainFiles(t *testing.T) {
 		t.Fatalf("WatchDir: %v", err)
 	}
 	write("ports.rego", "package ccm\n\ndeny contains \"port\" if input.load_balancer.type == \"lb21\"\n")
-	waitRevision(t, e, revisionOf(t, files("lb.rego", denyLB31, "ports.rego", "package ccm\n\ndeny contains \"port\" if input.load_balancer.type == \"lb21\"\n")), 2*time.Second)
+	waitRevision(t, e, revisionOf(t, files("lb.rego", denyLB31, "README.md", "this is ignored", "ports.rego", "package ccm\n\ndeny contains \"port\" if input.load_balancer.type == \"lb21\"\n")), 2*time.Second)
 	if d := e.Decide(ctx, lbInput("lb21")); d.Allowed {
 		t.Fatalf("Decide(lb21) = %+v after adding ports.rego, want denied", d)
 	}

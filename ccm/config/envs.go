@@ -119,13 +119,18 @@ const (
 	// Default: 10s
 	EnvHCloudServerCacheMaxAge = "HCLOUD_SERVER_CACHE_MAX_AGE"
 
-	// EnvHCloudMetricsEnabled starts an extra HTTP server for Prometheus metrics.
+	// EnvHCloudMetricsEnabled starts an extra HTTP server for Prometheus metrics, as the
+	// official CCM does. It serves every metric without authentication on
+	// HCLOUD_METRICS_ADDRESS; deploy/ sets it to false, and the same metrics are served on the
+	// secure port's /metrics (10258, HTTPS, authorized by the cluster).
 	//
 	// Type: bool
 	// Default: true
 	EnvHCloudMetricsEnabled = "HCLOUD_METRICS_ENABLED"
 
 	// EnvHCloudMetricsAddress is the listen address of the metrics server (path /metrics).
+	// The default listens on every interface (node interfaces under hostNetwork); bind
+	// 127.0.0.1:8233 to keep it inside the pod.
 	//
 	// Type: string (host:port)
 	// Default: :8233

@@ -54,15 +54,15 @@ func TestCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hcloudclient.Check(t.Context(), good); err != nil {
+	if err := hcloudclient.Check(t.Context(), good, emulatorConfig(endpoint, emu.Token())); err != nil {
 		t.Errorf("Check() with the right token = %v", err)
 	}
 	bad, err := hcloudclient.New(emulatorConfig(endpoint, "wrong"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = hcloudclient.Check(t.Context(), bad)
-	if err == nil || !strings.HasPrefix(err.Error(), "hcloudclient.Check: the API rejected the token: check HCLOUD_TOKEN: ") {
+	err = hcloudclient.Check(t.Context(), bad, emulatorConfig(endpoint, "wrong"))
+	if err == nil || !strings.HasPrefix(err.Error(), "hcloudclient.Check: the API at "+endpoint+" rejected the token: check HCLOUD_TOKEN: ") {
 		t.Errorf("Check() with a wrong token = %v", err)
 	}
 }

@@ -29,6 +29,7 @@ import (
 	"k8s.io/cloud-provider/options"
 	"k8s.io/component-base/cli"
 	cliflag "k8s.io/component-base/cli/flag"
+	"k8s.io/component-base/metrics/legacyregistry"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo" // client-go metrics
 	_ "k8s.io/component-base/metrics/prometheus/version"  // version metric
 	controllermanagerapp "k8s.io/controller-manager/app"
@@ -36,9 +37,13 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm"
+	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 )
 
 func main() {
+	if err := plugins.RegisterMetrics(legacyregistry.Registerer()); err != nil {
+		klog.Fatalf("register plugin metrics: %v", err)
+	}
 	os.Exit(cli.Run(newCommand()))
 }
 

@@ -71,6 +71,7 @@ func TestDeployRenders(t *testing.T) {
 		"ServiceAccount/kube-system/hcloud-cloud-controller-manager",
 		"Role/kube-system/hcloud-policy-ccm",
 		"ClusterRole//system:hcloud-policy-ccm",
+		"ClusterRole//system:hcloud-policy-ccm:metrics-reader",
 		"RoleBinding/kube-system/hcloud-policy-ccm",
 		"RoleBinding/kube-system/hcloud-policy-ccm:extension-apiserver-authentication-reader",
 		"ClusterRoleBinding//system:hcloud-policy-ccm",
@@ -90,6 +91,12 @@ func TestDeployRenders(t *testing.T) {
 			}
 		}
 	}
+
+	wantReader := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
+	if cr := r.clusterRoles["system:hcloud-policy-ccm:metrics-reader"]; cr == nil || !cmp.Equal(wantReader, cr.Rules) {
+		t.Errorf("ClusterRole system:hcloud-policy-ccm:metrics-reader = %+v, want only get on /metrics", cr)
+	}
+	checkMetricsOnlyAuthorized(t, r)
 
 	d := r.deployment
 	if d == nil {
@@ -182,6 +189,32 @@ func TestDeployNetworksRenders(t *testing.T) {
 	if env := envByName(ctr.Env, "HCLOUD_NETWORK"); env == nil || env.ValueFrom == nil || env.ValueFrom.SecretKeyRef == nil ||
 		env.ValueFrom.SecretKeyRef.Key != "network" || env.ValueFrom.SecretKeyRef.Optional == nil || *env.ValueFrom.SecretKeyRef.Optional {
 		t.Errorf("HCLOUD_NETWORK = %+v, want required Secret hcloud key network", env)
+	}
+	// Under hostNetwork an unauthenticated metrics server would listen on the node's interfaces.
+	checkMetricsOnlyAuthorized(t, r)
+}
+
+// checkMetricsOnlyAuthorized checks that a rendered Deployment serves metrics only on the secure
+// port (authorized by the cluster): the official CCM's unauthenticated metrics server is off, no
+// container port for it, and /metrics is not among the paths the secure port allows to anyone.
+func checkMetricsOnlyAuthorized(t *testing.T, r rendered) {
+	t.Helper()
+	if r.deployment == nil {
+		t.Fatal("no Deployment rendered")
+	}
+	ctr := r.deployment.Spec.Template.Spec.Containers[0]
+	if env := envByName(ctr.Env, "HCLOUD_METRICS_ENABLED"); env == nil || env.Value != "false" || env.ValueFrom != nil {
+		t.Errorf("HCLOUD_METRICS_ENABLED = %+v, want \"false\": the extra metrics server has no authentication", env)
+	}
+	for _, p := range ctr.Ports {
+		if p.ContainerPort == 8233 {
+			t.Errorf("container port %+v exposes the unauthenticated metrics server", p)
+		}
+	}
+	for _, arg := range ctr.Args {
+		if strings.HasPrefix(arg, "--authorization-always-allow-paths") && strings.Contains(arg, "/metrics") {
+			t.Errorf("arg %s lets anyone read /metrics on the secure port", arg)
+		}
 	}
 }
 

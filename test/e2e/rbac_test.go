@@ -63,6 +63,21 @@ func TestDeployRBACIsEnoughAndLeast(t *testing.T) {
 		t.Fatalf("create secret: %v", err)
 	}
 
+	// Objects in kube-system that belong to others: the CCM's Role must not reach them.
+	otherHolder, otherDuration := "kube-controller-manager-e2e", int32(15)
+	if _, err := admin.CoordinationV1().Leases(ccmNamespace).Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-controller-manager"},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &otherHolder, LeaseDurationSeconds: &otherDuration},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create another Lease: %v", err)
+	}
+	if _, err := admin.CoreV1().ConfigMaps(ccmNamespace).Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "coredns"},
+		Data:       map[string]string{"Corefile": ".:53 {}"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create another ConfigMap: %v", err)
+	}
+
 	allowed := []struct {
 		name string
 		call func() error
@@ -186,7 +201,7 @@ func TestDeployRBACIsEnoughAndLeast(t *testing.T) {
 			}, metav1.CreateOptions{})
 			return err
 		}},
-		{"create, get, update and list the leader-election Lease", func() error {
+		{"create, get and update the leader-election Lease", func() error {
 			leases := sa.CoordinationV1().Leases(ccmNamespace)
 			holder, duration := "e2e", int32(15)
 			lease, err := leases.Create(ctx, &coordinationv1.Lease{
@@ -201,10 +216,7 @@ func TestDeployRBACIsEnoughAndLeast(t *testing.T) {
 			}
 			now := metav1.NowMicro()
 			lease.Spec.RenewTime = &now
-			if _, err := leases.Update(ctx, lease, metav1.UpdateOptions{}); err != nil {
-				return err
-			}
-			_, err = leases.List(ctx, metav1.ListOptions{})
+			_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
 			return err
 		}},
 		{"create a TokenReview (delegated authentication)", func() error {
@@ -271,6 +283,39 @@ func TestDeployRBACIsEnoughAndLeast(t *testing.T) {
 		{"write the policy ConfigMap", func() error {
 			_, err := sa.CoreV1().ConfigMaps(ccmNamespace).Patch(ctx, policyConfigMap, types.MergePatchType,
 				[]byte(`{"data":{"allow.rego":"package ccm"}}`), metav1.PatchOptions{})
+			return err
+		}},
+		{"get another Lease in kube-system", func() error {
+			_, err := sa.CoordinationV1().Leases(ccmNamespace).Get(ctx, "kube-controller-manager", metav1.GetOptions{})
+			return err
+		}},
+		{"update another Lease in kube-system (steal its leadership)", func() error {
+			lease, err := admin.CoordinationV1().Leases(ccmNamespace).Get(ctx, "kube-controller-manager", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			holder := "hcloud-policy-ccm"
+			lease.Spec.HolderIdentity = &holder
+			_, err = sa.CoordinationV1().Leases(ccmNamespace).Update(ctx, lease, metav1.UpdateOptions{})
+			return err
+		}},
+		{"list leases in kube-system", func() error {
+			_, err := sa.CoordinationV1().Leases(ccmNamespace).List(ctx, metav1.ListOptions{})
+			return err
+		}},
+		{"get another ConfigMap in kube-system", func() error {
+			_, err := sa.CoreV1().ConfigMaps(ccmNamespace).Get(ctx, "coredns", metav1.GetOptions{})
+			return err
+		}},
+		{"list ConfigMaps in kube-system without a name selector", func() error {
+			_, err := sa.CoreV1().ConfigMaps(ccmNamespace).List(ctx, metav1.ListOptions{})
+			return err
+		}},
+		{"watch ConfigMaps in kube-system without a name selector", func() error {
+			w, err := sa.CoreV1().ConfigMaps(ccmNamespace).Watch(ctx, metav1.ListOptions{})
+			if err == nil {
+				w.Stop()
+			}
 			return err
 		}},
 		{"delete the leader-election Lease", func() error {
