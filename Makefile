@@ -10,7 +10,7 @@ LDFLAGS := -X github.com/policy-ccm/hcloud-policy-ccm/ccm.Version=$(VERSION)
 # kube-apiserver, etcd and kubectl are built once from the Go module proxy (test/tools, a module
 # of its own) and cached outside the work tree, so fresh clones on the same machine (CI) reuse
 # the build (about 8-10 minutes cold on 2 cores).
-KUBE_VERSION ?= v1.36.3
+KUBE_VERSION ?= v1.37.2
 KUBE_CACHE ?= $(HOME)/.cache/hcloud-policy-ccm
 KUBE_BIN_DIR ?= $(KUBE_CACHE)/kube-$(KUBE_VERSION)
 export KUBE_BIN_DIR
@@ -60,7 +60,7 @@ e2e: kube-bins build plugins
 
 # The same suite against the older minors that build here (the support policy: three minors).
 e2e-versions: build plugins
-	set -e; for v in v1.34.4 v1.35.4; do \
+	set -e; for v in v1.35.4 v1.36.3; do \
 		test/tools/build.sh $(KUBE_CACHE)/kube-$$v $$v; \
 		KUBE_BIN_DIR=$(KUBE_CACHE)/kube-$$v CCM_BIN=$(BIN)/hcloud-policy-ccm PLUGINS_DIR=$(PLUGINS_OUT) \
 			go test $(GO_TEST_FLAGS) -tags e2e -timeout $(E2E_TIMEOUT) ./test/e2e/...; \

@@ -30,12 +30,12 @@
 // Usage (from the repository root):
 //
 //	make demo
-//	bin/ccm-demo --kube-bin-dir ~/.cache/hcloud-policy-ccm/kube-v1.36.3 --bin-dir bin
+//	bin/ccm-demo --kube-bin-dir ~/.cache/hcloud-policy-ccm/kube-v1.37.2 --bin-dir bin
 //
 // Flags:
 //
 //	--kube-bin-dir       directory of kube-apiserver, etcd, kubectl (default $KUBE_BIN_DIR or
-//	                     ~/.cache/hcloud-policy-ccm/kube-v1.36.3)
+//	                     ~/.cache/hcloud-policy-ccm/kube-v1.37.2)
 //	--bin-dir            directory of hcloud-policy-ccm and plugins/*.wasm.gz (default bin)
 //	--ccm-bin            the CCM binary (default <bin-dir>/hcloud-policy-ccm)
 //	--plugins-dir        node-labels.wasm.gz and lb-name.wasm.gz, or .wasm (default <bin-dir>/plugins)
