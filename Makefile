@@ -10,15 +10,26 @@ LDFLAGS := -X github.com/policy-ccm/hcloud-policy-ccm/ccm.Version=$(VERSION)
 # kube-apiserver, etcd and kubectl are built once from the Go module proxy (test/tools, a module
 # of its own) and cached outside the work tree, so fresh clones on the same machine (CI) reuse
 # the build (about 8-10 minutes cold on 2 cores).
-KUBE_VERSION ?= v1.36.3
+KUBE_VERSION ?= v1.37.2
 KUBE_CACHE ?= $(HOME)/.cache/hcloud-policy-ccm
 KUBE_BIN_DIR ?= $(KUBE_CACHE)/kube-$(KUBE_VERSION)
 export KUBE_BIN_DIR
 
+# helm, for the chart checks (deploy/chart), built once from the Go module proxy by test/tools/helm
+# (a module of its own, so helm never enters the product's go.mod) and cached next to the kube
+# binaries (a few minutes cold on 2 idle cores).
+HELM_VERSION := $(shell awk '$$1 == "helm.sh/helm/v3" { print $$2; exit }' test/tools/helm/go.mod)
+HELM_DIR ?= $(KUBE_CACHE)/helm-$(HELM_VERSION)
+HELM_BIN ?= $(HELM_DIR)/helm
+export HELM_BIN
+CHART := deploy/chart
+CHART_VALUES := $(CHART)/ci/official-default-values.yaml $(CHART)/ci/official-full-daemonset-values.yaml \
+	$(CHART)/ci/official-default-values.yaml,$(CHART)/ci/policy-values.yaml
+
 GO_TEST_FLAGS ?= -count=1
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build test unit race vet fmt-check policy-test kube-bins e2e e2e-versions bench demo clean
+.PHONY: all build test unit race vet fmt-check policy-test kube-bins helm-bin chart-test e2e e2e-versions bench demo clean
 
 all: build
 
@@ -54,19 +65,34 @@ policy-test: build
 kube-bins:
 	test/tools/build.sh $(KUBE_BIN_DIR) $(KUBE_VERSION)
 
+helm-bin:
+	test/tools/helm/build.sh $(HELM_DIR)
+
+# The Helm chart: `helm lint --strict` and `helm template` with the official chart's default
+# values, an official-style full DaemonSet values file and this chart's own values on top of the
+# defaults (deploy/chart/ci/). What the renders contain, and that the RBAC equals deploy/'s, is
+# checked by the e2e tests (TestChart*), which also install the rendered chart once.
+chart-test: helm-bin
+	set -e; for v in $(CHART_VALUES); do \
+		flags=$$(echo "$$v" | sed 's/^/--values /; s/,/ --values /g'); \
+		echo "helm lint/template $(CHART) $$flags"; \
+		$(HELM_BIN) lint --strict $(CHART) --namespace kube-system $$flags; \
+		$(HELM_BIN) template hccm $(CHART) --namespace kube-system $$flags >/dev/null; \
+	done
+
 # End-to-end: the CCM binary against a real kube-apiserver and etcd on loopback and the emulator.
-e2e: kube-bins build plugins
+e2e: kube-bins helm-bin build plugins
 	CCM_BIN=$(BIN)/hcloud-policy-ccm PLUGINS_DIR=$(PLUGINS_OUT) go test $(GO_TEST_FLAGS) -tags e2e -timeout $(E2E_TIMEOUT) ./test/e2e/...
 
 # The same suite against the older minors that build here (the support policy: three minors).
-e2e-versions: build plugins
-	set -e; for v in v1.34.4 v1.35.4; do \
+e2e-versions: helm-bin build plugins
+	set -e; for v in v1.35.4 v1.36.3; do \
 		test/tools/build.sh $(KUBE_CACHE)/kube-$$v $$v; \
 		KUBE_BIN_DIR=$(KUBE_CACHE)/kube-$$v CCM_BIN=$(BIN)/hcloud-policy-ccm PLUGINS_DIR=$(PLUGINS_OUT) \
 			go test $(GO_TEST_FLAGS) -tags e2e -timeout $(E2E_TIMEOUT) ./test/e2e/...; \
 	done
 
-test: fmt-check vet build plugins-fixtures-check unit race policy-test e2e
+test: fmt-check vet build plugins-fixtures-check unit race policy-test chart-test e2e
 
 # The demo: local kube-apiserver + etcd + Hetzner API emulator + this CCM with the example
 # policies and plugins (cmd/ccm-demo). Ctrl-C stops everything.

@@ -48,6 +48,7 @@ const (
 	resultUnchanged = "unchanged"
 	resultFailed    = "failed"
 	resultConflict  = "conflict"
+	resultRetried   = "retried"
 )
 
 // fieldManager names this controller in the node's managedFields.
@@ -58,6 +59,8 @@ var syncTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 	Name: "hcloud_ccm_node_label_sync_total",
 	Help: "Node label syncs by result: applied (labels written), unchanged (nothing to write), " +
 		"conflict (a wanted label carries another value set by someone else), " +
+		"retried (the node changed between read and patch, typically while it is initialised; " +
+		"synced again against the new node), " +
 		"failed (plugin failure, server lookup or API error).",
 	StabilityLevel: metrics.ALPHA,
 }, []string{"result"})
@@ -345,6 +348,12 @@ func (c *Controller) sync(ctx context.Context, name string) (string, error) {
 		_, err = c.client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{FieldManager: fieldManager})
 		if apierrors.IsNotFound(err) {
 			return "", nil
+		}
+		if apierrors.IsConflict(err) {
+			// The resourceVersion precondition failed: another writer (the cloud-node
+			// controller initialising the node, a kubelet status update) got there first.
+			// Not a failure: the node is synced again against its new version.
+			return resultRetried, fmt.Errorf("%s: patching node %q: %w", op, name, err)
 		}
 		if err != nil {
 			return resultFailed, fmt.Errorf("%s: patching node %q: %w", op, name, err)

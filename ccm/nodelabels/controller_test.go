@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
@@ -434,6 +435,44 @@ func TestController_syncPatchFailureIsRetried(t *testing.T) {
 	}
 	if _, ok := e.node(t, "n1").Labels["pool"]; ok {
 		t.Error("label pool was applied although the patch failed")
+	}
+}
+
+// TestController_syncPatchConflictIsRetriedNotFailed: a patch rejected because the node changed
+// since it was read (409 Conflict, as while the cloud-node controller initialises the node) is
+// counted as retried, not failed, and the node is synced again; the next sync applies the labels.
+func TestController_syncPatchConflictIsRetriedNotFailed(t *testing.T) {
+	e := buildEnv(t, 0, newNode("n1", 1))
+	e.labeler.set(map[string]string{"pool": "a"}, nil)
+	conflicts := 1
+	e.client.PrependReactor("patch", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if conflicts == 0 {
+			return false, nil, nil
+		}
+		conflicts--
+		return true, nil, apierrors.NewConflict(corev1.Resource("nodes"), "n1", errors.New("the object has been modified"))
+	})
+	e.start(t)
+	retried, failed := syncs(t, "retried"), syncs(t, "failed")
+
+	e.ctrl.SyncNow(t, t.Context(), "n1")
+	if got := syncs(t, "retried") - retried; got != 1 {
+		t.Errorf("hcloud_ccm_node_label_sync_total{result=\"retried\"} grew by %v, want 1", got)
+	}
+	if got := syncs(t, "failed") - failed; got != 0 {
+		t.Errorf("hcloud_ccm_node_label_sync_total{result=\"failed\"} grew by %v, want 0", got)
+	}
+	if got := e.ctrl.Requeues("n1"); got != 1 {
+		t.Errorf("requeues = %d, want 1", got)
+	}
+
+	applied := syncs(t, "applied")
+	e.ctrl.SyncNow(t, t.Context(), "n1")
+	if got := syncs(t, "applied") - applied; got != 1 {
+		t.Errorf("the sync after the conflict: applied grew by %v, want 1", got)
+	}
+	if got := e.node(t, "n1").Labels["pool"]; got != "a" {
+		t.Errorf("after the retry, label pool = %q, want a", got)
 	}
 }
 

@@ -70,9 +70,11 @@
 // # Metrics
 //
 // hcloud_ccm_node_label_sync_total{result} counts syncs of nodes that were not skipped, one
-// result each: failed (plugin failure, lookup or API error), else conflict (at least one
-// conflicting key, whether or not other labels were written), else applied (a patch was
-// written), else unchanged.
+// result each: failed (plugin failure, lookup or API error), retried (the patch was rejected
+// because the node changed since it was read, as happens while the cloud-node controller
+// initialises a new node; the node is synced again, so a retried sync is followed by another
+// result), else conflict (at least one conflicting key, whether or not other labels were
+// written), else applied (a patch was written), else unchanged. Alert on failed, not retried.
 //
 // # Notes
 //

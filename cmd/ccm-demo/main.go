@@ -12,8 +12,9 @@
 //     kube-system/hcloud-ccm-policies (the example policies of examples/policies);
 //   - bin/hcloud-policy-ccm as that ServiceAccount with the container args of deploy/'s
 //     Deployment, both example plugins (node-labels, lb-name), --cluster-name=demo,
-//     HCLOUD_NETWORK=k8s and HCLOUD_NETWORK_ROUTES_ENABLED=false (deploy/ runs no route
-//     controller).
+//     HCLOUD_NETWORK=k8s, and HCLOUD_NETWORK_ROUTES_ENABLED=false with --configure-cloud-routes=false
+//     (deploy/ runs no route controller; the flag keeps the upstream route controller from
+//     warning that the cloud has no routes).
 //
 // Then it registers a Node for each running seeded server, as a kubelet with
 // --cloud-provider=external does, and creates three Services of type LoadBalancer:
@@ -30,12 +31,12 @@
 // Usage (from the repository root):
 //
 //	make demo
-//	bin/ccm-demo --kube-bin-dir ~/.cache/hcloud-policy-ccm/kube-v1.36.3 --bin-dir bin
+//	bin/ccm-demo --kube-bin-dir ~/.cache/hcloud-policy-ccm/kube-v1.37.2 --bin-dir bin
 //
 // Flags:
 //
 //	--kube-bin-dir       directory of kube-apiserver, etcd, kubectl (default $KUBE_BIN_DIR or
-//	                     ~/.cache/hcloud-policy-ccm/kube-v1.36.3)
+//	                     ~/.cache/hcloud-policy-ccm/kube-v1.37.2)
 //	--bin-dir            directory of hcloud-policy-ccm and plugins/*.wasm.gz (default bin)
 //	--ccm-bin            the CCM binary (default <bin-dir>/hcloud-policy-ccm)
 //	--plugins-dir        node-labels.wasm.gz and lb-name.wasm.gz, or .wasm (default <bin-dir>/plugins)
@@ -282,6 +283,10 @@ func startCCM(r *runner, c *harness.Cluster, cfg config, plugins map[string]stri
 		"--secure-port="+strconv.Itoa(harness.FreePort(r)),
 		"--bind-address=127.0.0.1",
 		"--cluster-name="+clusterName,
+		// No routes here (see HCLOUD_NETWORK_ROUTES_ENABLED below): without this flag (default
+		// true) the upstream route controller logs the warning "--configure-cloud-routes is set,
+		// but cloud provider does not support routes".
+		"--configure-cloud-routes=false",
 	)
 	for _, flag := range slices.Sorted(maps.Keys(plugins)) {
 		args = append(args, flag+"="+plugins[flag])

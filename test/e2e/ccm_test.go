@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -69,6 +70,8 @@ func ccmBinary(t *testing.T) string {
 type ccmRun struct {
 	// deploy is the kustomization whose Deployment gives the container args (default deploy/).
 	deploy string
+	// deployment, if set, gives the container args instead of deploy (the Helm chart's).
+	deployment *appsv1.Deployment
 	// args are appended to the command line; env ("KEY=value") to the environment.
 	args, env []string
 }
@@ -87,7 +90,10 @@ func startCCM(t *testing.T, c *harness.Cluster, name, endpoint, token string, ru
 	if run.deploy == "" {
 		run.deploy = deployDir
 	}
-	d := render(t, run.deploy).deployment
+	d := run.deployment
+	if d == nil {
+		d = render(t, run.deploy).deployment
+	}
 	if d == nil {
 		t.Fatalf("kubectl kustomize %s renders no Deployment", run.deploy)
 	}

@@ -40,6 +40,7 @@ func TestDemo(t *testing.T) {
 		"--plugins-dir="+demoPluginsDir(t),
 	)
 	cmd.Dir = "../.."                                                        // the repository root, as `make demo` runs it: deploy/ and examples/ from there
+	cmd.Env = append(os.Environ(), "E2E_KEEP_LOGS=1")                        // to read the CCM's log below; removed by this test
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) } // let it clean up
 	cmd.WaitDelay = 30 * time.Second
 	var stdout, stderr bytes.Buffer
@@ -64,6 +65,27 @@ func TestDemo(t *testing.T) {
 	} {
 		if !want.MatchString(report) {
 			t.Errorf("the report does not match %s", want)
+		}
+	}
+
+	// The CCM logged no warning a newcomer would take for a problem. The logs were kept for this
+	// check (E2E_KEEP_LOGS=1) and are removed here, before the check that nothing is left.
+	if m := regexp.MustCompile(`(?m)^Logs: (\S+)`).FindStringSubmatch(report); m == nil {
+		t.Error("the report names no log directory")
+	} else {
+		ccmLog, err := os.ReadFile(filepath.Join(m[1], "hcloud-policy-ccm.log"))
+		if err != nil {
+			t.Errorf("read the CCM's log: %v", err)
+		}
+		for _, unintended := range []string{
+			"--configure-cloud-routes is set, but cloud provider does not support routes",
+		} {
+			if bytes.Contains(ccmLog, []byte(unintended)) {
+				t.Errorf("the CCM's log has the warning %q", unintended)
+			}
+		}
+		if err := os.RemoveAll(m[1]); err != nil {
+			t.Errorf("remove the demo's logs: %v", err)
 		}
 	}
 

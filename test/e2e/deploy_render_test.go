@@ -16,9 +16,10 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
 )
 
-// rendered is the output of `kubectl kustomize`, split by kind.
+// rendered is the output of `kubectl kustomize` (or `helm template`), split by kind.
 type rendered struct {
-	kinds        []string // "Kind/namespace/name", in output order
+	kinds        []string          // "Kind/namespace/name", in output order
+	docs         map[string]string // "Kind/namespace/name" -> its YAML
 	deployment   *appsv1.Deployment
 	configMaps   map[string]*corev1.ConfigMap
 	clusterRoles map[string]*rbacv1.ClusterRole
@@ -26,9 +27,17 @@ type rendered struct {
 
 func render(t testing.TB, dir string) rendered {
 	t.Helper()
-	out := harness.Kustomize(t, dir)
-	r := rendered{configMaps: map[string]*corev1.ConfigMap{}, clusterRoles: map[string]*rbacv1.ClusterRole{}}
-	for _, doc := range strings.Split(out, "\n---\n") {
+	return parseManifests(t, "kubectl kustomize "+dir, harness.Kustomize(t, dir))
+}
+
+// parseManifests splits the multi-document YAML out (made by what) into a rendered.
+func parseManifests(t testing.TB, what, out string) rendered {
+	t.Helper()
+	r := rendered{docs: map[string]string{}, configMaps: map[string]*corev1.ConfigMap{}, clusterRoles: map[string]*rbacv1.ClusterRole{}}
+	for _, doc := range strings.Split("\n"+out, "\n---\n") {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
 		var meta struct {
 			Kind     string `json:"kind"`
 			Metadata struct {
@@ -37,9 +46,14 @@ func render(t testing.TB, dir string) rendered {
 			} `json:"metadata"`
 		}
 		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
-			t.Fatalf("parse kustomize output of %s: %v\n%s", dir, err, doc)
+			t.Fatalf("parse the output of %s: %v\n%s", what, err, doc)
 		}
-		r.kinds = append(r.kinds, meta.Kind+"/"+meta.Metadata.Namespace+"/"+meta.Metadata.Name)
+		if meta.Kind == "" { // a document of comments only
+			continue
+		}
+		key := meta.Kind + "/" + meta.Metadata.Namespace + "/" + meta.Metadata.Name
+		r.kinds = append(r.kinds, key)
+		r.docs[key] = doc
 		var target any
 		switch meta.Kind {
 		case "Deployment":

@@ -3,7 +3,7 @@
 #
 # Builds kube-apiserver, etcd and kubectl from the Go module proxy into OUTDIR, for the
 # end-to-end tests (test/e2e). K8S_VERSION defaults to the k8s.io/kubernetes version pinned in
-# this directory's go.mod (v1.36.3).
+# this directory's go.mod (v1.37.2).
 #
 # The build runs only when a binary is missing or OUTDIR/.stamp does not match: the stamp holds
 # the version and a hash of the sources that decide the build (this script, go.mod, go.sum and
@@ -13,7 +13,7 @@
 #
 # Versions:
 #   - the version pinned in go.mod builds right here, with the committed go.mod and go.sum;
-#   - any other version (v1.34.x, v1.35.x, ...) builds in a temporary copy of this module whose
+#   - any other version (v1.35.x, v1.36.x, ...) builds in a temporary copy of this module whose
 #     go.mod is generated from that version's own k8s.io/kubernetes go.mod: every staging module
 #     of its replace block is replaced by the published v0.X.Y, and etcd's server module is
 #     required at the version kubernetes itself uses. `go mod tidy` then resolves the rest.
@@ -42,7 +42,7 @@ version="${2:-$pinned}"
 binaries=(kube-apiserver etcd kubectl)
 
 if [[ ! "$version" =~ ^v1\.([0-9]+)\.([0-9]+)$ ]]; then
-	echo "build.sh: K8S_VERSION must look like v1.36.3, got ${version}" >&2
+	echo "build.sh: K8S_VERSION must look like v1.37.2, got ${version}" >&2
 	exit 2
 fi
 minor="${BASH_REMATCH[1]}"

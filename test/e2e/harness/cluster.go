@@ -5,7 +5,7 @@
 // objects as a kubelet with --cloud-provider=external registers them, child processes with
 // captured logs, and a poll helper.
 //
-// The binaries come from $KUBE_BIN_DIR (default $HOME/.cache/hcloud-policy-ccm/kube-v1.36.3),
+// The binaries come from $KUBE_BIN_DIR (default $HOME/.cache/hcloud-policy-ccm/kube-v1.37.2),
 // built by `make kube-bins` (test/tools/build.sh). A missing binary fails the test with that
 // instruction; it never skips.
 //
@@ -47,7 +47,7 @@ import (
 )
 
 // DefaultKubeVersion is the Kubernetes version the binaries are built at by default.
-const DefaultKubeVersion = "v1.36.3"
+const DefaultKubeVersion = "v1.37.2"
 
 // ServiceClusterIPRange is the --service-cluster-ip-range of the apiserver.
 const ServiceClusterIPRange = "10.96.0.0/16"
@@ -92,7 +92,7 @@ func WithStartTimeout(d time.Duration) Option {
 }
 
 // BinDir returns the directory of the kube binaries: $KUBE_BIN_DIR, or
-// $HOME/.cache/hcloud-policy-ccm/kube-v1.36.3 (where `make kube-bins` puts them) when unset.
+// $HOME/.cache/hcloud-policy-ccm/kube-v1.37.2 (where `make kube-bins` puts them) when unset.
 func BinDir() string {
 	if d := os.Getenv("KUBE_BIN_DIR"); d != "" {
 		return d

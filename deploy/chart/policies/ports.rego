@@ -1,0 +1,29 @@
+# Listen ports: only the ports in data.config.listen_ports. Messages here are
+# plain strings, the simplest form the CCM accepts.
+package ccm
+
+deny contains msg if {
+	lb_changes
+	some svc in input.load_balancer.services
+	not svc.listen_port in data.config.listen_ports
+	msg := sprintf("listen port %d is not allowed (allowed: %v)", [svc.listen_port, data.config.listen_ports])
+}
+
+# A warning does not block: plain HTTP without HTTPS is allowed but reported.
+# It looks at input.final, the state after the whole reconcile (a listener on
+# 443 may be added by a later step of the same plan), and fires only on the
+# step that adds port 80, so one reconcile warns once.
+warn contains msg if {
+	lb_changes
+	final_ports := {svc.listen_port | some svc in object.get(input, ["final", "services"], [])}
+	80 in final_ports
+	not 443 in final_ports
+	adds_listener(80)
+	msg := "the load balancer listens on port 80 without 443: traffic is not encrypted"
+}
+
+# adds_listener(port) is true when this step adds a listener on port.
+adds_listener(port) if {
+	port in {svc.listen_port | some svc in input.load_balancer.services}
+	not port in {svc.listen_port | some svc in object.get(input, ["current", "services"], [])}
+}

@@ -1,0 +1,257 @@
+{{/*
+The name of every object, of the ServiceAccount and of the selector label; the official chart's
+helper name, because the official default values refer to it by name (selectorLabels).
+*/}}
+{{- define "hcloud-cloud-controller-manager.name" -}}
+{{- .Values.nameOverride | default "hcloud-cloud-controller-manager" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The pod labels the workload selects: selectorLabels, each value rendered through tpl. */}}
+{{- define "hcloud-cloud-controller-manager.selectorLabels" -}}
+{{- $lines := list -}}
+{{- range $key, $value := .Values.selectorLabels -}}
+{{- $lines = append $lines (printf "%s: %s" $key (tpl (toString $value) $ | quote)) -}}
+{{- end -}}
+{{- join "\n" $lines -}}
+{{- end }}
+
+{{/* Labels of the objects other than the pods. */}}
+{{- define "hcloud-policy-ccm.labels" -}}
+{{ include "hcloud-cloud-controller-manager.selectorLabels" . }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | quote }}
+{{- end }}
+
+{{/*
+The image. The official CCM's images (from a values file written for the official chart) are
+replaced by this chart's: they do not implement the policy gate or the plugins.
+*/}}
+{{- define "hcloud-policy-ccm.image" -}}
+{{- $repo := .Values.image.repository -}}
+{{- $tag := tpl (toString (.Values.image.tag | default "")) . -}}
+{{- $official := list "hetznercloud/hcloud-cloud-controller-manager" "docker.io/hetznercloud/hcloud-cloud-controller-manager" "quay.io/syself/hetzner-cloud-controller-manager" -}}
+{{- if has $repo $official -}}
+{{- $repo = "ghcr.io/policy-ccm/hcloud-policy-ccm" -}}
+{{- $tag = "" -}}
+{{- end -}}
+{{- printf "%s:%s" $repo ($tag | default .Chart.AppVersion) -}}
+{{- end }}
+
+{{/* The secure port (args.secure-port, default 10258) that serves /healthz. */}}
+{{- define "hcloud-policy-ccm.securePort" -}}
+{{- $port := index .Values.args "secure-port" | default 10258 -}}
+{{- int $port -}}
+{{- end }}
+
+{{/* The namespace/name of the policy ConfigMap. */}}
+{{- define "hcloud-policy-ccm.policyConfigMap" -}}
+{{- printf "%s/%s" .Release.Namespace .Values.policy.configMap.name -}}
+{{- end }}
+
+{{/*
+Render-time checks: a value this chart cannot honour fails `helm install`/`helm template` with a
+message that names the value and the fix, instead of a CCM that exits at start-up.
+*/}}
+{{- define "hcloud-policy-ccm.validate" -}}
+{{- if not (has .Values.kind (list "Deployment" "DaemonSet")) -}}
+{{- fail (printf "kind: %q is not supported; set it to Deployment or DaemonSet" (toString .Values.kind)) -}}
+{{- end -}}
+{{- if .Values.robot.enabled -}}
+{{- fail "robot.enabled: Robot (dedicated servers) is not supported by hcloud-policy-ccm; set robot.enabled=false (cloud servers only)" -}}
+{{- end -}}
+{{- if not (has .Values.policy.mode (list "enforce" "dryrun")) -}}
+{{- fail (printf "policy.mode: %q is not supported; set it to enforce or dryrun" (toString .Values.policy.mode)) -}}
+{{- end -}}
+{{- if not (has .Values.policy.failureMode (list "closed" "open")) -}}
+{{- fail (printf "policy.failureMode: %q is not supported; set it to closed or open" (toString .Values.policy.failureMode)) -}}
+{{- end -}}
+{{- if not .Values.policy.configMap.name -}}
+{{- fail "policy.configMap.name: empty; name the ConfigMap of policies (default hcloud-ccm-policies)" -}}
+{{- end -}}
+{{- range $flag, $value := dict "policy-configmap" "policy.configMap.name" "policy-dir" "policy.configMap" "policy-mode" "policy.mode" "policy-failure-mode" "policy.failureMode" "plugin-node-labels" "plugins.nodeLabels" "plugin-load-balancer-name" "plugins.loadBalancerName" "plugin-timeout" "plugins.timeout" "plugins-optional" "plugins.optional" "node-label-resync" "plugins.nodeLabelResync" -}}
+{{- if not (kindIs "invalid" (index $.Values.args $flag)) -}}
+{{- fail (printf "args.%s: the chart sets --%s; use %s instead" $flag $flag $value) -}}
+{{- end -}}
+{{- end -}}
+{{- range $key := list "plugins.nodeLabels" "plugins.loadBalancerName" -}}
+{{- $file := ternary $.Values.plugins.nodeLabels $.Values.plugins.loadBalancerName (eq $key "plugins.nodeLabels") -}}
+{{- if and $file (contains "/" $file) -}}
+{{- fail (printf "%s: %q is a path; give the file name under /plugins (for example labels.wasm.gz)" $key $file) -}}
+{{- end -}}
+{{- end -}}
+{{- end }}
+
+{{/* The pod template shared by the Deployment and the DaemonSet. */}}
+{{- define "hcloud-policy-ccm.podTemplate" -}}
+metadata:
+  labels:
+    {{- include "hcloud-cloud-controller-manager.selectorLabels" . | nindent 4 }}
+    {{- with .Values.podLabels }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  {{- with .Values.podAnnotations }}
+  annotations:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+spec:
+  serviceAccountName: {{ include "hcloud-cloud-controller-manager.name" . }}
+  {{- with .Values.image.pullSecrets }}
+  imagePullSecrets:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.priorityClassName }}
+  priorityClassName: {{ . | quote }}
+  {{- end }}
+  dnsPolicy: {{ .Values.dnsPolicy }}
+  {{- with .Values.dnsConfig }}
+  dnsConfig:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- if .Values.networking.enabled }}
+  hostNetwork: true
+  {{- end }}
+  {{- with .Values.podSecurityContext }}
+  securityContext:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  # The CCM must run before any node is initialised, on control-plane nodes too.
+  tolerations:
+    - key: node.cloudprovider.kubernetes.io/uninitialized
+      value: "true"
+      effect: NoSchedule
+    - key: CriticalAddonsOnly
+      operator: Exists
+    - key: node-role.kubernetes.io/control-plane
+      operator: Exists
+      effect: NoSchedule
+    - key: node-role.kubernetes.io/master
+      operator: Exists
+      effect: NoSchedule
+    - key: node.kubernetes.io/not-ready
+      operator: Exists
+      effect: NoExecute
+    {{- with .Values.additionalTolerations }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+  {{- with .Values.nodeSelector }}
+  nodeSelector:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.affinity }}
+  affinity:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  containers:
+    - name: hcloud-policy-ccm
+      image: {{ include "hcloud-policy-ccm.image" . }}
+      args:
+        {{- range $key, $value := .Values.args }}
+        {{- if kindIs "bool" $value }}
+        - {{ printf "--%s=%t" $key $value | quote }}
+        {{- else if not (kindIs "invalid" $value) }}
+        - {{ printf "--%s%s" $key (ternary "" (printf "=%v" $value) (eq (toString $value) "")) | quote }}
+        {{- end }}
+        {{- end }}
+        {{- if .Values.networking.enabled }}
+        - "--allocate-node-cidrs=true"
+        - {{ printf "--cluster-cidr=%s" .Values.networking.clusterCIDR | quote }}
+        {{- end }}
+        {{- if and (eq .Values.kind "Deployment") (eq (int .Values.replicaCount) 1) }}
+        - "--leader-elect=false"
+        {{- end }}
+        {{- if ne .Release.Namespace "kube-system" }}
+        # The Role that allows the Lease lives in the release namespace.
+        - {{ printf "--leader-elect-resource-namespace=%s" .Release.Namespace | quote }}
+        {{- end }}
+        - {{ printf "--policy-configmap=%s" (include "hcloud-policy-ccm.policyConfigMap" .) | quote }}
+        - {{ printf "--policy-mode=%s" .Values.policy.mode | quote }}
+        - {{ printf "--policy-failure-mode=%s" .Values.policy.failureMode | quote }}
+        {{- with .Values.plugins.nodeLabels }}
+        - {{ printf "--plugin-node-labels=/plugins/%s" . | quote }}
+        {{- end }}
+        {{- with .Values.plugins.loadBalancerName }}
+        - {{ printf "--plugin-load-balancer-name=/plugins/%s" . | quote }}
+        {{- end }}
+        {{- with .Values.plugins.timeout }}
+        - {{ printf "--plugin-timeout=%s" . | quote }}
+        {{- end }}
+        {{- with .Values.plugins.nodeLabelResync }}
+        - {{ printf "--node-label-resync=%s" . | quote }}
+        {{- end }}
+        {{- if .Values.plugins.optional }}
+        - "--plugins-optional=true"
+        {{- end }}
+      env:
+        {{- range $key, $value := .Values.env }}
+        {{- if not (kindIs "invalid" $value) }}
+        - name: {{ $key }}
+          {{- tpl (toYaml $value) $ | nindent 10 }}
+        {{- end }}
+        {{- end }}
+        {{- if .Values.networking.enabled }}
+        - name: HCLOUD_NETWORK
+          {{- tpl (toYaml .Values.networking.network) . | nindent 10 }}
+        {{- end }}
+        {{- if not .Values.monitoring.enabled }}
+        - name: HCLOUD_METRICS_ENABLED
+          value: "false"
+        {{- end }}
+      ports:
+        {{- $port := include "hcloud-policy-ccm.securePort" . | int }}
+        {{- if gt $port 0 }}
+        - name: https
+          containerPort: {{ $port }}
+          protocol: TCP
+        {{- end }}
+        {{- if .Values.monitoring.enabled }}
+        - name: metrics
+          containerPort: 8233
+          protocol: TCP
+        {{- end }}
+      {{- if and .Values.probes.enabled (gt $port 0) }}
+      # /healthz is in the secure port's always-allowed paths: no token needed.
+      livenessProbe:
+        httpGet:
+          path: /healthz
+          port: {{ $port }}
+          scheme: HTTPS
+        initialDelaySeconds: 15
+        periodSeconds: 10
+        timeoutSeconds: 5
+        failureThreshold: 6
+      readinessProbe:
+        httpGet:
+          path: /healthz
+          port: {{ $port }}
+          scheme: HTTPS
+        periodSeconds: 10
+        timeoutSeconds: 5
+      {{- end }}
+      {{- with .Values.resources }}
+      resources:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with .Values.securityContext }}
+      securityContext:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      volumeMounts:
+        - name: plugins
+          mountPath: /plugins
+          readOnly: true
+        {{- with .Values.extraVolumeMounts }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+  volumes:
+    - name: plugins
+      {{- if .Values.plugins.volume }}
+      {{- toYaml .Values.plugins.volume | nindent 6 }}
+      {{- else }}
+      configMap:
+        name: {{ .Values.plugins.configMap }}
+        optional: true
+      {{- end }}
+    {{- with .Values.extraVolumes }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- end }}

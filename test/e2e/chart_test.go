@@ -1,0 +1,360 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
+)
+
+// The Helm chart and the values files `make chart-test` uses, relative to this package.
+const (
+	chartDir          = "../../deploy/chart"
+	chartRelease      = "hccm"
+	officialDefaults  = chartDir + "/ci/official-default-values.yaml"
+	officialDaemonSet = chartDir + "/ci/official-full-daemonset-values.yaml"
+	policyValues      = chartDir + "/ci/policy-values.yaml"
+	chartImage        = "ghcr.io/policy-ccm/hcloud-policy-ccm"
+)
+
+// renderChart is `helm template hccm deploy/chart --namespace kube-system` with the values files
+// and extra flags, parsed.
+func renderChart(t *testing.T, valuesFiles []string, extra ...string) rendered {
+	t.Helper()
+	args := []string{"template", chartRelease, chartDir, "--namespace", ccmNamespace}
+	for _, f := range valuesFiles {
+		args = append(args, "--values", f)
+	}
+	args = append(args, extra...)
+	return parseManifests(t, "helm "+strings.Join(args, " "), harness.Helm(t, args...))
+}
+
+// decode parses the rendered object key ("Kind/namespace/name") into obj, failing if it is
+// missing.
+func (r rendered) decode(t *testing.T, key string, obj any) {
+	t.Helper()
+	doc, ok := r.docs[key]
+	if !ok {
+		t.Fatalf("%s not rendered; rendered: %v", key, r.kinds)
+	}
+	if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
+		t.Fatalf("parse %s: %v", key, err)
+	}
+}
+
+// rbacOf returns the RBAC objects of r by key, with only the fields that grant something
+// (rules, roleRef, subjects): labels and annotations differ between kustomize and helm.
+func rbacOf(t *testing.T, r rendered) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	for _, key := range r.kinds {
+		kind, _, _ := strings.Cut(key, "/")
+		switch kind {
+		case "ClusterRole", "Role":
+			var role rbacv1.ClusterRole // same shape as Role for what is compared
+			r.decode(t, key, &role)
+			out[key] = role.Rules
+		case "ClusterRoleBinding", "RoleBinding":
+			var b rbacv1.RoleBinding
+			r.decode(t, key, &b)
+			out[key] = struct {
+				RoleRef  rbacv1.RoleRef
+				Subjects []rbacv1.Subject
+			}{b.RoleRef, b.Subjects}
+		}
+	}
+	return out
+}
+
+// TestChartRBACEqualsKustomize renders the kustomize base and the chart (with the official
+// chart's default values, release namespace kube-system) and checks that they grant exactly the
+// same: the same ClusterRole, Role and bindings, rule for rule, to the same ServiceAccount.
+func TestChartRBACEqualsKustomize(t *testing.T) {
+	want := rbacOf(t, render(t, deployDir))
+	for _, values := range [][]string{{officialDefaults}, {officialDaemonSet}, {officialDefaults, policyValues}} {
+		got := rbacOf(t, renderChart(t, values))
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("RBAC of the chart with %v differs from deploy/ (-kustomize +chart):\n%s", values, diff)
+		}
+	}
+	if len(want) != 5 {
+		t.Errorf("deploy/ renders %d RBAC objects, want 5 (ClusterRole, Role and three bindings): %v", len(want), want)
+	}
+}
+
+// TestChartOfficialDefaults renders the chart with the official chart's default values file,
+// unchanged, and compares the CCM's Deployment with the kustomize base's: the same args (but
+// --leader-elect=false for one replica, as the official chart renders, and the official default
+// feature gate), the same token, hardening and probes, this CCM's image instead of the official
+// one, and the official selector labels (so `helm upgrade` from the official release keeps the
+// immutable selector).
+func TestChartOfficialDefaults(t *testing.T) {
+	harness.Helm(t, "lint", "--strict", chartDir, "--namespace", ccmNamespace, "--values", officialDefaults)
+	base := render(t, deployDir).deployment
+	r := renderChart(t, []string{officialDefaults})
+	wantKinds := []string{
+		"ServiceAccount/kube-system/hcloud-cloud-controller-manager",
+		"ConfigMap/kube-system/hcloud-ccm-policies",
+		"ClusterRole//system:hcloud-policy-ccm",
+		"ClusterRoleBinding//system:hcloud-policy-ccm",
+		"Role/kube-system/hcloud-policy-ccm",
+		"RoleBinding/kube-system/hcloud-policy-ccm",
+		"RoleBinding/kube-system/hcloud-policy-ccm:extension-apiserver-authentication-reader",
+		"Deployment/kube-system/hcloud-cloud-controller-manager",
+	}
+	if diff := cmp.Diff(wantKinds, r.kinds); diff != "" {
+		t.Errorf("objects (-want +got):\n%s", diff)
+	}
+	d := r.deployment
+	if d == nil {
+		t.Fatal("no Deployment rendered")
+	}
+	if *d.Spec.Replicas != 1 {
+		t.Errorf("replicas = %d, want 1", *d.Spec.Replicas)
+	}
+	wantSelector := map[string]string{"app.kubernetes.io/name": "hcloud-cloud-controller-manager", "app.kubernetes.io/instance": chartRelease}
+	if diff := cmp.Diff(wantSelector, d.Spec.Selector.MatchLabels); diff != "" {
+		t.Errorf("selector (-want +got):\n%s", diff)
+	}
+	pod, basePod := d.Spec.Template.Spec, base.Spec.Template.Spec
+	ctr, baseCtr := pod.Containers[0], basePod.Containers[0]
+
+	wantArgs := slices.DeleteFunc(slices.Clone(baseCtr.Args), func(a string) bool { return a == "--leader-elect=true" })
+	wantArgs = append(wantArgs, "--leader-elect=false", "--policy-failure-mode=closed",
+		"--feature-gates=CloudControllerManagerWatchBasedRoutesReconciliation=true")
+	slices.Sort(wantArgs)
+	gotArgs := slices.Sorted(slices.Values(ctr.Args))
+	if diff := cmp.Diff(wantArgs, gotArgs); diff != "" {
+		t.Errorf("args (-want +got):\n%s", diff)
+	}
+	if !strings.HasPrefix(ctr.Image, chartImage+":") {
+		t.Errorf("image = %q, want %s (the official image of the values file replaced)", ctr.Image, chartImage)
+	}
+	if diff := cmp.Diff(envByName(baseCtr.Env, "HCLOUD_TOKEN"), envByName(ctr.Env, "HCLOUD_TOKEN")); diff != "" {
+		t.Errorf("HCLOUD_TOKEN (-kustomize +chart):\n%s", diff)
+	}
+	if env := envByName(ctr.Env, "HCLOUD_NETWORK"); env != nil {
+		t.Errorf("HCLOUD_NETWORK = %+v without networking.enabled, want none (as the official chart)", env)
+	}
+	for _, cmpPair := range []struct {
+		name      string
+		base, got any
+	}{
+		{"pod securityContext", basePod.SecurityContext, pod.SecurityContext},
+		{"container securityContext", baseCtr.SecurityContext, ctr.SecurityContext},
+		{"livenessProbe", baseCtr.LivenessProbe, ctr.LivenessProbe},
+		{"readinessProbe", baseCtr.ReadinessProbe, ctr.ReadinessProbe},
+		{"serviceAccountName", basePod.ServiceAccountName, pod.ServiceAccountName},
+		{"priorityClassName", basePod.PriorityClassName, pod.PriorityClassName},
+		{"dnsPolicy", basePod.DNSPolicy, pod.DNSPolicy},
+		{"plugins volume", basePod.Volumes, pod.Volumes},
+		{"volumeMounts", baseCtr.VolumeMounts, ctr.VolumeMounts},
+	} {
+		if diff := cmp.Diff(cmpPair.base, cmpPair.got); diff != "" {
+			t.Errorf("%s (-kustomize +chart):\n%s", cmpPair.name, diff)
+		}
+	}
+	if pod.HostNetwork {
+		t.Error("hostNetwork without networking.enabled")
+	}
+	// The policy ConfigMap holds the example policies, like deploy/'s.
+	cm, baseCM := r.configMaps[policyConfigMap], render(t, deployDir).configMaps[policyConfigMap]
+	if cm == nil || baseCM == nil {
+		t.Fatalf("policy ConfigMap: chart %v, kustomize %v", cm != nil, baseCM != nil)
+	}
+	if diff := cmp.Diff(baseCM.Data, cm.Data); diff != "" {
+		t.Errorf("policy ConfigMap data (-kustomize +chart):\n%s", diff)
+	}
+}
+
+// TestChartOfficialFullDaemonSet renders the chart with an official-style values file that sets
+// every optional key of the official chart, and checks each lands where the official chart puts
+// it: a DaemonSet with leader election on, private networking, extra tolerations, node selector,
+// affinity, pod labels and annotations, the token from a file of an extra volume, the PodMonitor
+// (when its CRD exists) and the NetworkPolicy.
+func TestChartOfficialFullDaemonSet(t *testing.T) {
+	harness.Helm(t, "lint", "--strict", chartDir, "--namespace", ccmNamespace, "--values", officialDaemonSet)
+	r := renderChart(t, []string{officialDaemonSet}, "--api-versions", "monitoring.coreos.com/v1/PodMonitor")
+	if r.deployment != nil {
+		t.Error("a Deployment was rendered with kind: DaemonSet")
+	}
+	var ds appsv1.DaemonSet
+	r.decode(t, "DaemonSet/kube-system/hcloud-cloud-controller-manager", &ds)
+	pod := ds.Spec.Template.Spec
+	ctr := pod.Containers[0]
+	for _, arg := range []string{"--allocate-node-cidrs=true", "--cluster-cidr=10.42.0.0/16", "--cloud-provider=hcloud", "--allow-untagged-cloud"} {
+		if !slices.Contains(ctr.Args, arg) {
+			t.Errorf("args %v lack %s", ctr.Args, arg)
+		}
+	}
+	if slices.ContainsFunc(ctr.Args, func(a string) bool { return strings.HasPrefix(a, "--leader-elect") }) {
+		t.Errorf("args %v set --leader-elect; a DaemonSet keeps the default (on)", ctr.Args)
+	}
+	if !pod.HostNetwork {
+		t.Error("hostNetwork off with networking.enabled")
+	}
+	if env := envByName(ctr.Env, "HCLOUD_NETWORK"); env == nil || env.ValueFrom == nil || env.ValueFrom.SecretKeyRef == nil ||
+		env.ValueFrom.SecretKeyRef.Key != "network" {
+		t.Errorf("HCLOUD_NETWORK = %+v, want Secret hcloud key network", env)
+	}
+	if env := envByName(ctr.Env, "HCLOUD_TOKEN"); env != nil {
+		t.Errorf("HCLOUD_TOKEN = %+v, want none (null in the values)", env)
+	}
+	if env := envByName(ctr.Env, "HCLOUD_TOKEN_FILE"); env == nil || env.Value != "/var/run/secrets/hcloud/token" {
+		t.Errorf("HCLOUD_TOKEN_FILE = %+v", env)
+	}
+	if !slices.ContainsFunc(pod.Tolerations, func(tol corev1.Toleration) bool { return tol.Key == "dedicated" }) {
+		t.Errorf("tolerations %v lack the additional one", pod.Tolerations)
+	}
+	if _, ok := pod.NodeSelector["node-role.kubernetes.io/control-plane"]; !ok || len(pod.NodeSelector) != 1 {
+		t.Errorf("nodeSelector = %v", pod.NodeSelector)
+	}
+	if pod.Affinity == nil || pod.Affinity.NodeAffinity == nil {
+		t.Errorf("affinity = %+v", pod.Affinity)
+	}
+	if ds.Spec.Template.Labels["team"] != "platform" || ds.Spec.Template.Annotations["example.com/rollout"] != "2026-11" {
+		t.Errorf("pod labels %v, annotations %v", ds.Spec.Template.Labels, ds.Spec.Template.Annotations)
+	}
+	if !slices.ContainsFunc(ctr.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == "hcloud-token" }) ||
+		!slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == "hcloud-token" && v.Secret != nil }) {
+		t.Errorf("extra volume and mount missing: volumes %v, mounts %v", pod.Volumes, ctr.VolumeMounts)
+	}
+	if len(pod.ImagePullSecrets) != 1 || pod.ImagePullSecrets[0].Name != "registry-credentials" {
+		t.Errorf("imagePullSecrets = %v", pod.ImagePullSecrets)
+	}
+	if _, ok := r.docs["PodMonitor/kube-system/hcloud-cloud-controller-manager"]; !ok {
+		t.Errorf("no PodMonitor with its CRD available; rendered %v", r.kinds)
+	}
+	var np networkingv1.NetworkPolicy
+	r.decode(t, "NetworkPolicy/kube-system/hcloud-cloud-controller-manager", &np)
+	if len(np.Spec.Egress) != 1 || len(np.Spec.Ingress) != 1 {
+		t.Errorf("NetworkPolicy egress %v, ingress %v; want allow-all egress and the one ingress rule", np.Spec.Egress, np.Spec.Ingress)
+	}
+	var sa corev1.ServiceAccount
+	r.decode(t, "ServiceAccount/kube-system/hcloud-cloud-controller-manager", &sa)
+	if sa.Annotations["example.com/owner"] != "platform-team" {
+		t.Errorf("ServiceAccount annotations = %v", sa.Annotations)
+	}
+
+	// Without the PodMonitor CRD, no PodMonitor (helm would fail to install it).
+	if _, ok := renderChart(t, []string{officialDaemonSet}).docs["PodMonitor/kube-system/hcloud-cloud-controller-manager"]; ok {
+		t.Error("PodMonitor rendered although the cluster has no PodMonitor CRD")
+	}
+}
+
+// TestChartPolicyAndPlugins renders the official defaults plus this chart's own values
+// (policy.*, plugins.*) and checks the flags, the ConfigMap from files and the plugin volume.
+func TestChartPolicyAndPlugins(t *testing.T) {
+	harness.Helm(t, "lint", "--strict", chartDir, "--namespace", ccmNamespace, "--values", officialDefaults, "--values", policyValues)
+	r := renderChart(t, []string{officialDefaults, policyValues})
+	d := r.deployment
+	if d == nil {
+		t.Fatal("no Deployment rendered")
+	}
+	ctr := d.Spec.Template.Spec.Containers[0]
+	for _, arg := range []string{
+		"--policy-configmap=kube-system/cluster-policies", "--policy-mode=dryrun", "--policy-failure-mode=open",
+		"--plugin-node-labels=/plugins/labels.wasm.gz", "--plugin-load-balancer-name=/plugins/lb-name.wasm.gz",
+		"--plugin-timeout=250ms", "--node-label-resync=10m", "--plugins-optional=true",
+	} {
+		if !slices.Contains(ctr.Args, arg) {
+			t.Errorf("args %v lack %s", ctr.Args, arg)
+		}
+	}
+	if slices.ContainsFunc(ctr.Args, func(a string) bool { return strings.HasPrefix(a, "--leader-elect") }) {
+		t.Errorf("args %v set --leader-elect with 2 replicas; want the default (on)", ctr.Args)
+	}
+	if ctr.Image != chartImage+":v0.1.0" {
+		t.Errorf("image = %q, want %s:v0.1.0", ctr.Image, chartImage)
+	}
+	cm := r.configMaps["cluster-policies"]
+	if cm == nil {
+		t.Fatalf("no ConfigMap cluster-policies; rendered %v", r.kinds)
+	}
+	if got := slices.Sorted(maps.Keys(cm.Data)); !slices.Equal(got, []string{"data.json", "locations.rego"}) {
+		t.Errorf("ConfigMap files = %v, want data.json, locations.rego", got)
+	}
+	var plugins *corev1.Volume
+	for i, v := range d.Spec.Template.Spec.Volumes {
+		if v.Name == "plugins" {
+			plugins = &d.Spec.Template.Spec.Volumes[i]
+		}
+	}
+	if plugins == nil || plugins.Image == nil || plugins.Image.Reference != "registry.example.com/ccm-plugins:v1" {
+		t.Errorf("plugins volume = %+v, want the OCI image volume", plugins)
+	}
+
+	// An existing ConfigMap: the chart renders none and only points the CCM at it.
+	r = renderChart(t, []string{officialDefaults}, "--set", "policy.configMap.create=false", "--set", "policy.configMap.name=mine")
+	if len(r.configMaps) != 0 {
+		t.Errorf("ConfigMaps rendered with policy.configMap.create=false: %v", r.kinds)
+	}
+	if !slices.Contains(r.deployment.Spec.Template.Spec.Containers[0].Args, "--policy-configmap=kube-system/mine") {
+		t.Errorf("args %v lack --policy-configmap=kube-system/mine", r.deployment.Spec.Template.Spec.Containers[0].Args)
+	}
+}
+
+// TestChartRefusesWhatItCannotHonour: values this CCM cannot run with fail the render with a
+// message naming the value and the fix.
+func TestChartRefusesWhatItCannotHonour(t *testing.T) {
+	tests := []struct {
+		set, want string
+	}{
+		{"robot.enabled=true", "robot.enabled: Robot (dedicated servers) is not supported"},
+		{"kind=StatefulSet", `kind: "StatefulSet" is not supported; set it to Deployment or DaemonSet`},
+		{"policy.mode=audit", `policy.mode: "audit" is not supported; set it to enforce or dryrun`},
+		{"policy.failureMode=maybe", `policy.failureMode: "maybe" is not supported; set it to closed or open`},
+		{"args.policy-mode=dryrun", "args.policy-mode: the chart sets --policy-mode; use policy.mode instead"},
+		{"plugins.nodeLabels=/plugins/x.wasm", `plugins.nodeLabels: "/plugins/x.wasm" is a path; give the file name under /plugins`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.set, func(t *testing.T) {
+			_, err := harness.RunHelm(t, "template", chartRelease, chartDir, "--namespace", ccmNamespace,
+				"--values", officialDefaults, "--set", tc.set)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("helm template --set %s: %v, want an error containing %q", tc.set, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestChartInstallRunsCCM installs the rendered chart once, as an operator swapping from the
+// official chart would (`helm template` with the official default values, applied to a real
+// kube-apiserver, which validates every object), and runs the CCM with the chart's Deployment
+// args as the chart's ServiceAccount: it initialises a node, loads the chart's policy ConfigMap
+// and is never refused by the apiserver (startCCM fails the test on "is forbidden").
+func TestChartInstallRunsCCM(t *testing.T) {
+	c := harness.Start(t)
+	manifest := filepath.Join(t.TempDir(), "chart.yaml")
+	args := []string{"template", chartRelease, chartDir, "--namespace", ccmNamespace, "--values", officialDefaults}
+	out := harness.Helm(t, args...)
+	if err := os.WriteFile(manifest, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kubectl apply -f <helm %s>:\n%s", strings.Join(args, " "), c.ApplyFile(t, manifest))
+	d := parseManifests(t, "helm template", out).deployment
+
+	emu, endpoint := hcloudemu.NewTestServer(t)
+	id := addServer(t, emu, hcloudemu.ServerSpec{Name: "worker-1", Type: "cx22", Location: "fsn1"})
+	c.CreateNode(t, "worker-1", "10.244.1.0/24")
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{deployment: d})
+	node := waitInitialised(t, c, ccm, "worker-1", id)
+	if got := node.Labels[corev1.LabelInstanceTypeStable]; got != "cx22" {
+		t.Errorf("label %s = %q, want cx22", corev1.LabelInstanceTypeStable, got)
+	}
+	waitEvent(t, c, ccm, ccmNamespace, policyConfigMap, corev1.EventTypeNormal, "PolicyLoaded", "loaded")
+}
