@@ -29,7 +29,7 @@ CHART_VALUES := $(CHART)/ci/official-default-values.yaml $(CHART)/ci/official-fu
 GO_TEST_FLAGS ?= -count=1
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build test unit race vet fmt-check policy-test kube-bins helm-bin chart-test e2e e2e-versions bench demo clean
+.PHONY: all build test unit race vet fmt-check policy-test kube-bins helm-bin chart-test e2e e2e-versions bench bench-smoke demo clean
 
 all: build
 
@@ -92,15 +92,29 @@ e2e-versions: helm-bin build plugins
 			go test $(GO_TEST_FLAGS) -tags e2e -timeout $(E2E_TIMEOUT) ./test/e2e/...; \
 	done
 
-test: fmt-check vet build plugins-fixtures-check unit race policy-test chart-test e2e
+test: fmt-check vet build plugins-fixtures-check unit race policy-test chart-test e2e bench-smoke
 
 # The demo: local kube-apiserver + etcd + Hetzner API emulator + this CCM with the example
 # policies and plugins (cmd/ccm-demo). Ctrl-C stops everything.
 demo: kube-bins build plugins
 	$(BIN)/ccm-demo --kube-bin-dir=$(KUBE_BIN_DIR) --bin-dir=$(BIN)
 
-bench:
+# Scale benchmark of the CCM binary (test/bench, docs/performance.md): real kube-apiserver + etcd,
+# the emulator, routes on. Prints a Markdown table and writes it to $(BENCH_OUT); then the Go
+# micro-benchmarks. Not part of `make test` (about 25 minutes); bench-smoke is.
+BENCH_SIZES ?= 50x10,200x50,500x50
+BENCH_STEADY ?= 5m
+BENCH_OUT ?= $(BIN)/bench.md
+bench: kube-bins build
+	CCM_BIN=$(BIN)/hcloud-policy-ccm BENCH_SIZES=$(BENCH_SIZES) BENCH_STEADY=$(BENCH_STEADY) BENCH_OUT=$(BENCH_OUT) \
+		go test -count=1 -v -tags bench -timeout 3h -run TestBench ./test/bench/
 	go test -run '^$$' -bench . -benchmem ./...
+
+# The same at a smoke size (10 nodes, 2 Services, a 20 s window), so the benchmark cannot rot.
+bench-smoke: kube-bins build
+	go vet -tags bench ./test/bench/
+	CCM_BIN=$(BIN)/hcloud-policy-ccm BENCH_SIZES=10x2 BENCH_STEADY=20s BENCH_OUT=$(BIN)/bench-smoke.md \
+		go test $(GO_TEST_FLAGS) -tags bench -timeout 5m -run TestBench ./test/bench/
 
 clean:
 	rm -rf $(BIN)

@@ -1,0 +1,393 @@
+//go:build bench
+
+// Package bench measures the CCM binary at cluster scale: a real kube-apiserver and etcd
+// (test/e2e/harness) and the Hetzner API emulator (internal/hcloudemu) in this process, the CCM
+// as deployed by deploy/networks (routes on, HCLOUD_NETWORK set), and N nodes with S Services
+// of type LoadBalancer. It prints one Markdown table (and writes it to $BENCH_OUT): Hetzner
+// requests, times, memory and CPU of the CCM process. docs/performance.md explains the figures.
+//
+// Configuration (environment):
+//
+//	BENCH_SIZES   sizes as NODESxSERVICES, comma separated (default "10x2", the smoke size)
+//	BENCH_STEADY  length of the steady-state window (default 20s)
+//	BENCH_OUT     file the Markdown table is written to (default: none, printed only)
+//	CCM_BIN       the CCM binary (default: go build ./cmd/hcloud-policy-ccm)
+//	KUBE_BIN_DIR  kube-apiserver, etcd, kubectl (see test/e2e/harness)
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
+)
+
+const (
+	// deployDir is the kustomization the CCM's flags come from: routes on.
+	deployDir         = "../../deploy/networks"
+	ccmNamespace      = "kube-system"
+	ccmServiceAccount = "hcloud-cloud-controller-manager"
+	// clusterCIDR is the --cluster-cidr of deployDir; node pod CIDRs are cut from it.
+	clusterCIDR = "10.244.0.0/16"
+	// lbTargetLabel marks the nodes that are load balancer targets (the Services' node-selector):
+	// an lb11 takes at most 25 targets, so not every node can be one at scale.
+	lbTargetLabel = "bench.hcloud-policy-ccm/lb-target"
+	lbTargets     = 10
+	// rateLimit is the Hetzner API's default limit per project and hour, enforced by the emulator.
+	rateLimit = 3600
+	// clkTck is USER_HZ, the unit of utime and stime in /proc/<pid>/stat (100 on Linux).
+	clkTck = 100
+)
+
+// size is one benchmark configuration.
+type size struct{ nodes, services int }
+
+func (s size) String() string { return fmt.Sprintf("%d nodes / %d Services", s.nodes, s.services) }
+
+// result is what one size measured.
+type result struct {
+	size   size
+	steady time.Duration
+
+	nodesTime, servicesTime time.Duration // CCM start → all nodes initialised and routed; Services created → all addressed
+	nodesReq, servicesReq   counts
+	steadyReq               counts
+	peakRSS, steadyRSS      int64 // KiB
+	cpuInit, cpuSteady      float64
+}
+
+// counts are the emulator's request counters of one phase.
+type counts struct {
+	total, mutating, limited int
+	byRoute                  map[string]int
+}
+
+func TestBench(t *testing.T) {
+	sizes, err := parseSizes(envOr("BENCH_SIZES", "10x2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steady, err := time.ParseDuration(envOr("BENCH_STEADY", "20s"))
+	if err != nil || steady <= 0 {
+		t.Fatalf("BENCH_STEADY=%q: want a positive duration such as 5m (%v)", os.Getenv("BENCH_STEADY"), err)
+	}
+	bin := ccmBinary(t)
+	var results []result
+	for _, s := range sizes {
+		t.Run(fmt.Sprintf("%dx%d", s.nodes, s.services), func(t *testing.T) {
+			r := run(t, bin, s, steady)
+			results = append(results, r)
+			writeTable(t, results) // after each size, so a long run leaves partial results
+		})
+	}
+}
+
+// run measures one size; it fails the test if the CCM does not converge.
+func run(t *testing.T, bin string, s size, steady time.Duration) result {
+	c := harness.Start(t)
+	c.ApplyKustomize(t, deployDir)
+	emu, endpoint := hcloudemu.NewTestServer(t, hcloudemu.WithRateLimit(rateLimit))
+	netID, err := emu.AddNetwork(hcloudemu.NetworkSpec{
+		Name: "k8s", IPRange: "10.0.0.0/8",
+		Subnets: []hcloudemu.SubnetSpec{{IPRange: "10.0.0.0/16", NetworkZone: "eu-central"}},
+	})
+	if err != nil {
+		t.Fatalf("add network: %v", err)
+	}
+
+	// Servers and their Nodes, as kubelets with --cloud-provider=external and --node-ip register
+	// them, before the CCM starts (a fresh install on an existing cluster).
+	cidrs, err := podCIDRs(s.nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]int64{}
+	for i := range s.nodes {
+		name := fmt.Sprintf("node-%04d", i)
+		ip := fmt.Sprintf("10.0.%d.%d", i/250, i%250+2)
+		id, err := emu.AddServer(hcloudemu.ServerSpec{Name: name, Networks: []hcloudemu.ServerNetwork{{NetworkID: netID, IP: ip}}})
+		if err != nil {
+			t.Fatalf("add server %s: %v", name, err)
+		}
+		ids[name] = id
+		opts := []harness.NodeOption{harness.WithInternalIP(ip)}
+		if i < lbTargets {
+			opts = append(opts, harness.WithLabels(map[string]string{lbTargetLabel: "true"}))
+		}
+		c.CreateNode(t, name, cidrs[i], opts...)
+	}
+	t.Logf("%v: %d servers and nodes created", s, s.nodes)
+
+	ccm := startCCM(t, c, bin, endpoint, emu.Token())
+	start := time.Now()
+
+	// Phase 1: every node initialised (providerID set, taint gone) and routed.
+	waitCCM(t, ccm, 5*time.Minute+time.Duration(s.nodes)*time.Second, func() (bool, error) {
+		if n := uninitialised(t, c, ids); n > 0 {
+			return false, fmt.Errorf("%d of %d nodes not initialised", n, s.nodes)
+		}
+		network, _ := emu.Network(netID)
+		if len(network.Routes) < s.nodes {
+			return false, fmt.Errorf("%d of %d routes", len(network.Routes), s.nodes)
+		}
+		return true, nil
+	})
+	r := result{size: s, steady: steady, nodesTime: time.Since(start), nodesReq: take(emu)}
+	// The counters must have seen the work: one add_route per node at least (more if retried).
+	if n := r.nodesReq.byRoute["POST /v1/networks/{id}/actions/add_route"]; n < s.nodes {
+		t.Errorf("%d add_route requests counted for %d routes: the emulator's counters missed requests", n, s.nodes)
+	}
+	t.Logf("%v: nodes initialised and routed in %s with %d requests", s, r.nodesTime.Round(time.Millisecond), r.nodesReq.total)
+
+	// Phase 2: every Service has an address.
+	start = time.Now()
+	for i := range s.services {
+		createService(t, c, fmt.Sprintf("svc-%03d", i))
+	}
+	waitCCM(t, ccm, 5*time.Minute+time.Duration(s.services)*5*time.Second, func() (bool, error) {
+		list, err := c.Client().CoreV1().Services("default").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		addressed := 0
+		for _, svc := range list.Items {
+			if svc.Spec.Type == corev1.ServiceTypeLoadBalancer && len(svc.Status.LoadBalancer.Ingress) > 0 {
+				addressed++
+			}
+		}
+		return addressed == s.services, fmt.Errorf("%d of %d Services addressed", addressed, s.services)
+	})
+	r.servicesTime = time.Since(start)
+	r.servicesReq = take(emu)
+	r.cpuInit = cpuSeconds(t, ccm.Pid())
+	t.Logf("%v: Services addressed in %s with %d requests", s, r.servicesTime.Round(time.Millisecond), r.servicesReq.total)
+
+	// Phase 3: the steady state, nothing changes.
+	t.Logf("%v: measuring the steady state for %s", s, steady)
+	deadline := time.Now().Add(steady)
+	for time.Now().Before(deadline) {
+		if exited, err := ccm.Exited(); exited {
+			t.Fatalf("%s exited (%v) in the steady state", ccm.Name, err)
+		}
+		time.Sleep(min(time.Second, time.Until(deadline)))
+	}
+	r.steadyReq = take(emu)
+	r.cpuSteady = cpuSeconds(t, ccm.Pid()) - r.cpuInit
+	r.peakRSS = statusKiB(t, ccm.Pid(), "VmHWM")
+	r.steadyRSS = statusKiB(t, ccm.Pid(), "VmRSS")
+	if r.steadyRSS <= 0 || r.peakRSS < r.steadyRSS || r.cpuInit <= 0 {
+		t.Errorf("implausible process figures: peak RSS %d KiB, steady RSS %d KiB, CPU %.2f s", r.peakRSS, r.steadyRSS, r.cpuInit)
+	}
+	return r
+}
+
+// take returns the emulator's counters and resets them.
+func take(emu *hcloudemu.Emulator) counts {
+	c := counts{byRoute: emu.Counts(), mutating: emu.MutatingRequests()}
+	for _, n := range c.byRoute {
+		c.total += n
+	}
+	for _, req := range emu.Requests() {
+		if req.Status == 429 {
+			c.limited++
+		}
+	}
+	emu.ResetRequests()
+	return c
+}
+
+// uninitialised returns how many of the nodes have no providerID hcloud://<id> or still carry
+// the uninitialized taint.
+func uninitialised(t *testing.T, c *harness.Cluster, ids map[string]int64) int {
+	list, err := c.Client().CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Logf("list nodes: %v", err)
+		return len(ids)
+	}
+	n := len(ids)
+	for _, node := range list.Items {
+		id, ok := ids[node.Name]
+		tainted := slices.ContainsFunc(node.Spec.Taints, func(taint corev1.Taint) bool { return taint.Key == harness.TaintUninitialized })
+		if ok && node.Spec.ProviderID == fmt.Sprintf("hcloud://%d", id) && !tainted {
+			n--
+		}
+	}
+	return n
+}
+
+// createService creates a LoadBalancer Service in namespace default (allowed by the example
+// policies) whose targets are the nodes labelled lbTargetLabel.
+func createService(t *testing.T, c *harness.Cluster, name string) {
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Annotations: map[string]string{
+			"load-balancer.hetzner.cloud/node-selector": lbTargetLabel + "=true",
+		}},
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeLoadBalancer,
+			Selector: map[string]string{"app": name},
+			Ports:    []corev1.ServicePort{{Name: "http", Port: 80}},
+		},
+	}
+	if _, err := c.Client().CoreV1().Services("default").Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create service %s: %v", name, err)
+	}
+}
+
+// startCCM runs the CCM out of cluster with the container args of deployDir's Deployment, as its
+// ServiceAccount, against the emulator at endpoint with HCLOUD_NETWORK=k8s.
+func startCCM(t *testing.T, c *harness.Cluster, bin, endpoint, token string) *harness.Process {
+	var d appsv1.Deployment
+	for _, doc := range strings.Split(harness.Kustomize(t, deployDir), "\n---\n") {
+		if strings.Contains(doc, "\nkind: Deployment\n") || strings.HasPrefix(doc, "kind: Deployment\n") {
+			if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
+				t.Fatalf("parse the Deployment of %s: %v", deployDir, err)
+			}
+		}
+	}
+	if len(d.Spec.Template.Spec.Containers) == 0 {
+		t.Fatalf("kubectl kustomize %s renders no Deployment", deployDir)
+	}
+	kubeconfig := c.ServiceAccountKubeconfig(t, ccmNamespace, ccmServiceAccount)
+	args := append(slices.Clone(d.Spec.Template.Spec.Containers[0].Args),
+		"--kubeconfig="+kubeconfig,
+		"--authentication-kubeconfig="+kubeconfig,
+		"--authorization-kubeconfig="+kubeconfig,
+		"--secure-port="+strconv.Itoa(harness.FreePort(t)),
+		"--bind-address=127.0.0.1",
+		"--v=1",
+	)
+	env := []string{
+		"HCLOUD_TOKEN=" + token,
+		"HCLOUD_ENDPOINT=" + endpoint,
+		"HCLOUD_NETWORK=k8s",
+		"HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK=true",
+		"HCLOUD_METRICS_ADDRESS=127.0.0.1:" + strconv.Itoa(harness.FreePort(t)),
+		"HCLOUD_LOAD_BALANCERS_LOCATION=fsn1",
+		"HCLOUD_LOAD_BALANCERS_TYPE=lb11",
+	}
+	return harness.StartProcess(t, "ccm", bin, args, env)
+}
+
+// waitCCM is harness.WaitFor that fails at once when ccm exits meanwhile; it polls every 100 ms,
+// so conditions that list many objects are rate-limited to one evaluation per second.
+func waitCCM(t *testing.T, ccm *harness.Process, timeout time.Duration, cond func() (bool, error)) {
+	t.Helper()
+	var last time.Time
+	var lastErr error
+	harness.WaitFor(t, timeout, func() (bool, error) {
+		if exited, err := ccm.Exited(); exited {
+			t.Fatalf("%s exited (%v)", ccm.Name, err)
+		}
+		if time.Since(last) < time.Second {
+			return false, lastErr
+		}
+		last = time.Now()
+		ok, err := cond()
+		lastErr = err
+		return ok, err
+	})
+}
+
+// podCIDRs returns n distinct pod CIDRs in clusterCIDR: /24s while they fit, smaller otherwise.
+func podCIDRs(n int) ([]string, error) {
+	prefix := 24
+	for 1<<(prefix-16) < n {
+		prefix++
+	}
+	if prefix > 30 {
+		return nil, fmt.Errorf("%d nodes do not fit pod CIDRs into %s", n, clusterCIDR)
+	}
+	out := make([]string, n)
+	for i := range n {
+		addr := uint32(10)<<24 | uint32(244)<<16 | uint32(i)<<(32-prefix)
+		out[i] = fmt.Sprintf("%d.%d.%d.%d/%d", addr>>24, addr>>16&0xff, addr>>8&0xff, addr&0xff, prefix)
+	}
+	return out, nil
+}
+
+// cpuSeconds returns the user plus system CPU time of process pid so far.
+func cpuSeconds(t *testing.T, pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatalf("read CPU time of the CCM: %v", err)
+	}
+	// The command name (field 2) may contain spaces; the fields after it start at ") ".
+	rest := string(b[strings.LastIndexByte(string(b), ')')+2:])
+	fields := strings.Fields(rest) // fields[0] is field 3 (state): utime is field 14, stime 15
+	if len(fields) < 13 {
+		t.Fatalf("/proc/%d/stat: %d fields after the command name, want at least 13", pid, len(fields))
+	}
+	utime, err1 := strconv.ParseInt(fields[11], 10, 64)
+	stime, err2 := strconv.ParseInt(fields[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		t.Fatalf("/proc/%d/stat: utime %q, stime %q", pid, fields[11], fields[12])
+	}
+	return float64(utime+stime) / clkTck
+}
+
+// statusKiB returns field (VmHWM, VmRSS) of /proc/<pid>/status in KiB.
+func statusKiB(t *testing.T, pid int, field string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatalf("read memory of the CCM: %v", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Fatalf("/proc/%d/status %s: %q", pid, field, v)
+			}
+			return n
+		}
+	}
+	t.Fatalf("/proc/%d/status has no %s", pid, field)
+	return 0
+}
+
+// parseSizes parses "50x10,200x50".
+func parseSizes(s string) ([]size, error) {
+	var out []size
+	for part := range strings.SplitSeq(s, ",") {
+		n, svc, ok := strings.Cut(strings.TrimSpace(part), "x")
+		nodes, err1 := strconv.Atoi(n)
+		services, err2 := strconv.Atoi(svc)
+		if !ok || err1 != nil || err2 != nil || nodes < 1 || services < 0 {
+			return nil, fmt.Errorf("BENCH_SIZES=%q: want NODESxSERVICES[,...] such as 50x10,500x50", s)
+		}
+		out = append(out, size{nodes, services})
+	}
+	return out, nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// ccmBinary returns $CCM_BIN, or a go build of ./cmd/hcloud-policy-ccm.
+func ccmBinary(t *testing.T) string {
+	if bin := os.Getenv("CCM_BIN"); bin != "" {
+		return bin
+	}
+	path := filepath.Join(t.TempDir(), "hcloud-policy-ccm")
+	if out, err := exec.Command("go", "build", "-o", path, "../../cmd/hcloud-policy-ccm").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/hcloud-policy-ccm: %v\n%s", err, out)
+	}
+	return path
+}

@@ -1,0 +1,101 @@
+//go:build bench
+
+package bench
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
+)
+
+// writeTable prints the results as one Markdown table, a column per size and a row per figure,
+// and writes it to $BENCH_OUT when set.
+func writeTable(t *testing.T, results []result) {
+	md := table(results)
+	fmt.Println(md)
+	if out := os.Getenv("BENCH_OUT"); out != "" {
+		if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
+			t.Errorf("write BENCH_OUT=%s: %v", out, err)
+		}
+	}
+}
+
+// table renders results; see docs/performance.md for what each row means.
+func table(results []result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<!-- make bench, %s, %d CPUs, kube binaries %s, rate limit %d/h -->\n\n",
+		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), harness.BinDir(), rateLimit)
+	b.WriteString("| figure |")
+	for _, r := range results {
+		fmt.Fprintf(&b, " %d nodes, %d Services |", r.size.nodes, r.size.services)
+	}
+	b.WriteString("\n|---|")
+	for range results {
+		b.WriteString("---:|")
+	}
+	b.WriteString("\n")
+	row := func(name string, cell func(r result) string) {
+		fmt.Fprintf(&b, "| %s |", name)
+		for _, r := range results {
+			fmt.Fprintf(&b, " %s |", cell(r))
+		}
+		b.WriteString("\n")
+	}
+	endpoints := func(phase string, get func(r result) counts) {
+		routes := map[string]bool{}
+		for _, r := range results {
+			for route := range get(r).byRoute {
+				routes[route] = true
+			}
+		}
+		for _, route := range slices.Sorted(maps.Keys(routes)) {
+			row(fmt.Sprintf("&nbsp;&nbsp;%s: `%s`", phase, route), func(r result) string { return num(get(r).byRoute[route]) })
+		}
+	}
+	nodes := func(r result) counts { return r.nodesReq }
+	services := func(r result) counts { return r.servicesReq }
+	steady := func(r result) counts { return r.steadyReq }
+
+	row("**nodes**: requests until all nodes are initialised and routed", func(r result) string { return num(r.nodesReq.total) })
+	row("&nbsp;&nbsp;of them mutating", func(r result) string { return num(r.nodesReq.mutating) })
+	row("&nbsp;&nbsp;per node (one route each)", func(r result) string {
+		return fmt.Sprintf("%.2f", float64(r.nodesReq.total)/float64(r.size.nodes))
+	})
+	endpoints("nodes", nodes)
+	row("&nbsp;&nbsp;time (CCM start → last node initialised and routed)", func(r result) string { return secs(r.nodesTime) })
+	row("**Services**: requests until all Services have an address", func(r result) string { return num(r.servicesReq.total) })
+	row("&nbsp;&nbsp;of them mutating", func(r result) string { return num(r.servicesReq.mutating) })
+	row("&nbsp;&nbsp;per Service", func(r result) string {
+		if r.size.services == 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f", float64(r.servicesReq.total)/float64(r.size.services))
+	})
+	endpoints("Services", services)
+	row("&nbsp;&nbsp;time (Services created → last one has an address)", func(r result) string { return secs(r.servicesTime) })
+	row("**steady**: requests/hour (requests in the window × 3600 s / window)", func(r result) string {
+		return fmt.Sprintf("%.0f (%d in %s)", float64(r.steadyReq.total)*float64(time.Hour)/float64(r.steady), r.steadyReq.total, r.steady)
+	})
+	endpoints("steady", steady)
+	row("rate-limited replies (429), all phases", func(r result) string {
+		return num(r.nodesReq.limited + r.servicesReq.limited + r.steadyReq.limited)
+	})
+	row("peak RSS (VmHWM), MiB", func(r result) string { return mib(r.peakRSS) })
+	row("steady RSS (VmRSS at the end of the window), MiB", func(r result) string { return mib(r.steadyRSS) })
+	row("CPU seconds, start → all Services addressed (utime+stime)", func(r result) string { return fmt.Sprintf("%.1f", r.cpuInit) })
+	row("CPU seconds in the steady window", func(r result) string { return fmt.Sprintf("%.1f", r.cpuSteady) })
+	return b.String()
+}
+
+func num(n int) string { return fmt.Sprintf("%d", n) }
+
+func secs(d time.Duration) string { return fmt.Sprintf("%.1f s", d.Seconds()) }
+
+func mib(kib int64) string { return fmt.Sprintf("%.1f", float64(kib)/1024) }
