@@ -142,4 +142,4 @@ echo "$stamp" >"$outdir/.stamp"
 echo "build.sh: built ${version} in $(($(date +%s) - start))s"
 "$outdir/kube-apiserver" --version
 "$outdir/kubectl" version --client
-"$outdir/etcd" --version | head -1
+"$outdir/etcd" --version | sed -n 1p # not head: under pipefail its early exit can fail the build with SIGPIPE
