@@ -16,6 +16,13 @@ func (c *Cluster) Kubectl(t T, args ...string) string {
 	return out
 }
 
+// KubectlErr runs kubectl like Kubectl but returns its failure instead of failing the test, for
+// tests that expect kubectl to refuse something.
+func (c *Cluster) KubectlErr(t T, args ...string) (string, error) {
+	t.Helper()
+	return run(kubectlTimeout, Bin(t, "kubectl"), append([]string{"--kubeconfig=" + c.Kubeconfig}, args...)...)
+}
+
 // Kustomize renders the kustomization in dir with the built kubectl (`kubectl kustomize dir`,
 // the embedded kustomize with its default load restrictions) and returns the YAML. It needs no
 // cluster.
