@@ -63,6 +63,9 @@ func goExample(t testing.TB, name string) string {
 
 func loadExample(t testing.TB, name string, o plugins.Options) *plugins.Plugin {
 	t.Helper()
+	if o.CallTimeout == 0 { // these tests are about results, not deadlines: a loaded -race run is slow
+		o.CallTimeout = 10 * time.Second
+	}
 	p, err := plugins.Load(context.Background(), goExample(t, name), o)
 	if err != nil {
 		t.Fatal(err)

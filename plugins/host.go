@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -110,13 +111,15 @@ func (o Options) withDefaults() (Options, error) {
 //     module imports it (stock Go guests do) and AssemblyScript's env.abort when imported;
 //     any other import is refused at load.
 type Plugin struct {
-	name       string
-	opts       Options
-	rt         wazero.Runtime
-	cm         wazero.CompiledModule
-	hooks      []string
-	pool       chan *instance // nil entries are free slots
-	closed     atomic.Bool
+	name   string
+	opts   Options
+	rt     wazero.Runtime
+	cm     wazero.CompiledModule
+	hooks  []string
+	pool   chan *instance // nil entries are free slots
+	closed atomic.Bool
+	// lifecycle is held (read) while an instance is built and (write) while the runtime closes.
+	lifecycle  sync.RWMutex
 	limitBytes uint64 // the memory limit
 }
 
@@ -179,6 +182,8 @@ func (p *Plugin) Close(ctx context.Context) error {
 	if p.closed.Swap(true) {
 		return nil
 	}
+	p.lifecycle.Lock() // wait for instances being built
+	defer p.lifecycle.Unlock()
 	return p.rt.Close(ctx)
 }
 

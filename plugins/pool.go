@@ -83,7 +83,7 @@ func (p *Plugin) acquire(ctx context.Context, hook string) (*instance, error) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		inst, err := p.newInstance(ctx)
+		inst, err := p.buildInstance(ctx)
 		done <- result{inst, err}
 	}()
 	select {
@@ -136,12 +136,24 @@ func (p *Plugin) refill() {
 		p.pool <- nil
 		return
 	}
-	inst, err := p.newInstance(context.Background())
+	inst, err := p.buildInstance(context.Background())
 	if err != nil {
 		p.pool <- nil
 		return
 	}
 	p.pool <- inst
+}
+
+// buildInstance is newInstance under the plugin's lifecycle lock: Close waits for instances
+// being built (wazero must not close a runtime while a module is being instantiated in it) and
+// none is built after it.
+func (p *Plugin) buildInstance(ctx context.Context) (*instance, error) {
+	p.lifecycle.RLock()
+	defer p.lifecycle.RUnlock()
+	if p.closed.Load() {
+		return nil, ErrClosed
+	}
+	return p.newInstance(ctx)
 }
 
 // invoke runs the ABI sequence of one call and returns a copy of the raw reply.
