@@ -124,7 +124,7 @@ deny contains "worker-3's route is frozen" if {
 		}
 	}
 
-	waitEvent(t, c, ccm, "", "worker-3", corev1.EventTypeWarning, "PolicyDenied", "add_route(10.244.3.0/24 via "+servers["worker-3"]+"): worker-3's route is frozen")
+	waitEvent(t, c, ccm, "", "worker-3", corev1.EventTypeWarning, "PolicyDenied", "worker-3's route is frozen: for add_route(10.244.3.0/24 via "+servers["worker-3"]+")")
 	network, _ = emu.Network(netID)
 	if !slices.ContainsFunc(network.Routes, func(r schema.NetworkRoute) bool {
 		return r.Destination == "10.244.3.0/24" && r.Gateway == servers["worker-1"]
