@@ -146,7 +146,7 @@ func (r *goldenRun) step(st golden.Step) bool {
 	if svc := r.c.ServiceOf(t, st, r.uid); svc != nil {
 		r.svc = svc
 	}
-	drain(r.recorder)
+	testutil.Events(r.recorder)
 	ctx := context.Background()
 	var errs []error
 	switch st.Kind {
@@ -184,7 +184,7 @@ func (r *goldenRun) step(st golden.Step) bool {
 			t.Logf("%s (%s): error: %v", st.Name(), st.Description, err)
 		}
 	}
-	events := drain(r.recorder)
+	events := testutil.Events(r.recorder)
 	ok := r.compareLB(st) && r.compareStatus(st)
 	return r.compareEvents(st, events, failed) && ok
 }
@@ -321,18 +321,6 @@ func reasons(t *testing.T, path, prefix string) map[string]bool {
 		out[fields[0]] = true
 	}
 	return out
-}
-
-func drain(rec *record.FakeRecorder) []string {
-	var out []string
-	for {
-		select {
-		case e := <-rec.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
 }
 
 func fileExists(p string) bool {

@@ -7,6 +7,7 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
 )
 
 func TestNetworks_UpdateProtectAndDelete(t *testing.T) {
@@ -89,7 +90,7 @@ func TestCatalogAndActions_GetByID(t *testing.T) {
 
 func TestCertificates_UpdateNameAndLabels(t *testing.T) {
 	w := newWorld(t)
-	certPEM, keyPEM := selfSigned(t, "a.example.com")
+	certPEM, keyPEM := testutil.SelfSignedPEM(t, "a.example.com")
 	cert, _, err := w.client.Certificate.Create(ctx(t), hcloud.CertificateCreateOpts{Name: "c1", Certificate: certPEM, PrivateKey: keyPEM})
 	if err != nil {
 		t.Fatal(err)

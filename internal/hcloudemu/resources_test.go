@@ -1,13 +1,6 @@
 package hcloudemu_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"testing"
 	"time"
 
@@ -15,35 +8,13 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
 )
-
-// selfSigned returns a PEM certificate and key for host.
-func selfSigned(t *testing.T, host string) (string, string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: host}, DNSNames: []string{host},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
-		string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}))
-}
 
 func TestCertificates_UploadedAndManagedServeHTTPS(t *testing.T) {
 	w := newWorld(t)
 	c := w.client
-	certPEM, keyPEM := selfSigned(t, "app.example.com")
+	certPEM, keyPEM := testutil.SelfSignedPEM(t, "app.example.com")
 	up, _, err := c.Certificate.Create(ctx(t), hcloud.CertificateCreateOpts{Name: "uploaded", Certificate: certPEM, PrivateKey: keyPEM})
 	if err != nil {
 		t.Fatal(err)
