@@ -17,14 +17,13 @@ import (
 // same content, and that its kustomization lists exactly those files. kustomize cannot load
 // files outside deploy/, so deploy/policies/sync.sh copies them; this test catches a forgotten
 // run. It needs no cluster and runs with the unit tests.
-func TestDeployPoliciesInSync(t *testing.T) {
-	const src, dst = "../../examples/policies", "../../deploy/policies"
-	const fix = "run deploy/policies/sync.sh and commit the result"
-
+// checkPolicyCopy fails the test unless dst holds exactly the policy files of src with the same
+// content; it returns their names.
+func checkPolicyCopy(t *testing.T, src, dst, fix string) []string {
+	t.Helper()
 	want := policyFiles(t, src)
-	got := policyFiles(t, dst)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Fatalf("policy files of %s and %s differ (-examples +deploy): %s\n%s", src, dst, fix, diff)
+	if diff := cmp.Diff(want, policyFiles(t, dst)); diff != "" {
+		t.Fatalf("policy files of %s and %s differ (-source +copy): %s\n%s", src, dst, fix, diff)
 	}
 	for _, name := range want {
 		a, err := os.ReadFile(filepath.Join(src, name))
@@ -39,6 +38,14 @@ func TestDeployPoliciesInSync(t *testing.T) {
 			t.Errorf("%s differs between %s and %s: %s", name, src, dst, fix)
 		}
 	}
+	return want
+}
+
+func TestDeployPoliciesInSync(t *testing.T) {
+	const src, dst = "../../examples/policies", "../../deploy/policies"
+	const fix = "run deploy/policies/sync.sh and commit the result"
+
+	want := checkPolicyCopy(t, src, dst, fix)
 
 	raw, err := os.ReadFile(filepath.Join(dst, "kustomization.yaml"))
 	if err != nil {
