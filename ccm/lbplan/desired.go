@@ -228,16 +228,21 @@ func isSet(err error) bool { return !errors.Is(err, annotation.ErrNotSet) }
 // else DefaultType with TypeUnconfigured. Names are case-sensitive (checked against the type list
 // by the caller).
 func desiredType(d *Desired, in Input) error {
-	if t, ok := annotation.LBType.Value(in.Service); ok && strings.TrimSpace(t) != "" {
-		d.Type, d.TypeSet = strings.TrimSpace(t), true
-		return nil
+	d.Type, d.TypeSet = ConfiguredType(in.Service, in.Defaults)
+	if !d.TypeSet {
+		d.Type, d.TypeUnconfigured = DefaultType, true
 	}
-	if in.Defaults.Type != "" {
-		d.Type, d.TypeSet = in.Defaults.Type, true
-		return nil
-	}
-	d.Type, d.TypeUnconfigured = DefaultType, true
 	return nil
+}
+
+// ConfiguredType is the type the type annotation (an empty value counts as unset) or else
+// HCLOUD_LOAD_BALANCERS_TYPE asks for; ok is false when neither does (the official CCM then
+// warns LoadBalancerTypeUnconfigured).
+func ConfiguredType(svc *corev1.Service, defaults config.LoadBalancer) (typ string, ok bool) {
+	if t, set := annotation.LBType.Value(svc); set && strings.TrimSpace(t) != "" {
+		return strings.TrimSpace(t), true
+	}
+	return defaults.Type, defaults.Type != ""
 }
 
 // desiredPlacement follows the official CCM: the location annotation (empty unsets the

@@ -304,7 +304,7 @@ func (l *LoadBalancers) invalid(svc *corev1.Service, err error) error {
 // without a type (annotation or HCLOUD_LOAD_BALANCERS_TYPE), before anything else, as the
 // official CCM does.
 func (l *LoadBalancers) warnTypeUnconfigured(svc *corev1.Service) {
-	if t, _ := annotation.LBType.Value(svc); strings.TrimSpace(t) != "" || l.cfg.Type != "" {
+	if _, ok := lbplan.ConfiguredType(svc, l.cfg); ok {
 		return
 	}
 	l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonLoadBalancerTypeUnconfigured,
