@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	corev1 "k8s.io/api/core/v1"
@@ -252,8 +253,8 @@ func (x *Executor) decideAll(ctx context.Context, obj runtime.Object, items []ga
 	}
 	msg := denied.String()
 	x.recorder.Event(obj, corev1.EventTypeWarning, ReasonPolicyDenied, "nothing changed: "+msg)
-	// Use %w deliberately: callers and tests match policy.ErrDenied, and the service and route
-	// controllers retry the returned error.
+	// DeniedError wraps policy.ErrDenied: callers match it, and the service and route
+	// controllers retry the returned error with backoff.
 	return &DeniedError{Denied: len(deniedItems), Of: len(items), Messages: msg}
 }
 
@@ -370,6 +371,12 @@ func annotationHint(err error) string {
 			text += " " + strings.ToLower(f.Name)
 		}
 	}
+	// Whole words only (field paths like services[0].http.certificates split at the dots), so
+	// that "ip" does not match inside "multiple".
+	words := map[string]bool{}
+	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' }) {
+		words[strings.TrimSuffix(w, "s")] = true
+	}
 	for _, h := range []struct {
 		word string
 		name annotation.Name
@@ -380,7 +387,7 @@ func annotationHint(err error) string {
 		{"load_balancer_type", annotation.LBType}, {"algorithm", annotation.LBAlgorithmType},
 		{"name", annotation.LBName}, {"ip", annotation.LBPrivateIPv4},
 	} {
-		if strings.Contains(text, h.word) {
+		if words[h.word] {
 			return string(h.name)
 		}
 	}
