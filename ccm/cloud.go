@@ -30,6 +30,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/metadata"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/nodelabels"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/requeue"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routes"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
@@ -74,6 +75,9 @@ type Cloud struct {
 	routes    *routes.Routes
 	decider   policy.Decider
 	plugins   []*plugins.Watched
+	// requeue retries denied Services when the policy input changes; nil without a Kubernetes
+	// client and informers.
+	requeue *requeue.Requeuer
 	// nodeLabels re-applies plugin labels; nil without a node label plugin. Atomic because
 	// plugin reloads (another goroutine) trigger it.
 	nodeLabels atomic.Pointer[nodelabels.Controller]
@@ -116,17 +120,27 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 			return nil, err
 		}
 	}
-	decider, err := startPolicy(ctx, d)
-	if err != nil {
+	c := &Cloud{cfg: cfg, client: client}
+	var onLoad func(string)
+	if d.Kube != nil && d.Informers != nil {
+		c.requeue = requeue.New(d.Kube)
+		onLoad = c.requeue.PolicyLoaded
+	}
+	if c.decider, err = startPolicy(ctx, d, onLoad); err != nil {
 		return nil, err
 	}
-	c := &Cloud{cfg: cfg, client: client, decider: decider}
 	labeler, namer, err := c.loadPlugins(ctx, d.Options)
 	if err != nil {
 		return nil, err
 	}
 	if err := c.build(d, network, labeler, namer); err != nil {
 		return nil, err
+	}
+	if c.requeue != nil {
+		if err := c.requeue.WatchNamespaces(d.Informers.Core().V1().Namespaces().Informer()); err != nil {
+			return nil, fmt.Errorf("ccm.New: %w", err)
+		}
+		go c.requeue.Run(ctx)
 	}
 	c.logStart(network)
 	return c, nil
@@ -185,7 +199,11 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 	}
 	execOpts = append(execOpts, executor.WithActionPollInterval(c.cfg.HCloud.PollInterval))
 	exec := executor.New(c.client, c.decider, d.Recorder, clusterView(d, network), execOpts...)
-	c.lbs = loadbalancer.New(c.client, exec, c.cfg.LoadBalancer, network, d.Recorder, namer)
+	var lbOpts []loadbalancer.Option
+	if c.requeue != nil {
+		lbOpts = append(lbOpts, loadbalancer.WithDenialTracker(c.requeue))
+	}
+	c.lbs = loadbalancer.New(c.client, exec, c.cfg.LoadBalancer, network, d.Recorder, namer, lbOpts...)
 
 	if network != nil && c.cfg.Network.RoutesEnabled && d.ClusterCIDR == "" {
 		// Upstream's route controller refuses to start without a cluster CIDR and takes the

@@ -25,7 +25,9 @@ import (
 //
 // A first revision that does not compile is an error: the CCM does not start with a policy it
 // cannot enforce. Later bad revisions are rejected and the last good one stays in force.
-func startPolicy(ctx context.Context, d Deps) (policy.Decider, error) {
+//
+// onLoad, if not nil, is called with each revision put in force.
+func startPolicy(ctx context.Context, d Deps, onLoad func(revision string)) (policy.Decider, error) {
 	o := d.Options
 	if o.PolicyDir == "" && o.PolicyConfigMap == "" {
 		klog.InfoS("No policy source configured: every mutation is allowed (set --policy-dir or --policy-configmap to enable the gate)")
@@ -35,6 +37,7 @@ func startPolicy(ctx context.Context, d Deps) (policy.Decider, error) {
 		Mode:        policy.Mode(o.PolicyMode),
 		FailureMode: policy.FailureMode(o.PolicyFailureMode),
 		Recorder:    d.Recorder,
+		OnLoad:      onLoad,
 	})
 	if o.PolicyDir != "" {
 		if err := policy.WatchDir(ctx, engine, o.PolicyDir); err != nil {

@@ -70,6 +70,10 @@ type Options struct {
 	// Recorder receives PolicyLoaded and PolicyRejected events for sources with an object
 	// (see [Source]); nil means no events.
 	Recorder record.EventRecorder
+	// OnLoad, if set, is called with the revision each time Load puts a new revision in force
+	// (not for a rejected one, nor for the revision already in force), after it is in force
+	// and while Load still holds its lock: it must return quickly.
+	OnLoad func(revision string)
 }
 
 // Validate reports every invalid field of o, naming the field and the accepted values.
@@ -236,6 +240,9 @@ func (e *Engine) Load(ctx context.Context, files map[string][]byte, from Source)
 		"modules", len(policies), "dataFiles", len(data), "testFiles", len(tests), "duration", time.Since(start))
 	e.event(from, corev1.EventTypeNormal, ReasonPolicyLoaded, "Policy revision %s loaded from %s (%d modules, %d data files, %d test files)",
 		rev, from.Name, len(policies), len(data), len(tests))
+	if e.opts.OnLoad != nil {
+		e.opts.OnLoad(rev)
+	}
 	return rev, nil
 }
 

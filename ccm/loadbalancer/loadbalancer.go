@@ -29,6 +29,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/providerid"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
 // Event reasons. They MUST not change: operators alert on them.
@@ -62,6 +63,16 @@ type LoadBalancers struct {
 	recorder record.EventRecorder
 	namer    Namer
 	types    *typeCache
+	denials  DenialTracker
+}
+
+// DenialTracker learns which Services the policy denied, to retry them when the policy input
+// changes (ccm/requeue).
+type DenialTracker interface {
+	// Denied records that the last plan of svc was denied.
+	Denied(svc *corev1.Service)
+	// Settled records that the last plan of svc was not denied.
+	Settled(svc *corev1.Service)
 }
 
 var _ cloudprovider.LoadBalancer = (*LoadBalancers)(nil)
@@ -72,6 +83,11 @@ type Option func(*LoadBalancers)
 // WithTypeCacheMaxAge sets how long the load balancer type list is cached (default 1 h).
 func WithTypeCacheMaxAge(d time.Duration) Option {
 	return func(l *LoadBalancers) { l.types.maxAge = d }
+}
+
+// WithDenialTracker reports each denied plan (and each Ensure that was not denied) to t.
+func WithDenialTracker(t DenialTracker) Option {
+	return func(l *LoadBalancers) { l.denials = t }
 }
 
 // New returns the load balancer implementation. network is the cluster network (nil if none),
@@ -193,6 +209,7 @@ func checkName(svc *corev1.Service) error {
 func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
 	compatmetrics.Operation(compatmetrics.OpEnsureLoadBalancer)
 	lb, d, err := l.reconcile(ctx, clusterName, svc, nodes, true)
+	l.track(svc, err, true)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +222,21 @@ func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 func (l *LoadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) error {
 	compatmetrics.Operation(compatmetrics.OpUpdateLoadBalancer)
 	_, _, err := l.reconcile(ctx, clusterName, svc, nodes, false)
+	// A missing load balancer is not reconciled here, so only a denial says something.
+	l.track(svc, err, false)
 	return err
+}
+
+// track tells the denial tracker whether err is a denial; with settle, a result that is not a
+// denial clears an earlier one.
+func (l *LoadBalancers) track(svc *corev1.Service, err error, settle bool) {
+	switch {
+	case l.denials == nil:
+	case errors.Is(err, policy.ErrDenied):
+		l.denials.Denied(svc)
+	case settle:
+		l.denials.Settled(svc)
+	}
 }
 
 // EnsureLoadBalancerDeleted deletes the load balancer carrying the Service's UID label and
@@ -215,6 +246,13 @@ func (l *LoadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 // it.
 func (l *LoadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *corev1.Service) error {
 	compatmetrics.Operation(compatmetrics.OpEnsureLoadBalancerDeleted)
+	err := l.ensureDeleted(ctx, svc)
+	l.track(svc, err, true)
+	return err
+}
+
+// ensureDeleted is EnsureLoadBalancerDeleted.
+func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) error {
 	lb, err := l.byUID(ctx, svc)
 	if err != nil || lb == nil {
 		return err

@@ -76,6 +76,11 @@ type envConfig struct {
 	network bool
 	namer   loadbalancer.Namer
 	servers int
+	lbOpts  []loadbalancer.Option
+}
+
+func withLBOption(o loadbalancer.Option) envOption {
+	return func(c *envConfig) { c.lbOpts = append(c.lbOpts, o) }
 }
 
 func withNetworkEnv(c *envConfig) { c.network = true }
@@ -129,7 +134,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		cluster.Network = &policy.Network{ID: netID, Name: "k8s", IPRange: "10.0.0.0/8"}
 	}
 	ev.exec = executor.New(client, ev.decider, ev.recorder, cluster)
-	ev.lbs = loadbalancer.New(client, ev.exec, c.cfg, ev.network, ev.recorder, c.namer)
+	ev.lbs = loadbalancer.New(client, ev.exec, c.cfg, ev.network, ev.recorder, c.namer, c.lbOpts...)
 	return ev
 }
 

@@ -351,7 +351,7 @@ func writeReport(out io.Writer, st state, converged bool, took time.Duration, en
 	p("  kubectl get nodes -L node.kubernetes.io/instance-type,topology.kubernetes.io/zone,%spool", pluginLabelPrefix)
 	p("  kubectl get services -A")
 	p("  kubectl get events -A --field-selector reason=%s", executor.ReasonPolicyDenied)
-	p("  kubectl label namespace shop hcloud-ccm/public=true   # the policy now allows shop/web: watch it get an IP")
+	p("  kubectl label namespace shop hcloud-ccm/public=true   # the policy now allows shop/web: it gets an IP within seconds")
 	p("  kubectl -n kube-system edit configmap hcloud-ccm-policies   # the CCM reloads policies within a second")
 	p("  export HCLOUD_ENDPOINT=%s HCLOUD_TOKEN=%s", env.endpoint, env.token)
 	p("  curl -s -H \"Authorization: Bearer $HCLOUD_TOKEN\" $HCLOUD_ENDPOINT/load_balancers")

@@ -1,0 +1,238 @@
+// Package requeue retries denied Services at once when the policy input changes.
+//
+// The upstream service controller retries a Service whose load balancer sync failed with
+// exponential backoff (up to 5 minutes), and offers no way to enqueue a Service from outside. It
+// does enqueue a Service at once, without backoff, on any update its needsUpdate considers
+// relevant, and a change of annotations is one. So the CCM remembers which Services its policy
+// denied, and when a new policy revision is put in force or the labels of a namespace change
+// (both are policy input), it sets the annotation [Annotation] on those Services (all of them,
+// or those of the namespace), which makes the service controller sync them now.
+//
+// # Why an annotation, through the status subresource?
+//
+// An annotation is the only Service change that needsUpdate sees and that means nothing to the
+// Service's owner. It is patched through services/status, which the CCM may already patch
+// (ingress, finalizer): the status strategy resets only spec, so metadata can change there and
+// the CCM needs no write access to the Service itself.
+//
+// Start with New, feed it with Denied/Settled from the load balancer calls, connect
+// PolicyLoaded and WatchNamespaces, and Run it.
+package requeue
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+)
+
+// Annotation is set on a denied Service to make the service controller retry it at once. Its
+// value says why and when ("policy revision 0123456789ab at 2026-11-25T10:47:24.123Z"). The name
+// MUST not change: operators may filter it out of diffs.
+const Annotation = "service.hcloud-policy-ccm.io/policy-retry"
+
+// maxPatchRetries bounds the retries of a failed annotation patch; the service controller's own
+// backoff retries the Service anyway.
+const maxPatchRetries = 5
+
+// Triggers of a retry (the metric's trigger label).
+const (
+	TriggerPolicy    = "policy"
+	TriggerNamespace = "namespace"
+)
+
+// retriesTotal counts annotation patches by trigger and result (success, error).
+var retriesTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+	Name:           "hcloud_ccm_policy_retries_total",
+	Help:           "Denied Services retried at once because the policy or their namespace's labels changed, by trigger (policy, namespace) and result (success, error).",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"trigger", "result"})
+
+var registerOnce sync.Once
+
+// Requeuer remembers the denied Services and retries them when the policy input changes. It is
+// safe for concurrent use.
+type Requeuer struct {
+	client kubernetes.Interface
+	queue  workqueue.TypedRateLimitingInterface[types.NamespacedName]
+	now    func() time.Time
+
+	mu     sync.Mutex
+	denied map[types.NamespacedName]types.UID
+	cause  map[types.NamespacedName]cause // why a queued Service is retried
+}
+
+// cause is why a Service is retried.
+type cause struct{ trigger, text string }
+
+// New returns a Requeuer that patches Services with client.
+func New(client kubernetes.Interface) *Requeuer {
+	registerOnce.Do(func() { legacyregistry.MustRegister(retriesTotal) })
+	return &Requeuer{
+		client: client,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
+			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "policy-retry"},
+		),
+		now:    time.Now,
+		denied: map[types.NamespacedName]types.UID{},
+		cause:  map[types.NamespacedName]cause{},
+	}
+}
+
+// Denied records that the policy denied the last plan of svc.
+func (r *Requeuer) Denied(svc *corev1.Service) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.denied[keyOf(svc)] = svc.UID
+}
+
+// Settled records that the last plan of svc was not denied (it ran, failed otherwise, or there
+// was nothing to do): svc is no longer retried on policy input changes.
+func (r *Requeuer) Settled(svc *corev1.Service) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.denied, keyOf(svc))
+}
+
+// DeniedServices returns the Services whose last plan was denied.
+func (r *Requeuer) DeniedServices() []types.NamespacedName {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]types.NamespacedName, 0, len(r.denied))
+	for k := range maps.Keys(r.denied) {
+		out = append(out, k)
+	}
+	return out
+}
+
+// PolicyLoaded retries every denied Service: revision was just put in force.
+func (r *Requeuer) PolicyLoaded(revision string) {
+	r.retry(cause{TriggerPolicy, "policy revision " + revision}, func(types.NamespacedName) bool { return true })
+}
+
+// NamespaceChanged retries the denied Services of cur when its labels differ from old's.
+func (r *Requeuer) NamespaceChanged(old, cur *corev1.Namespace) {
+	if maps.Equal(old.Labels, cur.Labels) {
+		return
+	}
+	r.retry(cause{TriggerNamespace, "labels of namespace " + cur.Name}, func(k types.NamespacedName) bool { return k.Namespace == cur.Name })
+}
+
+// WatchNamespaces calls NamespaceChanged on every update of the namespace informer.
+func (r *Requeuer) WatchNamespaces(informer cache.SharedIndexInformer) error {
+	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, cur any) {
+			o, ok1 := old.(*corev1.Namespace)
+			c, ok2 := cur.(*corev1.Namespace)
+			if ok1 && ok2 {
+				r.NamespaceChanged(o, c)
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("requeue: watch namespaces: %w", err)
+	}
+	return nil
+}
+
+// retry queues the denied Services that match.
+func (r *Requeuer) retry(c cause, match func(types.NamespacedName) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k := range r.denied {
+		if match(k) {
+			r.cause[k] = c
+			r.queue.Add(k)
+		}
+	}
+}
+
+// Run patches queued Services until ctx ends.
+func (r *Requeuer) Run(ctx context.Context) {
+	go func() {
+		<-ctx.Done()
+		r.queue.ShutDown()
+	}()
+	for r.next(ctx) {
+	}
+}
+
+// next patches one queued Service; false once the queue is shut down.
+func (r *Requeuer) next(ctx context.Context) bool {
+	k, quit := r.queue.Get()
+	if quit {
+		return false
+	}
+	defer r.queue.Done(k)
+	r.mu.Lock()
+	uid, denied := r.denied[k]
+	c := r.cause[k]
+	r.mu.Unlock()
+	if !denied { // settled meanwhile
+		r.forget(k)
+		return true
+	}
+	err := r.patch(ctx, k, uid, c)
+	switch {
+	case err == nil:
+		retriesTotal.WithLabelValues(c.trigger, "success").Inc()
+		klog.InfoS("Retrying a denied Service now: the policy input changed", "service", k, "cause", c.text)
+		r.forget(k)
+	case apierrors.IsNotFound(err) || apierrors.IsConflict(err): // gone, or replaced by a new Service
+		r.Settled(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}})
+		r.forget(k)
+	default:
+		retriesTotal.WithLabelValues(c.trigger, "error").Inc()
+		if r.queue.NumRequeues(k) < maxPatchRetries {
+			klog.ErrorS(err, "Could not mark a denied Service for retry; trying again", "service", k, "cause", c.text)
+			r.queue.AddRateLimited(k)
+			return true
+		}
+		klog.ErrorS(err, "Could not mark a denied Service for retry; the service controller's backoff retries it", "service", k, "cause", c.text)
+		r.forget(k)
+	}
+	return true
+}
+
+// forget drops k from the queue's backoff and its cause.
+func (r *Requeuer) forget(k types.NamespacedName) {
+	r.queue.Forget(k)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.cause, k)
+}
+
+// patch sets the annotation on the Service k through its status subresource. The UID in the
+// patch is a precondition: a Service recreated under the same name is not touched (Conflict).
+func (r *Requeuer) patch(ctx context.Context, k types.NamespacedName, uid types.UID, c cause) error {
+	value := c.text + " at " + r.now().UTC().Format(time.RFC3339Nano)
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid":         uid,
+		"annotations": map[string]string{Annotation: value},
+	}})
+	if err != nil {
+		return fmt.Errorf("requeue: patch %s: %w", k, err)
+	}
+	if _, err := r.client.CoreV1().Services(k.Namespace).Patch(ctx, k.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status"); err != nil {
+		return fmt.Errorf("requeue: patch %s: %w", k, err)
+	}
+	return nil
+}
+
+func keyOf(svc *corev1.Service) types.NamespacedName {
+	return types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+}

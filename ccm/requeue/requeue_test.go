@@ -1,0 +1,200 @@
+package requeue
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+func service(ns, name string) *corev1.Service {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "-" + name)}}
+}
+
+// newTest returns a Requeuer over a fake clientset holding svcs, with a fixed clock.
+func newTest(t *testing.T, svcs ...*corev1.Service) (*Requeuer, *fake.Clientset) {
+	t.Helper()
+	objs := make([]runtime.Object, len(svcs))
+	for i, s := range svcs {
+		objs[i] = s
+	}
+	client := fake.NewClientset(objs...)
+	r := New(client)
+	r.now = func() time.Time { return time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC) }
+	t.Cleanup(r.queue.ShutDown)
+	return r, client
+}
+
+// drain patches what is queued now.
+func drain(r *Requeuer) {
+	for r.queue.Len() > 0 {
+		r.next(context.Background())
+	}
+}
+
+// marked returns "ns/name=value" for the Services that carry the annotation.
+func marked(t *testing.T, client *fake.Clientset) []string {
+	t.Helper()
+	list, err := client.CoreV1().Services("").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, s := range list.Items {
+		if v, ok := s.Annotations[Annotation]; ok {
+			out = append(out, s.Namespace+"/"+s.Name+"="+v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestRequeuer_triggers(t *testing.T) {
+	const at = " at 2026-11-25T10:00:00Z"
+	shopLabels := map[string]string{"team": "shop"}
+	tests := []struct {
+		name    string
+		denied  []*corev1.Service
+		settled []*corev1.Service
+		trigger func(r *Requeuer)
+		want    []string
+	}{{
+		name:    "namespace labels changed: that namespace's denied Services",
+		denied:  []*corev1.Service{service("shop", "web"), service("shop", "api"), service("blog", "web")},
+		trigger: func(r *Requeuer) { r.NamespaceChanged(namespace("shop", shopLabels), namespace("shop", nil)) },
+		want:    []string{"shop/api=labels of namespace shop" + at, "shop/web=labels of namespace shop" + at},
+	}, {
+		name:    "namespace updated, same labels: nothing",
+		denied:  []*corev1.Service{service("shop", "web")},
+		trigger: func(r *Requeuer) { r.NamespaceChanged(namespace("shop", shopLabels), namespace("shop", shopLabels)) },
+	}, {
+		name:    "policy revision: every denied Service",
+		denied:  []*corev1.Service{service("shop", "web"), service("blog", "web")},
+		trigger: func(r *Requeuer) { r.PolicyLoaded("0123456789ab") },
+		want:    []string{"blog/web=policy revision 0123456789ab" + at, "shop/web=policy revision 0123456789ab" + at},
+	}, {
+		name:    "settled Services are not touched",
+		denied:  []*corev1.Service{service("shop", "web"), service("shop", "api")},
+		settled: []*corev1.Service{service("shop", "api")},
+		trigger: func(r *Requeuer) { r.PolicyLoaded("0123456789ab") },
+		want:    []string{"shop/web=policy revision 0123456789ab" + at},
+	}, {
+		name:    "settled after queueing, before the patch: not touched",
+		denied:  []*corev1.Service{service("shop", "web")},
+		trigger: func(r *Requeuer) { r.PolicyLoaded("0123456789ab"); r.Settled(service("shop", "web")) },
+	}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, client := newTest(t, append(tc.denied, service("other", "allowed"))...)
+			for _, s := range tc.denied {
+				r.Denied(s)
+			}
+			for _, s := range tc.settled {
+				r.Settled(s)
+			}
+			tc.trigger(r)
+			drain(r)
+			if diff := cmp.Diff(tc.want, marked(t, client)); diff != "" {
+				t.Errorf("annotated Services (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func namespace(name string, labels map[string]string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+}
+
+// TestRequeuer_patchesStatusWithUIDPrecondition: the patch goes to the status subresource (the
+// CCM may patch services/status, not services) and carries the UID it recorded.
+func TestRequeuer_patchesStatusWithUIDPrecondition(t *testing.T) {
+	r, client := newTest(t, service("shop", "web"))
+	r.Denied(service("shop", "web"))
+	r.PolicyLoaded("0123456789ab")
+	drain(r)
+	var patches []k8stesting.PatchAction
+	for _, a := range client.Actions() {
+		if p, ok := a.(k8stesting.PatchAction); ok {
+			patches = append(patches, p)
+		}
+	}
+	if len(patches) != 1 {
+		t.Fatalf("%d patches, want 1: %v", len(patches), client.Actions())
+	}
+	p := patches[0]
+	if p.GetSubresource() != "status" || p.GetPatchType() != types.MergePatchType {
+		t.Errorf("patch of subresource %q type %s, want status and a merge patch", p.GetSubresource(), p.GetPatchType())
+	}
+	if !strings.Contains(string(p.GetPatch()), `"uid":"shop-web"`) {
+		t.Errorf("patch %s does not carry the Service's UID", p.GetPatch())
+	}
+}
+
+// TestRequeuer_goneServiceIsForgotten: a Service deleted meanwhile (NotFound) is dropped from
+// the denied set.
+func TestRequeuer_goneServiceIsForgotten(t *testing.T) {
+	r, _ := newTest(t) // the Service does not exist
+	r.Denied(service("shop", "web"))
+	r.PolicyLoaded("0123456789ab")
+	drain(r)
+	if got := r.DeniedServices(); len(got) != 0 {
+		t.Errorf("denied after NotFound = %v, want none", got)
+	}
+}
+
+// TestRequeuer_failedPatchIsRetried: an apiserver error is retried with backoff.
+func TestRequeuer_failedPatchIsRetried(t *testing.T) {
+	r, client := newTest(t, service("shop", "web"))
+	fails := 2
+	client.PrependReactor("patch", "services", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if fails > 0 {
+			fails--
+			return true, nil, errors.New("apiserver unavailable")
+		}
+		return false, nil, nil
+	})
+	r.Denied(service("shop", "web"))
+	r.PolicyLoaded("0123456789ab")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for range 3 { // two failures, then the patch; the backoff starts at 5 ms
+		r.next(ctx)
+	}
+	want := []string{"shop/web=policy revision 0123456789ab at 2026-11-25T10:00:00Z"}
+	if diff := cmp.Diff(want, marked(t, client)); diff != "" {
+		t.Errorf("annotated Services (-want +got):\n%s", diff)
+	}
+}
+
+// TestRequeuer_Run ends when ctx ends.
+func TestRequeuer_Run(t *testing.T) {
+	r, client := newTest(t, service("shop", "web"))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	r.Denied(service("shop", "web"))
+	r.PolicyLoaded("0123456789ab")
+	deadline := time.Now().Add(5 * time.Second)
+	for len(marked(t, client)) == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after ctx ended")
+	}
+	if len(marked(t, client)) != 1 {
+		t.Error("Run did not patch the denied Service")
+	}
+}
