@@ -26,6 +26,15 @@ import (
 //     status when 0, code from the status when empty);
 //   - FailAction: serve normally, but the action created by the request ends
 //     in error (code action_failed) and the change is not applied.
+//
+// With AfterCommit the request is served first, so its change is applied
+// (committed), and only then the effects above replace the reply: Delay
+// holds the reply back (until the client gives up, or it is sent late),
+// Drop closes the connection, Raw/Status/Code answer an error in place of
+// the real reply, and with none of these the real reply is sent after the
+// Delay ("hung"). This is how a create that succeeded but whose answer was
+// lost looks to the client: a retry must not create a second resource.
+// FailAction does not combine with AfterCommit.
 type Fault struct {
 	Method      string        `json:"method,omitempty"`
 	Pattern     string        `json:"pattern,omitempty"`
@@ -39,6 +48,7 @@ type Fault struct {
 	Delay       time.Duration `json:"delay,omitempty"` // nanoseconds in JSON
 	Drop        bool          `json:"drop,omitempty"`
 	FailAction  bool          `json:"fail_action,omitempty"`
+	AfterCommit bool          `json:"after_commit,omitempty"`
 }
 
 type faultRule struct {
@@ -105,15 +115,78 @@ func (e *Emulator) pickFault(r *http.Request) (Fault, bool) {
 	return Fault{}, false
 }
 
-// applyFault runs the fault that fires for r, if any. It returns the context
-// to serve the request with, and done when the fault answered (or dropped)
-// the request itself.
-func (e *Emulator) applyFault(w http.ResponseWriter, r *http.Request) (context.Context, bool) {
-	ctx := r.Context()
+// serveWithFaults serves r through h, applying the fault that fires for r,
+// if any: before h (the request is not applied) or, with AfterCommit, after
+// h (the request is applied, the reply is replaced).
+func (e *Emulator) serveWithFaults(w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request)) {
 	f, ok := e.pickFault(r)
 	if !ok {
-		return ctx, false
+		h(w, r)
+		return
 	}
+	if !f.AfterCommit {
+		ctx, answered := e.runFault(w, r, f)
+		if !answered {
+			h(w, r.WithContext(ctx))
+		}
+		return
+	}
+	buf := &bufferedReply{header: http.Header{}}
+	h(buf, r)
+	if _, answered := e.runFault(w, r, f); !answered {
+		buf.sendTo(w)
+	}
+}
+
+// bufferedReply holds a reply until the after-commit fault decides whether
+// the client gets it.
+type bufferedReply struct {
+	header http.Header
+	status int
+	body   []byte
+}
+
+func (b *bufferedReply) Header() http.Header { return b.header }
+
+func (b *bufferedReply) WriteHeader(status int) {
+	if b.status == 0 {
+		b.status = status
+	}
+}
+
+func (b *bufferedReply) Write(p []byte) (int, error) {
+	b.WriteHeader(http.StatusOK)
+	b.body = append(b.body, p...)
+	return len(p), nil
+}
+
+// sendTo writes the held reply to w.
+func (b *bufferedReply) sendTo(w http.ResponseWriter) {
+	for k, v := range b.header {
+		w.Header()[k] = v
+	}
+	if b.status == 0 {
+		b.status = http.StatusOK
+	}
+	w.WriteHeader(b.status)
+	_, _ = w.Write(b.body)
+}
+
+// applyFault runs the fault that fires for r, if any, before r is served.
+// It returns the context to serve the request with, and done when the fault
+// answered (or dropped) the request itself. After-commit faults are only
+// applied by serveWithFaults; here they do nothing.
+func (e *Emulator) applyFault(w http.ResponseWriter, r *http.Request) (context.Context, bool) {
+	f, ok := e.pickFault(r)
+	if !ok || f.AfterCommit {
+		return r.Context(), false
+	}
+	return e.runFault(w, r, f)
+}
+
+// runFault applies the effects of f to the request r: see Fault.
+func (e *Emulator) runFault(w http.ResponseWriter, r *http.Request, f Fault) (context.Context, bool) {
+	ctx := r.Context()
 	if f.Delay > 0 {
 		t := time.NewTimer(f.Delay)
 		select {
@@ -161,7 +234,7 @@ func (e *Emulator) applyFault(w http.ResponseWriter, r *http.Request) (context.C
 		}
 		writeError(w, &apiError{status: status, code: code, message: msg})
 		return ctx, true
-	case f.FailAction:
+	case f.FailAction && !f.AfterCommit:
 		return withFailAction(ctx), false
 	}
 	return ctx, false

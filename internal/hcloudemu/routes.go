@@ -161,25 +161,26 @@ func (e *Emulator) middleware(mux *http.ServeMux) http.Handler {
 			writeError(rec, newError(http.StatusUnauthorized, "unauthorized", "unable to authenticate"))
 			return
 		}
-		ctx, answered := e.applyFault(rec, r)
-		if answered {
-			return
-		}
-		ctx = context.WithValue(ctx, responseWriterKey{}, http.ResponseWriter(rec))
-		e.serveRecovering(mux, rec, r.WithContext(ctx))
+		e.serveWithFaults(rec, r, func(w http.ResponseWriter, r *http.Request) {
+			ctx := context.WithValue(r.Context(), responseWriterKey{}, w)
+			e.serveRecovering(mux, rec, w, r.WithContext(ctx))
+		})
 	})
 }
 
 // serveRecovering serves r, turning a handler panic into a logged 500
 // server_error, so the request log records the status the client saw.
-func (e *Emulator) serveRecovering(h http.Handler, w *statusRecorder, r *http.Request) {
+//
+// The reply goes to w, which is rec or a buffer in front of it (an
+// after-commit fault); rec tells whether a reply was already sent.
+func (e *Emulator) serveRecovering(h http.Handler, rec *statusRecorder, w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
 			e.logf("hcloudemu: panic serving %s %s: %v\n%s", r.Method, r.URL.Path, v, debug.Stack())
-			if w.status == 0 {
+			if rec.status == 0 {
 				writeError(w, newError(http.StatusInternalServerError, "server_error", "internal error"))
 			}
 		}
