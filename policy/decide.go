@@ -9,6 +9,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/topdown"
 	"k8s.io/klog/v2"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
 )
 
 // Decide evaluates data.ccm.deny and data.ccm.warn for in with the revision in force.
@@ -92,6 +94,9 @@ func evalQuery(ctx context.Context, pq rego.PreparedEvalQuery, in Input) (deny, 
 }
 
 // messages decodes data.ccm.deny or data.ccm.warn: a set of strings or {"msg", "code"} objects.
+// Each msg is cut at truncate.EventMessage bytes and each code at truncate.Value (on a character
+// boundary), so a policy cannot flood the decision log, the events or the errors; a malformed
+// message is echoed in the error only up to truncate.Value.
 func messages(v any, rule string) ([]Message, error) {
 	items, ok := v.([]any)
 	if !ok {
@@ -104,23 +109,26 @@ func messages(v any, rule string) ([]Message, error) {
 	for _, item := range items {
 		switch m := item.(type) {
 		case string:
-			out = append(out, Message{Msg: m})
+			out = append(out, Message{Msg: truncate.String(m, truncate.EventMessage)})
 		case map[string]any:
 			msg, ok := m["msg"].(string)
 			if !ok {
-				return nil, fmt.Errorf("a data.ccm.%s message object has no string \"msg\": %v", rule, m)
+				return nil, fmt.Errorf("a data.ccm.%s message object has no string \"msg\": %s", rule, echo(m))
 			}
 			code, ok := m["code"].(string)
 			if _, present := m["code"]; present && !ok {
-				return nil, fmt.Errorf("a data.ccm.%s message object has a \"code\" that is not a string: %v", rule, m)
+				return nil, fmt.Errorf("a data.ccm.%s message object has a \"code\" that is not a string: %s", rule, echo(m))
 			}
-			out = append(out, Message{Msg: msg, Code: code})
+			out = append(out, Message{Msg: truncate.String(msg, truncate.EventMessage), Code: truncate.String(code, truncate.Value)})
 		default:
-			return nil, fmt.Errorf("a data.ccm.%s message is %T (%v): want a string or {\"msg\": \"...\", \"code\": \"...\"}", rule, item, item)
+			return nil, fmt.Errorf("a data.ccm.%s message is %T (%s): want a string or {\"msg\": \"...\", \"code\": \"...\"}", rule, item, echo(item))
 		}
 	}
 	return out, nil
 }
+
+// echo formats a malformed message for an error, cut at truncate.Value bytes.
+func echo(v any) string { return truncate.String(fmt.Sprint(v), truncate.Value) }
 
 func resultOf(d Decision) string {
 	switch {
