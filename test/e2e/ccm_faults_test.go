@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,13 +36,17 @@ const faultTimeout = 60 * time.Second
 
 // faultEnv is the cluster, the emulator and the CCM the cases share.
 type faultEnv struct {
+	// root is the matrix test: the CCMs and nodes live as long as it does. t is the running
+	// case, which the invariant checks fail.
+	root     *testing.T
 	t        *testing.T
 	c        *harness.Cluster
 	emu      *hcloudemu.Emulator
 	endpoint string
 	netID    int64
 	ccm      *harness.Process
-	started  int // CCMs started, for their names
+	standby  *harness.Process // a second CCM waiting for the Lease, if any
+	started  int              // CCMs started, for their names
 	// nodes are the registered nodes: name → private IP.
 	nodes map[string]string
 }
@@ -58,7 +63,7 @@ var faultCCMEnv = append([]string{
 // quickly.
 func (e *faultEnv) startCCM() {
 	e.started++
-	e.ccm, _ = startCCM(e.t, e.c, fmt.Sprintf("ccm-%d", e.started), e.endpoint, e.emu.Token(), ccmRun{
+	e.ccm, _ = startCCM(e.root, e.c, fmt.Sprintf("ccm-%d", e.started), e.endpoint, e.emu.Token(), ccmRun{
 		deploy: deployDir + "/networks",
 		env:    faultCCMEnv,
 		args:   []string{"--leader-elect-lease-duration=4s", "--leader-elect-renew-deadline=3s", "--leader-elect-retry-period=1s"},
@@ -68,12 +73,12 @@ func (e *faultEnv) startCCM() {
 // addNode adds a server in the network and registers its node with pod CIDR 10.244.<n>.0/24.
 func (e *faultEnv) addNode(name string, n int, live bool) {
 	ip := fmt.Sprintf("10.0.0.%d", 10+n)
-	addServer(e.t, e.emu, hcloudemu.ServerSpec{Name: name, Networks: []hcloudemu.ServerNetwork{{NetworkID: e.netID, IP: ip}}})
+	addServer(e.root, e.emu, hcloudemu.ServerSpec{Name: name, Networks: []hcloudemu.ServerNetwork{{NetworkID: e.netID, IP: ip}}})
 	cidr := fmt.Sprintf("10.244.%d.0/24", n)
 	if live {
-		createNodeLive(e.t, e.c, name, cidr, "worker-1")
+		createNodeLive(e.root, e.c, name, cidr, "worker-1")
 	} else {
-		e.c.CreateNode(e.t, name, cidr, harness.WithInternalIP(ip))
+		e.c.CreateNode(e.root, name, cidr, harness.WithInternalIP(ip))
 	}
 	e.nodes[name] = ip
 }
@@ -102,7 +107,7 @@ type faultCase struct {
 
 // TestCCMFaultMatrix runs the fault cases of issue 10 against one CCM (see the top of the file).
 func TestCCMFaultMatrix(t *testing.T) {
-	e := &faultEnv{t: t, nodes: map[string]string{}}
+	e := &faultEnv{root: t, t: t, nodes: map[string]string{}}
 	e.c = harness.Start(t)
 	e.c.ApplyKustomize(t, deployDir+"/networks")
 	e.emu, e.endpoint = hcloudemu.NewTestServer(t)
@@ -179,6 +184,24 @@ func TestCCMFaultMatrix(t *testing.T) {
 			e.ccm.Kill()
 			t.Logf("killed %s with SIGKILL while its create was pending", e.ccm.Name)
 			e.startCCM()
+		},
+		firedOn: createLB,
+	}, {
+		name:   "leader failover mid-plan: the standby takes over",
+		faults: []hcloudemu.Fault{{Method: "POST", Pattern: "/v1/load_balancers", Delay: 30 * time.Second, AfterCommit: true, Times: 1}},
+		act: func(t *testing.T, e *faultEnv, svc string) {
+			leader := e.ccm
+			e.startCCM() // the standby: waits for the Lease
+			e.standby, e.ccm = e.ccm, leader
+			createService(t, e.c, loadBalancerService("default", svc))
+		},
+		after: func(t *testing.T, e *faultEnv) {
+			e.ccm.Kill()
+			t.Logf("killed the leader %s with SIGKILL while its create was pending", e.ccm.Name)
+			e.ccm = e.standby
+			waitCCM(t, e.ccm, faultTimeout, func() (bool, error) {
+				return strings.Contains(e.ccm.Logs(), "Successfully acquired lease"), fmt.Errorf("%s has not taken the Lease", e.ccm.Name)
+			})
 		},
 		firedOn: createLB,
 	}}
