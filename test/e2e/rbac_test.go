@@ -138,6 +138,11 @@ func TestDeployRBACIsEnoughAndLeast(t *testing.T) {
 			_, err := sa.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 			return err
 		}},
+		{"patch a Service's annotation through status (the policy retry marker)", func() error {
+			_, err := sa.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType,
+				[]byte(`{"metadata":{"annotations":{"service.hcloud-policy-ccm.io/policy-retry":"e2e"}}}`), metav1.PatchOptions{}, "status")
+			return err
+		}},
 		{"list and watch namespaces", func() error {
 			if _, err := sa.CoreV1().Namespaces().List(ctx, metav1.ListOptions{}); err != nil {
 				return err
