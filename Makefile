@@ -26,10 +26,16 @@ CHART := deploy/chart
 CHART_VALUES := $(CHART)/ci/official-default-values.yaml $(CHART)/ci/official-full-daemonset-values.yaml \
 	$(CHART)/ci/official-default-values.yaml,$(CHART)/ci/policy-values.yaml
 
+# golangci-lint, for `make lint` (.golangci.yml), built once from the Go module proxy by
+# test/tools/golangci-lint (a module of its own) and cached next to the kube binaries.
+GOLANGCI_LINT_VERSION := $(shell awk '$$1 == "github.com/golangci/golangci-lint/v2" { print $$2; exit }' test/tools/golangci-lint/go.mod)
+LINT_DIR ?= $(KUBE_CACHE)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+LINT_BIN ?= $(LINT_DIR)/golangci-lint
+
 GO_TEST_FLAGS ?= -count=1
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build test unit race vet fmt-check policy-test kube-bins helm-bin chart-test e2e e2e-versions bench bench-smoke demo clean
+.PHONY: all build test unit race vet lint lint-bin fmt-check policy-test kube-bins helm-bin chart-test e2e e2e-versions bench bench-smoke demo clean
 
 all: build
 
@@ -42,6 +48,15 @@ build:
 vet:
 	go vet ./...
 	go vet -tags e2e ./test/e2e/...
+
+lint-bin:
+	test/tools/golangci-lint/build.sh $(LINT_DIR)
+
+# golangci-lint with .golangci.yml, which sets the build tags e2e and bench so those files are
+# linted too; then the plugin SDK and examples again as GOOS=wasip1 builds them (*_wasip1.go).
+lint: lint-bin
+	$(LINT_BIN) run ./...
+	GOOS=wasip1 GOARCH=wasm $(LINT_BIN) run --tests=false ./plugins/sdk/... ./plugins/examples/...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -92,7 +107,7 @@ e2e-versions: helm-bin build plugins
 			go test $(GO_TEST_FLAGS) -tags e2e -timeout $(E2E_TIMEOUT) ./test/e2e/...; \
 	done
 
-test: fmt-check vet build plugins-fixtures-check unit race policy-test chart-test e2e bench-smoke
+test: fmt-check vet lint build plugins-fixtures-check unit race policy-test chart-test e2e bench-smoke
 
 # The demo: local kube-apiserver + etcd + Hetzner API emulator + this CCM with the example
 # policies and plugins (cmd/ccm-demo). Ctrl-C stops everything.

@@ -40,7 +40,7 @@ var hookOrder = []string{HookNodeLabels, HookLoadBalancerName}
 
 // unpack splits a hook result into the reply's pointer and length.
 func unpack(packed uint64) (ptr, size uint32) {
-	return uint32(packed >> 32), uint32(packed)
+	return uint32(packed >> 32), uint32(packed & 0xffff_ffff)
 }
 
 // pack is the inverse of unpack (used by tests and documented for guest authors).

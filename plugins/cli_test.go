@@ -18,7 +18,7 @@ func TestRunCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	typo := filepath.Join(dir, "typo.json")
-	if err := os.WriteFile(typo, []byte(`{"node_nmae":"x"}`), 0o600); err != nil {
+	if err := os.WriteFile(typo, []byte(`{"node_nmae":"x"}`), 0o600); err != nil { //nolint:misspell // the typo is the test
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -39,7 +39,7 @@ func TestRunCLI(t *testing.T) {
 			input: "examples/lb-name/testdata/input.json", want: "{\n  \"name\": \"wat-lb\"\n}\n",
 		},
 		{name: "An unknown hook is an error", module: good, hook: "lb_name", input: typo, want: `unknown hook "lb_name"`, err: true},
-		{name: "A typo in the input is an error", module: good, hook: plugins.HookNodeLabels, input: typo, want: `unknown field "node_nmae"`, err: true},
+		{name: "A typo in the input is an error", module: good, hook: plugins.HookNodeLabels, input: typo, want: `unknown field "node_nmae"`, err: true}, //nolint:misspell // the typo is the test
 		{name: "A missing input is an error", module: good, hook: plugins.HookNodeLabels, input: filepath.Join(dir, "none.json"), want: "no such file", err: true},
 		{name: "A missing module is an error", module: filepath.Join(dir, "none.wasm"), hook: plugins.HookNodeLabels, input: "examples/node-labels/testdata/input.json", want: "load plugin", err: true},
 	}

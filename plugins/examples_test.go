@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -46,7 +45,7 @@ func goExample(t testing.TB, name string) string {
 			return
 		}
 		for _, ex := range []string{"node-labels", "lb-name"} {
-			cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-buildmode=c-shared", "-trimpath",
+			cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath",
 				"-ldflags=-s -w", "-o", filepath.Join(goExamples.dir, ex+".wasm"), "./examples/"+ex)
 			cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOTOOLCHAIN=local", "CGO_ENABLED=0")
 			if out, err := cmd.CombinedOutput(); err != nil {

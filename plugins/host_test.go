@@ -338,24 +338,6 @@ func TestPlugin_RecyclesGrownInstances(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers, as Options.Stderr must be.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // recordWriter counts writes (log records with the default Stderr) and bytes.
 type recordWriter struct {
 	mu             sync.Mutex

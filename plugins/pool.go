@@ -42,7 +42,7 @@ func (p *Plugin) newInstance(ctx context.Context) (*instance, error) {
 		_ = mod.Close(ctx)
 		return nil, fmt.Errorf("%s: %w", exportABIVersion, err)
 	}
-	if v := int32(res[0]); v != ABIVersion {
+	if v := api.DecodeI32(res[0]); v != ABIVersion {
 		_ = mod.Close(ctx)
 		return nil, fmt.Errorf("%s returned %d, this host supports ABI version %d", exportABIVersion, v, ABIVersion)
 	}
@@ -163,7 +163,7 @@ func (p *Plugin) invoke(ctx context.Context, inst *instance, hook string, req []
 	if err != nil {
 		return nil, p.callError(ctx, hook, exportAlloc, err)
 	}
-	inPtr := uint32(res[0])
+	inPtr := api.DecodeU32(res[0])
 	if !mem.Write(inPtr, req) {
 		return nil, p.errorf(hook, ErrABI, "%s(%d) returned %d, outside the %d-byte memory", exportAlloc, len(req), inPtr, mem.Size())
 	}
@@ -202,7 +202,7 @@ func (p *Plugin) callError(ctx context.Context, hook, fn string, err error) erro
 
 func (p *Plugin) ctxError(ctx context.Context, hook, what string, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return fmt.Errorf("plugin %s: hook %s: %w (limit %s): %s: %v", p.name, hook, ErrTimeout, p.opts.CallTimeout, what, err)
+		return fmt.Errorf("plugin %s: hook %s: %w (limit %s): %s: %w", p.name, hook, ErrTimeout, p.opts.CallTimeout, what, err)
 	}
-	return fmt.Errorf("plugin %s: hook %s: %w: %s: %v", p.name, hook, ctx.Err(), what, err)
+	return fmt.Errorf("plugin %s: hook %s: %w: %s: %w", p.name, hook, ctx.Err(), what, err)
 }

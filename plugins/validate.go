@@ -111,13 +111,13 @@ func validateSubdomain(s string) error {
 	return nil
 }
 
-// validateDNSLabel checks [a-z0-9]([-a-z0-9]*[a-z0-9])? of at most max characters.
-func validateDNSLabel(s string, max int) error {
+// validateDNSLabel checks [a-z0-9]([-a-z0-9]*[a-z0-9])? of at most maxLen characters.
+func validateDNSLabel(s string, maxLen int) error {
 	switch {
 	case s == "":
 		return errors.New("empty part")
-	case len(s) > max:
-		return fmt.Errorf("%d characters, at most %d allowed", len(s), max)
+	case len(s) > maxLen:
+		return fmt.Errorf("%d characters, at most %d allowed", len(s), maxLen)
 	case !lowerAlnum(s[0]) || !lowerAlnum(s[len(s)-1]):
 		return errors.New("must begin and end with a lowercase letter or digit")
 	}

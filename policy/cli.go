@@ -129,7 +129,8 @@ func RunTests(ctx context.Context, dirs []string, w io.Writer, verbose bool) (fa
 		CapturePrintOutput(true).
 		RaiseBuiltinErrors(true).
 		SetTimeout(5*time.Second). // opa test's default
-		Run(ctx, modules)
+		SetModules(modules).
+		RunTests(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("compile policy tests: %w", &LoadError{Revision: "under test", Problems: problemsFrom(err)})
 	}

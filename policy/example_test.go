@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -46,7 +47,8 @@ func ExampleLoadError() {
 	_, err := e.Load(context.Background(), map[string][]byte{
 		"net.rego": []byte("package ccm\n\ndeny contains \"down\" if http.send({\"method\": \"GET\", \"url\": \"http://x\"}).status_code != 200\n"),
 	}, policy.DirSource("example"))
-	if lerr, ok := err.(*policy.LoadError); ok {
+	var lerr *policy.LoadError
+	if errors.As(err, &lerr) {
 		for _, p := range lerr.Problems {
 			fmt.Printf("%s:%d %s\n", p.File, p.Row, p.Message)
 		}

@@ -30,7 +30,7 @@ func TestExamplePolicies(t *testing.T) {
 	}
 	comp := ast.NewCompiler().WithCapabilities(policy.Capabilities()).WithEnablePrintStatements(true).WithStrict(true)
 	ch, err := tester.NewRunner().SetCompiler(comp).SetStore(store).
-		CapturePrintOutput(true).RaiseBuiltinErrors(true).Run(ctx, modules)
+		CapturePrintOutput(true).RaiseBuiltinErrors(true).SetModules(modules).RunTests(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,7 +119,8 @@ func runRevisionTests(ctx context.Context, policies, data, tests map[string][]by
 		CapturePrintOutput(true).
 		RaiseBuiltinErrors(true).
 		SetTimeout(testTimeout).
-		Run(ctx, modules)
+		SetModules(modules).
+		RunTests(ctx, nil)
 	if err != nil {
 		return problemsFrom(err)
 	}

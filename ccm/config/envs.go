@@ -22,7 +22,7 @@ const (
 	//
 	// Type: path
 	// Default: unset
-	EnvHCloudTokenFile = "HCLOUD_TOKEN_FILE"
+	EnvHCloudTokenFile = "HCLOUD_TOKEN_FILE" //nolint:gosec // the variable's name, not a credential
 
 	// EnvHCloudEndpoint overrides the base URL of the Hetzner Cloud API, for example
 	// http://127.0.0.1:4000/v1 for the emulator.

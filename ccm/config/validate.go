@@ -90,7 +90,7 @@ func (c Config) Validate() error {
 	}
 
 	if c.Robot.Enabled {
-		errs = append(errs, errors.New("Robot (dedicated servers) is not supported by this CCM; unset ROBOT_ENABLED")) //nolint:staticcheck // the message names the product
+		errs = append(errs, errors.New("Robot (dedicated servers) is not supported by this CCM; unset ROBOT_ENABLED"))
 	}
 
 	return errors.Join(errs...)

@@ -113,15 +113,6 @@ func (ev *env) plan(t *testing.T, svc *corev1.Service, lb *hcloud.LoadBalancer) 
 	return p
 }
 
-func (ev *env) lb(t *testing.T) *hcloud.LoadBalancer {
-	t.Helper()
-	lbs, err := ev.client.LoadBalancer.All(context.Background())
-	if err != nil || len(lbs) != 1 {
-		t.Fatalf("load balancers: %d, %v", len(lbs), err)
-	}
-	return lbs[0]
-}
-
 func count(events []string, prefix string) int {
 	n := 0
 	for _, e := range events {

@@ -139,7 +139,7 @@ func TestTransport_contextEndsWhileHeldBack(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
-	if _, err := tr.RoundTrip(req); !errors.Is(err, context.Canceled) {
+	if _, err := tr.RoundTrip(req); !errors.Is(err, context.Canceled) { //nolint:bodyclose // no response: the context ended
 		t.Fatalf("RoundTrip() error = %v, want context.Canceled", err)
 	}
 }
@@ -183,7 +183,7 @@ func TestTransport_heldBackRequestsHoldNoSlots(t *testing.T) {
 	cancel()
 	for range 50 {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:1/v1/servers", nil)
-		if _, err := tr.RoundTrip(req); !errors.Is(err, context.Canceled) {
+		if _, err := tr.RoundTrip(req); !errors.Is(err, context.Canceled) { //nolint:bodyclose // no response: the context ended
 			t.Fatalf("RoundTrip() with an ended context = %v, want context.Canceled", err)
 		}
 	}

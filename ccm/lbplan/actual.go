@@ -141,13 +141,3 @@ func actualService(s hcloud.LoadBalancerService) Service {
 	}
 	return out
 }
-
-// network returns the attachment to the network id, or nil.
-func (a *Actual) network(id int64) *AttachedNetwork {
-	for i := range a.Networks {
-		if a.Networks[i].ID == id {
-			return &a.Networks[i]
-		}
-	}
-	return nil
-}

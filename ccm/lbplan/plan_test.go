@@ -423,7 +423,7 @@ var cmpEmpty = cmp.Comparer(func(a, b []string) bool {
 	if len(a) == 0 && len(b) == 0 {
 		return true
 	}
-	return cmp.Equal([]string(a), []string(b))
+	return cmp.Equal(a, b)
 })
 
 func TestCompute_MaxTargetsReported(t *testing.T) {

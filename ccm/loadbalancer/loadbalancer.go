@@ -370,7 +370,7 @@ func (l *LoadBalancers) checkType(ctx context.Context, svc *corev1.Service, d *l
 		}
 		return l.invalid(svc, annotation.Usagef(field, "invalid value for %q: %q is not a load balancer type (known, case-sensitive: %s)", field, d.Type, strings.Join(known, ", ")))
 	}
-	if t.Deprecated != nil {
+	if t.IsDeprecated() {
 		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonLoadBalancerTypeDeprecated, "load balancer type %s is deprecated", t.Name)
 	}
 	d.MaxTargets = t.MaxTargets

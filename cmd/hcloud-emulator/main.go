@@ -28,8 +28,9 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, nil); err != nil {
+	err := run(ctx, os.Args[1:], os.Stdout, nil)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "hcloud-emulator:", err)
 		os.Exit(1)
 	}

@@ -62,7 +62,7 @@ func TestRun_ServesTheExampleSeedOnLoopback(t *testing.T) {
 		t.Errorf("output does not print the metadata endpoint: %q", out.String())
 	}
 	mc := metadata.NewClient(metadata.WithEndpoint(metadataEndpoint), metadata.WithTimeout(2*time.Second))
-	if id, err := mc.InstanceID(); err != nil || id != servers[0].ID {
+	if id, err := mc.InstanceIDWithContext(ctx); err != nil || id != servers[0].ID {
 		t.Errorf("metadata instance-id = %d, %v; want %d (-metadata-server control-plane-1)", id, err, servers[0].ID)
 	}
 

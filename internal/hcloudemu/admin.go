@@ -38,8 +38,8 @@ func (e *Emulator) adminRoutes() http.Handler {
 		writeError(w, newError(http.StatusUnprocessableEntity, "invalid_input", "%v", err))
 	}
 	body := func(w http.ResponseWriter, r *http.Request, v any) bool {
-		if err := decode(r, v, false); err != nil {
-			writeError(w, err.(*apiError))
+		if err := decodeAPI(r, v, false); err != nil {
+			writeError(w, err)
 			return false
 		}
 		return true

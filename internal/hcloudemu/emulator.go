@@ -93,7 +93,7 @@ func WithRandSeed(seed uint64) Option { return func(e *Emulator) { e.randSeed = 
 // A seed that cannot be applied is logged and reported by SeedError; New does
 // not fail, so options stay simple.
 func New(opts ...Option) *Emulator {
-	e := &Emulator{
+	e := &Emulator{ //nolint:gosec // token: the emulator's documented default token, not a secret
 		token:        "emulator-token",
 		clock:        realClock{},
 		commandDelay: map[string]time.Duration{},
@@ -105,7 +105,7 @@ func New(opts ...Option) *Emulator {
 	for _, o := range opts {
 		o(e)
 	}
-	e.rnd = rand.New(rand.NewPCG(e.randSeed, e.randSeed))
+	e.rnd = rand.New(rand.NewPCG(e.randSeed, e.randSeed)) //nolint:gosec // seeded on purpose: a test double's runs must repeat
 	e.mux = e.routes()
 	e.handler = e.middleware(e.mux)
 	e.mu.Lock()

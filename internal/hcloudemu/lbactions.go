@@ -201,7 +201,7 @@ func init() {
 // decodeAPI is decode with the *apiError type the verbs return.
 func decodeAPI(r *http.Request, v any, allowEmpty bool) *apiError {
 	if err := decode(r, v, allowEmpty); err != nil {
-		return err.(*apiError)
+		return err.(*apiError) //nolint:errorlint // decode returns only *apiError, never wrapped
 	}
 	return nil
 }

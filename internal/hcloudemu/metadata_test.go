@@ -1,6 +1,7 @@
 package hcloudemu_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -43,26 +44,26 @@ func TestMetadata_AnswersForTheConfiguredServerThroughHcloudGo(t *testing.T) {
 	w.emu.SetMetadataServer("self")
 	mc := metadata.NewClient(metadata.WithEndpoint(hcloudemu.MetadataEndpoint(w.endpoint)), metadata.WithTimeout(2*time.Second))
 
-	id, err := mc.InstanceID()
+	id, err := mc.InstanceIDWithContext(t.Context())
 	if err != nil || id != self {
 		t.Errorf("InstanceID() = %d, %v; want %d", id, err, self)
 	}
 	for name, tc := range map[string]struct {
-		get  func() (string, error)
+		get  func(context.Context) (string, error)
 		want string
 	}{
-		"hostname":          {mc.Hostname, "self"},
-		"region":            {mc.Region, "eu-central"},
-		"availability-zone": {mc.AvailabilityZone, "hel1-dc2"},
+		"hostname":          {mc.HostnameWithContext, "self"},
+		"region":            {mc.RegionWithContext, "eu-central"},
+		"availability-zone": {mc.AvailabilityZoneWithContext, "hel1-dc2"},
 	} {
-		if got, err := tc.get(); err != nil || got != tc.want {
+		if got, err := tc.get(t.Context()); err != nil || got != tc.want {
 			t.Errorf("%s = %q, %v; want %q", name, got, err, tc.want)
 		}
 	}
-	if ip, err := mc.PublicIPv4(); err != nil || ip.String() != "203.0.113.200" {
+	if ip, err := mc.PublicIPv4WithContext(t.Context()); err != nil || ip.String() != "203.0.113.200" {
 		t.Errorf("PublicIPv4() = %v, %v", ip, err)
 	}
-	raw, err := mc.PrivateNetworks()
+	raw, err := mc.PrivateNetworksWithContext(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestMetadata_Selection(t *testing.T) {
 			w := newWorld(t)
 			tc.setup(t, w)
 			mc := metadata.NewClient(metadata.WithEndpoint(hcloudemu.MetadataEndpoint(w.endpoint)), metadata.WithTimeout(2*time.Second))
-			id, err := mc.InstanceID()
+			id, err := mc.InstanceIDWithContext(t.Context())
 			if tc.wantID == nil {
 				if err == nil || !strings.Contains(err.Error(), "404") {
 					t.Errorf("InstanceID() = %d, %v; want a 404 error", id, err)
@@ -149,12 +150,12 @@ func TestMetadata_ResetRestoresTheOptionAndFaultsApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	mc := metadata.NewClient(metadata.WithEndpoint(hcloudemu.MetadataEndpoint(w.endpoint)), metadata.WithTimeout(100*time.Millisecond))
-	if got, err := mc.InstanceID(); err != nil || got != id {
+	if got, err := mc.InstanceIDWithContext(t.Context()); err != nil || got != id {
 		t.Errorf("after Reset InstanceID() = %d, %v; want %d (WithMetadataServer)", got, err, id)
 	}
 	w.emu.AddFault(hcloudemu.Fault{Pattern: hcloudemu.MetadataPath + "/*", Delay: time.Second})
 	start := time.Now()
-	if _, err := mc.PrivateNetworks(); err == nil {
+	if _, err := mc.PrivateNetworksWithContext(t.Context()); err == nil {
 		t.Error("PrivateNetworks() with a 1s delay and a 100ms client timeout succeeded")
 	}
 	if d := time.Since(start); d > 900*time.Millisecond {

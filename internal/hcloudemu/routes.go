@@ -92,7 +92,7 @@ func (e *Emulator) api(h apiFunc) http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		_, _ = w.Write(body)
+		_, _ = w.Write(body) //nolint:gosec // JSON (Content-Type above), not HTML: no XSS
 	})
 }
 
@@ -122,7 +122,7 @@ func (e *Emulator) middleware(mux *http.ServeMux) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
+				if v == http.ErrAbortHandler { //nolint:errorlint // a panic value, compared as net/http does
 					panic(v)
 				}
 				e.logf("hcloudemu: panic serving %s %s: %v\n%s", r.Method, r.URL.Path, v, debug.Stack())
@@ -176,7 +176,7 @@ func (e *Emulator) middleware(mux *http.ServeMux) http.Handler {
 func (e *Emulator) serveRecovering(h http.Handler, rec *statusRecorder, w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if v := recover(); v != nil {
-			if v == http.ErrAbortHandler {
+			if v == http.ErrAbortHandler { //nolint:errorlint // a panic value, compared as net/http does
 				panic(v)
 			}
 			e.logf("hcloudemu: panic serving %s %s: %v\n%s", r.Method, r.URL.Path, v, debug.Stack())

@@ -135,7 +135,7 @@ func (e *Emulator) addServerLocked(s ServerSpec) (int64, error) {
 func macAddress(network int64, ip string) string {
 	a, _ := netip.ParseAddr(ip)
 	b := a.As4()
-	return fmt.Sprintf("86:00:%02x:%02x:%02x:%02x", byte(network), b[1], b[2], b[3])
+	return fmt.Sprintf("86:00:%02x:%02x:%02x:%02x", byte(network), b[1], b[2], b[3]) //nolint:gosec // only the network ID's low byte is meant
 }
 
 func orDefault(v, def string) string {

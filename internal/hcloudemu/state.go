@@ -122,7 +122,9 @@ func (s *state) allocIPv4() string {
 			if n < size-2 {
 				a := p.Addr().As4()
 				v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+				//nolint:gosec // 0 <= n < size-2, and a pool's size fits 32 bits
 				v += uint32(n + 1)
+				//nolint:gosec // the 4 bytes of v
 				ip := netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 				if ip.As4()[3] == 0 || ip.As4()[3] == 255 || s.publicIPs[ip.String()] {
 					break

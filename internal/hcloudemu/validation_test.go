@@ -177,7 +177,7 @@ func TestValidation_ErrorsUseTheRealCodesAndChangeNothing(t *testing.T) {
 			return err
 		}, "invalid_input", "ip"},
 		{"Deleting a protected load balancer is protected", func(ctx context.Context) error {
-			_, err := c.LoadBalancer.Delete(ctx, lb)
+			_, _, err := c.LoadBalancer.DeleteWithResult(ctx, lb)
 			return err
 		}, "protected", ""},
 		{"A public route destination is invalid_input", func(ctx context.Context) error {

@@ -14,16 +14,16 @@ const EventMessage = 1024
 // Value is the longest echo of user input (an annotation value) in a message (bytes).
 const Value = 256
 
-// String returns s when it has at most max bytes; otherwise its longest prefix that ends on a
-// rune boundary and, with the suffix " …(N bytes cut)", fits in max bytes. max below 32 is
+// String returns s when it has at most limit bytes; otherwise its longest prefix that ends on a
+// rune boundary and, with the suffix " …(N bytes cut)", fits in limit bytes. limit below 32 is
 // treated as 32.
-func String(s string, max int) string {
-	if len(s) <= max {
+func String(s string, limit int) string {
+	if len(s) <= limit {
 		return s
 	}
-	max = maxInt(max, 32)
+	limit = maxInt(limit, 32)
 	suffix := fmt.Sprintf(" …(%d bytes cut)", len(s))
-	cut := max - len(suffix)
+	cut := limit - len(suffix)
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
 	}

@@ -19,7 +19,7 @@ func ccmFree(ptr, size uint32) { delete(pinned, ptr) }
 
 func alloc(size uint32) uint32 {
 	b := make([]byte, max(size, 1))
-	p := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+	p := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) //nolint:gosec // the buffer's address in linear memory is what the host reads
 	pinned[p] = b
 	return p
 }
@@ -41,7 +41,7 @@ func Input(ptr, size uint32) []byte {
 //
 // For hook packages; plugin code never needs it.
 func Output(reply []byte) uint64 {
-	p := alloc(uint32(len(reply)))
+	p := alloc(uint32(len(reply))) //nolint:gosec // wasm32 linear memory is at most 4 GiB: len fits 32 bits
 	copy(pinned[p], reply)
 	return uint64(p)<<32 | uint64(len(reply))
 }

@@ -65,7 +65,7 @@ func TestDeployPoliciesInSync(t *testing.T) {
 	}
 	listed := slices.Clone(k.ConfigMapGenerator[0].Files)
 	slices.Sort(listed)
-	if diff := cmp.Diff(want, listed, cmp.Comparer(func(a, b []string) bool { return slices.Equal(a, b) })); diff != "" {
+	if diff := cmp.Diff(want, listed, cmp.Comparer(slices.Equal[[]string])); diff != "" {
 		t.Errorf("files listed in %s/kustomization.yaml (-want +got): %s\n%s", dst, fix, diff)
 	}
 }
