@@ -242,7 +242,7 @@ func TestCCMFaultMatrix(t *testing.T) {
 			if tc.deleted {
 				waitCCM(t, e.ccm, faultTimeout, func() (bool, error) {
 					_, err := e.c.Client().CoreV1().Services("default").Get(context.Background(), svc, metav1.GetOptions{})
-					return apierrors.IsNotFound(err), fmt.Errorf("service %s still exists (finalizer not removed): %v", svc, err)
+					return apierrors.IsNotFound(err), fmt.Errorf("service %s still exists (finalizer not removed): %w", svc, err)
 				})
 			}
 			t.Logf("converged %.1f s after the faults were cleared (case: %.1f s)", time.Since(cleared).Seconds(), time.Since(start).Seconds())

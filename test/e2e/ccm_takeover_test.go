@@ -72,7 +72,7 @@ func TestCCMNoLoadBalancerTakeover(t *testing.T) {
 		}
 		waitCCM(t, ccm, time.Minute, func() (bool, error) {
 			_, err := c.Client().CoreV1().Services("attacker").Get(ctx, name, metav1.GetOptions{})
-			return apierrors.IsNotFound(err), fmt.Errorf("attacker/%s not gone yet: %v", name, err)
+			return apierrors.IsNotFound(err), fmt.Errorf("attacker/%s not gone yet: %w", name, err)
 		})
 	}
 
