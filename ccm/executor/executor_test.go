@@ -298,7 +298,7 @@ func TestRun_Delete(t *testing.T) {
 			if tc.fault != nil {
 				ev.emu.AddFault(*tc.fault)
 			}
-			p, _ := lbplan.ComputeDelete(lbplan.NewActual(lb))
+			p, _ := lbplan.ComputeDelete(lb)
 			got, err := ev.exec.Run(context.Background(), svc, p)
 			if tc.wantErr == "" && (err != nil || got != nil) {
 				t.Fatalf("got %v, err %v", got, err)
@@ -374,7 +374,7 @@ func TestRun_CreateIsOneRequest(t *testing.T) {
 	if n := ev.emu.Counts()["GET /v1/load_balancers/{id}"]; n != 0 {
 		t.Errorf("%d reloads after the create, want 0: the answer has what the status needs", n)
 	}
-	if lb == nil || len(lb.Services) != 1 || len(lb.Targets) != 2 || lb.PublicNet.IPv4.IP == nil {
+	if lb == nil || len(lb.Services) != 1 || len(lb.Targets) != 2 || lb.IPv4 == "" {
 		t.Fatalf("run returned %+v", lb)
 	}
 	if n := len(ev.decider.inputs); n != len(p.Mutations) || n != 4 {
@@ -507,7 +507,7 @@ func TestRun_ReloadsOnlyWhenTheAddressesChange(t *testing.T) {
 			if got == nil || got.ID != id {
 				t.Fatalf("run returned %+v", got)
 			}
-			if _, attach := p.Mutations[0].(lbplan.AttachNetwork); attach && (len(got.PrivateNet) != 1 || got.PrivateNet[0].IP == nil) {
+			if _, attach := p.Mutations[0].(lbplan.AttachNetwork); attach && (len(got.Networks) != 1 || got.Networks[0].IP == nil) {
 				t.Errorf("run returned %+v", got)
 			}
 		})

@@ -52,32 +52,41 @@ type Step struct {
 	Final *policy.LoadBalancer
 }
 
-// Steps applies the mutations one after the other to the policy view of the actual load
-// balancer. Each step owns its copies.
+// Steps applies the mutations one after the other (Mutation.Apply) to the actual load
+// balancer and gives the policy view of each step. Each step owns its copies. A delete keeps
+// the load balancer being deleted as its view (policies match on its name and labels).
 func (p Plan) Steps() []Step {
-	var cur *policy.LoadBalancer
-	if p.Actual != nil {
-		cur = p.Actual.Policy(p.IPv6)
-		if n := cur.Network; n != nil && n.IPRange == "" && p.network != nil && p.network.ID == n.ID {
-			n.IPRange = p.network.IPRange
-		}
-	}
+	state := p.Actual
+	cur := p.view(state)
 	steps := make([]Step, 0, len(p.Mutations))
 	for _, m := range p.Mutations {
-		next := &policy.LoadBalancer{}
-		if cur != nil {
-			next = clonePolicy(cur)
+		next := m.Apply(state)
+		view := p.view(next)
+		if next == nil {
+			view = clonePolicy(cur)
 		}
-		m.Apply(next)
-		steps = append(steps, Step{Mutation: m, Current: clonePolicy(cur), LoadBalancer: next})
-		cur = next
+		steps = append(steps, Step{Mutation: m, Current: clonePolicy(cur), LoadBalancer: view})
+		state, cur = next, view
 	}
-	if len(steps) > 0 && steps[len(steps)-1].Mutation.Action() != policy.ActionLoadBalancerDelete {
+	if state != nil {
 		for i := range steps {
 			steps[i].Final = clonePolicy(cur)
 		}
 	}
 	return steps
+}
+
+// view is the policy view of a (nil for none); an attachment to the cluster network that the
+// API reported without its range gets the cluster network's.
+func (p Plan) view(a *Actual) *policy.LoadBalancer {
+	if a == nil {
+		return nil
+	}
+	lb := a.Policy(p.IPv6)
+	if n := lb.Network; n != nil && n.IPRange == "" && p.network != nil && p.network.ID == n.ID {
+		n.IPRange = p.network.IPRange
+	}
+	return lb
 }
 
 // Policy returns the policy view of the load balancer; ipv6 is the view's ipv6 flag.

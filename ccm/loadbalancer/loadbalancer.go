@@ -104,7 +104,7 @@ func (l *LoadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *core
 	if err != nil {
 		return nil, true, l.invalid(svc, err)
 	}
-	return lbplan.Status(lb, opts), true, nil
+	return lbplan.Status(lbplan.NewActual(lb), opts), true, nil
 }
 
 // GetLoadBalancerName returns the load balancer name of svc: the name annotation, else the
@@ -233,7 +233,7 @@ func (l *LoadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 }
 
 // reconcile builds the desired state, finds the actual load balancer, plans and runs.
-func (l *LoadBalancers) reconcile(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, create bool) (*hcloud.LoadBalancer, lbplan.Desired, error) {
+func (l *LoadBalancers) reconcile(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, create bool) (*lbplan.Actual, lbplan.Desired, error) {
 	name, rename := l.name(ctx, clusterName, svc)
 	certs, err := l.certificates(ctx, svc)
 	if err != nil {
@@ -287,8 +287,8 @@ func (l *LoadBalancers) reconcile(ctx context.Context, clusterName string, svc *
 		l.recorder.Event(nodeRef(t.Node), corev1.EventTypeWarning, ReasonMaxTargetsReached, msg)
 		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonMaxTargetsReached, msg)
 	}
-	lb, err = l.exec.Run(ctx, svc, plan)
-	return lb, d, err
+	state, err := l.exec.Run(ctx, svc, plan)
+	return state, d, err
 }
 
 // invalid emits InvalidAnnotation for an annotation error (annotation.IsUserError) and returns
