@@ -306,6 +306,10 @@ func TestRun_Delete(t *testing.T) {
 			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.HasPrefix(err.Error(), "delete(web): ")) {
 				t.Fatalf("err = %v, want %q", err, tc.wantErr)
 			}
+			var protected *lbplan.ProtectedError
+			if tc.wantErr != "" && (!errors.As(err, &protected) || !errors.Is(err, lbplan.ErrProtected) || !hcloud.IsError(err, hcloud.ErrorCodeProtected)) {
+				t.Errorf("err = %v, want a *lbplan.ProtectedError wrapping the API's refusal", err)
+			}
 			if n := len(ev.emu.LoadBalancers()); n != tc.wantRemain {
 				t.Errorf("%d load balancers remain, want %d", n, tc.wantRemain)
 			}

@@ -265,8 +265,8 @@ func sendAddTarget(ctx context.Context, x *Executor, c call, m lbplan.AddTarget)
 	return a, err
 }
 
-// sendDelete deletes the load balancer; not_found means done. Delete protection is an error
-// and a Warning event DeleteProtected.
+// sendDelete deletes the load balancer; not_found means done. Delete protection is a
+// *lbplan.ProtectedError and a Warning event DeleteProtected.
 func sendDelete(ctx context.Context, x *Executor, c call, _ lbplan.Delete) (answer, error) {
 	res, _, err := x.lbClient().DeleteWithResult(ctx, c.ref())
 	switch {
@@ -276,7 +276,7 @@ func sendDelete(ctx context.Context, x *Executor, c call, _ lbplan.Delete) (answ
 	case hcloud.IsError(err, hcloud.ErrorCodeProtected):
 		x.recorder.Eventf(c.svc, corev1.EventTypeWarning, ReasonDeleteProtected,
 			"load balancer %s (%d) has delete protection: not deleted; remove the protection to let the CCM delete it", c.lb.Name, c.lb.ID)
-		return answer{}, fmt.Errorf("load balancer %s (%d) has delete protection: %w", c.lb.Name, c.lb.ID, err)
+		return answer{}, &lbplan.ProtectedError{Name: c.lb.Name, ID: c.lb.ID, Err: err}
 	case err != nil:
 		return answer{}, err
 	}

@@ -12,8 +12,33 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
-// ErrProtected is returned by ComputeDelete for a load balancer with delete protection.
+// ErrProtected is matched (errors.Is) by every *ProtectedError.
 var ErrProtected = errors.New("load balancer has delete protection")
+
+// ProtectedError is returned for a load balancer whose delete protection keeps the CCM from
+// deleting it: by ComputeDelete when the load balancer says so, and by the executor when the
+// API refuses the delete as protected (Err is then the API's error). Callers choose the
+// DeleteProtected event with errors.As, never by the message.
+type ProtectedError struct {
+	Name string
+	ID   int64
+	// Err is the API's refusal; nil when the planner saw the protection.
+	Err error
+}
+
+func (e *ProtectedError) Error() string {
+	msg := fmt.Sprintf("load balancer %s (%d): %v; remove the protection to let the CCM delete it", e.Name, e.ID, ErrProtected)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Is lets errors.Is(err, ErrProtected) match.
+func (e *ProtectedError) Is(target error) bool { return target == ErrProtected }
+
+// Unwrap returns the API's refusal, if any.
+func (e *ProtectedError) Unwrap() error { return e.Err }
 
 // Plan is the ordered list of mutations that turns an actual load balancer into the desired
 // one. An empty plan means nothing to do (an unchanged load balancer costs no mutation).
@@ -183,13 +208,13 @@ func Compute(d Desired, actual *Actual) (Plan, error) {
 }
 
 // ComputeDelete plans the deletion of actual (nil: nothing to delete). A protected load balancer
-// is not deleted: a wrapped ErrProtected is returned.
+// is not deleted: a *ProtectedError is returned.
 func ComputeDelete(actual *Actual) (Plan, error) {
 	if actual == nil {
 		return Plan{}, nil
 	}
 	if actual.Protected {
-		return Plan{}, fmt.Errorf("load balancer %s (%d): %w; remove the protection to let the CCM delete it", actual.Name, actual.ID, ErrProtected)
+		return Plan{}, &ProtectedError{Name: actual.Name, ID: actual.ID}
 	}
 	return Plan{Actual: actual, IPv6: true, Mutations: []Mutation{Delete{Name: actual.Name}}}, nil
 }

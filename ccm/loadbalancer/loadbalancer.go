@@ -220,7 +220,8 @@ func (l *LoadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string,
 		return err
 	}
 	plan, err := lbplan.ComputeDelete(lbplan.NewActual(lb))
-	if errors.Is(err, lbplan.ErrProtected) {
+	var protected *lbplan.ProtectedError
+	if errors.As(err, &protected) {
 		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonDeleteProtected, "%v: not deleted", err)
 		klog.InfoS("load balancer has delete protection, not deleted", "service", klog.KObj(svc), "loadBalancer", lb.Name)
 		return nil
