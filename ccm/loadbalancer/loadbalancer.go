@@ -135,8 +135,7 @@ func (l *LoadBalancers) name(ctx context.Context, clusterName string, svc *corev
 			Labels: copyMap(svc.Labels), Annotations: copyMap(svc.Annotations),
 		},
 	})
-	if err != nil { // the plugin host validated n (plugins.ValidateLoadBalancerName)
-		pluginFailures.WithLabelValues(plugins.HookLoadBalancerName).Inc()
+	if err != nil { // the host counted it (hcloud_ccm_plugin_failures_total); on success it validated n
 		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonPluginFailed, "naming plugin failed, using the default name %s: %v", def, err)
 		return def, false
 	}
@@ -174,14 +173,15 @@ func (l *LoadBalancers) refreshNetwork(ctx context.Context) (*lbplan.ClusterNetw
 	return clusterNetwork(n), nil
 }
 
-// checkName refuses a name annotation the API would refuse (1 to 128 characters, no leading or
-// trailing whitespace), before anything is planned.
+// checkName refuses a name annotation the API would refuse, with the CCM's one name rule
+// (plugins.ValidateLoadBalancerName: Hetzner's 1 to 128 characters, no leading or trailing
+// whitespace), before anything is planned.
 func checkName(svc *corev1.Service) error {
 	n, ok := annotation.LBName.Value(svc)
 	if !ok {
 		return nil
 	}
-	if n == "" || len(n) > 128 || strings.TrimSpace(n) != n {
+	if plugins.ValidateLoadBalancerName(n) != nil {
 		return &annotation.InvalidError{Name: annotation.LBName, Value: n, Accepted: "1 to 128 characters without leading or trailing whitespace"}
 	}
 	return nil
