@@ -43,7 +43,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	client := hcloud.NewClient(hcloud.WithEndpoint(endpoint), hcloud.WithToken(emu.Token()))
-	cache, err := servercache.New(client, config.ServerCache{Mode: config.ServerCacheModeAll, MaxAge: time.Minute})
+	cache, err := servercache.New(&client.Server, config.ServerCache{Mode: config.ServerCacheModeAll, MaxAge: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,11 +52,44 @@ type Namer interface {
 	LoadBalancerName(ctx context.Context, in plugins.LoadBalancerNameInput) (string, error)
 }
 
+// Readers are the reads of the Hetzner API the load balancer code makes. Each is satisfied by
+// the matching hcloud-go client (&client.LoadBalancer, &client.Network, &client.Certificate,
+// &client.LoadBalancerType), and none has a mutating method: this package cannot write to
+// Hetzner, every write is a plan the executor runs (the compiler keeps that wall).
+type Readers struct {
+	LoadBalancers LoadBalancerReader
+	Networks      NetworkReader
+	Certificates  CertificateReader
+	Types         LoadBalancerTypeLister
+}
+
+// LoadBalancerReader finds load balancers by name and by label.
+type LoadBalancerReader interface {
+	GetByName(ctx context.Context, name string) (*hcloud.LoadBalancer, *hcloud.Response, error)
+	List(ctx context.Context, opts hcloud.LoadBalancerListOpts) ([]*hcloud.LoadBalancer, *hcloud.Response, error)
+}
+
+// NetworkReader reads the cluster network again when a subnet is not found in it.
+type NetworkReader interface {
+	GetByID(ctx context.Context, id int64) (*hcloud.Network, *hcloud.Response, error)
+}
+
+// CertificateReader finds uploaded certificates by name and managed ones by label.
+type CertificateReader interface {
+	GetByName(ctx context.Context, name string) (*hcloud.Certificate, *hcloud.Response, error)
+	List(ctx context.Context, opts hcloud.CertificateListOpts) ([]*hcloud.Certificate, *hcloud.Response, error)
+}
+
+// LoadBalancerTypeLister lists the load balancer types.
+type LoadBalancerTypeLister interface {
+	All(ctx context.Context) ([]*hcloud.LoadBalancerType, error)
+}
+
 // LoadBalancers implements cloudprovider.LoadBalancer.
 type LoadBalancers struct {
-	client *hcloud.Client
-	exec   *executor.Executor
-	cfg    config.LoadBalancer
+	read Readers
+	exec *executor.Executor
+	cfg  config.LoadBalancer
 	// network is the cluster network (nil: none), re-read when a subnet is not found in it.
 	network  atomic.Pointer[hcloud.Network]
 	recorder record.EventRecorder
@@ -74,15 +107,16 @@ func WithTypeCacheMaxAge(d time.Duration) Option {
 	return func(l *LoadBalancers) { l.types.maxAge = d }
 }
 
-// New returns the load balancer implementation. network is the cluster network (nil if none),
-// namer the naming plugin (nil if none); a nil recorder drops events.
-func New(client *hcloud.Client, exec *executor.Executor, cfg config.LoadBalancer, network *hcloud.Network, recorder record.EventRecorder, namer Namer, opts ...Option) *LoadBalancers {
+// New returns the load balancer implementation. read are its reads of the API; exec runs its
+// plans (the only writes). network is the cluster network (nil if none), namer the naming
+// plugin (nil if none); a nil recorder drops events.
+func New(read Readers, exec *executor.Executor, cfg config.LoadBalancer, network *hcloud.Network, recorder record.EventRecorder, namer Namer, opts ...Option) *LoadBalancers {
 	if recorder == nil {
 		recorder = &record.FakeRecorder{}
 	}
 	l := &LoadBalancers{
-		client: client, exec: exec, cfg: cfg, recorder: recorder, namer: namer,
-		types: &typeCache{client: client, maxAge: time.Hour, now: time.Now},
+		read: read, exec: exec, cfg: cfg, recorder: recorder, namer: namer,
+		types: &typeCache{list: read.Types, maxAge: time.Hour, now: time.Now},
 	}
 	l.network.Store(network)
 	for _, o := range opts {
@@ -162,7 +196,7 @@ func clusterNetwork(n *hcloud.Network) *lbplan.ClusterNetwork {
 // refreshNetwork reads the cluster network again (one request) and keeps it.
 func (l *LoadBalancers) refreshNetwork(ctx context.Context) (*lbplan.ClusterNetwork, error) {
 	cur := l.network.Load()
-	n, _, err := l.client.Network.GetByID(ctx, cur.ID)
+	n, _, err := l.read.Networks.GetByID(ctx, cur.ID)
 	if err != nil {
 		return nil, fmt.Errorf("read network %d: %w", cur.ID, err)
 	}
@@ -375,7 +409,7 @@ func (l *LoadBalancers) certificates(ctx context.Context, svc *corev1.Service) (
 			ids = append(ids, id)
 			continue
 		}
-		c, _, err := l.client.Certificate.GetByName(ctx, ref)
+		c, _, err := l.read.Certificates.GetByName(ctx, ref)
 		if err != nil {
 			return nil, fmt.Errorf("certificate %q: %w", ref, err)
 		}
@@ -396,7 +430,7 @@ func (l *LoadBalancers) managedCertificate(ctx context.Context, svc *corev1.Serv
 		return 0, nil // bad values are reported by lbplan.NewDesired
 	}
 	sel := lbplan.LabelServiceUID + "=" + string(svc.UID)
-	certs, _, err := l.client.Certificate.List(ctx, hcloud.CertificateListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel, PerPage: 50}})
+	certs, _, err := l.read.Certificates.List(ctx, hcloud.CertificateListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel, PerPage: 50}})
 	if err != nil {
 		return 0, fmt.Errorf("list certificates by %s: %w", sel, err)
 	}
@@ -418,7 +452,7 @@ func (l *LoadBalancers) find(ctx context.Context, svc *corev1.Service, name stri
 	if err != nil || lb != nil {
 		return lb, err
 	}
-	lb, _, err = l.client.LoadBalancer.GetByName(ctx, name)
+	lb, _, err = l.read.LoadBalancers.GetByName(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("get load balancer by name %q: %w", name, err)
 	}
@@ -449,7 +483,7 @@ func (e *NameConflictError) Error() string {
 // byUID lists load balancers by the UID label; more than one is an error.
 func (l *LoadBalancers) byUID(ctx context.Context, svc *corev1.Service) (*hcloud.LoadBalancer, error) {
 	sel := lbplan.LabelServiceUID + "=" + string(svc.UID)
-	lbs, _, err := l.client.LoadBalancer.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel, PerPage: 50}})
+	lbs, _, err := l.read.LoadBalancers.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel, PerPage: 50}})
 	if err != nil {
 		return nil, fmt.Errorf("list load balancers by %s: %w", sel, err)
 	}

@@ -13,7 +13,7 @@ import (
 
 // typeCache holds the load balancer type list for maxAge (one paginated list per hour).
 type typeCache struct {
-	client  *hcloud.Client
+	list    LoadBalancerTypeLister
 	maxAge  time.Duration
 	now     func() time.Time
 	mu      sync.Mutex
@@ -28,7 +28,7 @@ func (c *typeCache) get(ctx context.Context, name string) (*hcloud.LoadBalancerT
 	result := compatmetrics.ResultHit
 	if c.types == nil || c.now().Sub(c.fetched) > c.maxAge {
 		result = compatmetrics.ResultMiss
-		types, err := c.client.LoadBalancerType.All(ctx)
+		types, err := c.list.All(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
