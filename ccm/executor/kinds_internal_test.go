@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 )
 
 // TestKinds_EveryMutationTypeHasAnEntry parses ccm/lbplan: every type with an Operation method
@@ -52,5 +54,23 @@ func TestKinds_EveryMutationTypeHasAnEntry(t *testing.T) {
 	}
 	if len(inTable) != len(mutations) {
 		t.Errorf("table has %d entries %v, lbplan has %d mutation types %v", len(inTable), inTable, len(mutations), mutations)
+	}
+}
+
+// unlisted is a mutation kind without a table entry.
+type unlisted struct{}
+
+func (unlisted) Action() string                        { return "loadbalancer.update" }
+func (unlisted) Operation() string                     { return "unlisted" }
+func (unlisted) Label() string                         { return "unlisted(1)" }
+func (unlisted) Apply(a *lbplan.Actual) *lbplan.Actual { return a }
+
+func TestKindOf_AKindWithoutAnEntryIsAnErrorNamingIt(t *testing.T) {
+	if _, err := kindOf(unlisted{}); err == nil || !strings.Contains(err.Error(), "unlisted(1): no executor table entry") {
+		t.Errorf("kindOf(unlisted) error = %v, want one naming the mutation and the missing entry", err)
+	}
+	if _, err := createOpts(lbplan.Create{Name: "web"}, []lbplan.Mutation{lbplan.ChangeType{Type: "lb21"}}, 0); err == nil ||
+		!strings.Contains(err.Error(), "change_type(lb21) cannot ride along with create(web)") {
+		t.Errorf("createOpts with a kind that has no inline = %v, want a clear error", err)
 	}
 }

@@ -69,7 +69,6 @@ type Create struct {
 	Algorithm       *hcloud.LoadBalancerAlgorithmType
 	Labels          map[string]string
 	PublicInterface bool
-	IPv6            bool
 	Network         *Network
 }
 

@@ -226,7 +226,7 @@ func planCreate(d Desired, p Plan) (Plan, error) {
 	}
 	c := Create{
 		Name: d.Name, Type: d.Type, Location: d.Location, NetworkZone: d.NetworkZone,
-		Algorithm: d.Algorithm, Labels: maps.Clone(d.Labels), PublicInterface: true, IPv6: p.IPv6,
+		Algorithm: d.Algorithm, Labels: maps.Clone(d.Labels), PublicInterface: true,
 	}
 	attachLater := d.Network != nil && (d.Network.IP != nil || d.Network.Subnet != nil)
 	if d.Network != nil && !attachLater {
