@@ -169,7 +169,7 @@ func readConfig(d Deps) (config.Config, error) {
 
 // build constructs the provider's parts.
 func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLabeler, namer loadbalancer.Namer) error {
-	cache, err := servercache.New(c.client, c.cfg.ServerCache)
+	cache, err := servercache.New(&c.client.Server, c.cfg.ServerCache)
 	if err != nil {
 		return fmt.Errorf("ccm.New: %w", err)
 	}
@@ -203,7 +203,9 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 	if c.requeue != nil {
 		lbOpts = append(lbOpts, loadbalancer.WithDenialTracker(c.requeue))
 	}
-	c.lbs = loadbalancer.New(c.client, exec, c.cfg.LoadBalancer, network, d.Recorder, namer, lbOpts...)
+	c.lbs = loadbalancer.New(loadbalancer.Readers{
+		LoadBalancers: &c.client.LoadBalancer, Networks: &c.client.Network, Certificates: &c.client.Certificate, Types: &c.client.LoadBalancerType,
+	}, exec, c.cfg.LoadBalancer, network, d.Recorder, namer, lbOpts...)
 
 	if network != nil && c.cfg.Network.RoutesEnabled && d.ClusterCIDR == "" {
 		// Upstream's route controller refuses to start without a cluster CIDR and takes the

@@ -33,8 +33,8 @@ var (
 // Here's an example:
 //
 //	labels, err := p.NodeLabels(ctx, in)
-//	if err != nil {
-//		pluginFailures.WithLabelValues(plugins.HookNodeLabels, plugins.Reason(err)).Inc()
+//	if err != nil { // already counted in hcloud_ccm_plugin_failures_total{hook}
+//		klog.InfoS("plugin failed", "hook", plugins.HookNodeLabels, "reason", plugins.Reason(err))
 //	}
 func Reason(err error) string {
 	reasons := []struct {

@@ -21,3 +21,8 @@ func Instantiate(ctx context.Context, p *Plugin) (memBytes uint32, err error) {
 func OutputDroppedBytes(plugin string) float64 {
 	return testutil.ToFloat64(outputDropped.WithLabelValues(plugin))
 }
+
+// Failures reads hcloud_ccm_plugin_failures_total for hook.
+func Failures(hook string) float64 {
+	return testutil.ToFloat64(failures.WithLabelValues(hook))
+}

@@ -133,13 +133,19 @@ func (p *Plugin) Hooks() []string { return slices.Clone(p.hooks) }
 func (p *Plugin) Has(hook string) bool { return slices.Contains(p.hooks, hook) }
 
 // NodeLabels calls the node_labels hook and returns the labels to add, validated with
-// ValidateLabels. The returned map is never nil when err is nil.
+// ValidateLabels: callers use them as they are. The returned map is never nil when err is nil.
+// A failed call counts in hcloud_ccm_plugin_failures_total{hook="node_labels"}.
 //
 // # Errors
 //
 // Every error names the plugin, the hook and the reason, and wraps one of the Err* sentinels
 // (see Reason). The plugin keeps serving after an error.
 func (p *Plugin) NodeLabels(ctx context.Context, in NodeInput) (map[string]string, error) {
+	labels, err := p.nodeLabels(ctx, in)
+	return labels, countFailure(HookNodeLabels, err)
+}
+
+func (p *Plugin) nodeLabels(ctx context.Context, in NodeInput) (map[string]string, error) {
 	var r NodeLabelsReply
 	if err := p.call(ctx, HookNodeLabels, in, &r); err != nil {
 		return nil, err
@@ -157,12 +163,18 @@ func (p *Plugin) NodeLabels(ctx context.Context, in NodeInput) (map[string]strin
 }
 
 // LoadBalancerName calls the load_balancer_name hook and returns the name, validated with
-// ValidateLoadBalancerName.
+// ValidateLoadBalancerName (Hetzner's rule): callers use it as it is. A failed call counts in
+// hcloud_ccm_plugin_failures_total{hook="load_balancer_name"}.
 //
 // # Errors
 //
 // As for NodeLabels.
 func (p *Plugin) LoadBalancerName(ctx context.Context, in LoadBalancerNameInput) (string, error) {
+	name, err := p.loadBalancerName(ctx, in)
+	return name, countFailure(HookLoadBalancerName, err)
+}
+
+func (p *Plugin) loadBalancerName(ctx context.Context, in LoadBalancerNameInput) (string, error) {
 	var r LoadBalancerNameReply
 	if err := p.call(ctx, HookLoadBalancerName, in, &r); err != nil {
 		return "", err

@@ -146,16 +146,21 @@ func TestPlugin_InvalidReplies(t *testing.T) {
 			msgs: []string{`label key "Bad Key"`, `label key "kubernetes.io/hostname"`, "reserved"},
 		},
 		{
-			name: "A name with spaces and capitals is refused", fixture: "badlabels",
+			name: "A name ending in whitespace is refused (Hetzner's rule)", fixture: "badlabels",
 			call: func(p *plugins.Plugin) error { _, err := p.LoadBalancerName(context.Background(), lbIn); return err },
-			msgs: []string{`load balancer name "Has Spaces"`},
+			msgs: []string{`load balancer name "Has Space "`, "whitespace"},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			err := tc.call(load(t, tc.fixture, plugins.Options{}))
+			p := load(t, tc.fixture, plugins.Options{})
+			before := plugins.Failures(plugins.HookNodeLabels) + plugins.Failures(plugins.HookLoadBalancerName)
+			err := tc.call(p)
 			if !errors.Is(err, plugins.ErrInvalidReply) {
 				t.Fatalf("error %v, want ErrInvalidReply", err)
+			}
+			if got := plugins.Failures(plugins.HookNodeLabels) + plugins.Failures(plugins.HookLoadBalancerName) - before; got != 1 {
+				t.Errorf("hcloud_ccm_plugin_failures_total grew by %v, want 1: the host counts every refused reply once", got)
 			}
 			for _, m := range tc.msgs {
 				if !strings.Contains(err.Error(), m) {

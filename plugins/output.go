@@ -31,16 +31,35 @@ var outputDropped = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Bytes a plugin wrote to stdout or stderr that were dropped because it went over its output budget (16 KiB burst, 1 KiB/s).",
 }, []string{"plugin"})
 
-// RegisterMetrics registers the plugin host's metrics (hcloud_ccm_plugin_output_dropped_bytes_total)
-// with reg. Registering again on the same registry does nothing.
+// failures counts failed hook calls, by hook: the one failure metric of every hook. The host
+// counts, since its validation is the contract (callers trust what it returns and fall back
+// to their built-in behaviour on an error). The name MUST not change: dashboards use it.
+var failures = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "hcloud_ccm_plugin_failures_total",
+	Help: "Plugin hook calls that failed or returned output the host refused, by hook; the caller used its built-in behaviour instead.",
+}, []string{"hook"})
+
+// countFailure counts a failed call of hook; err is returned unchanged.
+func countFailure(hook string, err error) error {
+	if err != nil {
+		failures.WithLabelValues(hook).Inc()
+	}
+	return err
+}
+
+// RegisterMetrics registers the plugin host's metrics (hcloud_ccm_plugin_failures_total{hook},
+// hcloud_ccm_plugin_output_dropped_bytes_total{plugin}) with reg. Registering again on the
+// same registry does nothing.
 //
 // # Errors
 //
 // A registration error other than "already registered".
 func RegisterMetrics(reg prometheus.Registerer) error {
-	if err := reg.Register(outputDropped); err != nil {
-		if are := (prometheus.AlreadyRegisteredError{}); !errors.As(err, &are) {
-			return err
+	for _, c := range []prometheus.Collector{failures, outputDropped} {
+		if err := reg.Register(c); err != nil {
+			if are := (prometheus.AlreadyRegisteredError{}); !errors.As(err, &are) {
+				return err
+			}
 		}
 	}
 	return nil

@@ -5,15 +5,17 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Limits on plugin replies.
 const (
 	// MaxLabels is the most labels a node_labels reply may carry.
 	MaxLabels = 64
-	// MaxLoadBalancerNameLen is the longest load balancer name a plugin may return. Hetzner
-	// allows 128; 63 keeps names usable as DNS labels and as Kubernetes label values.
-	MaxLoadBalancerNameLen = 63
+	// MaxLoadBalancerNameLen is the longest load balancer name, in characters: Hetzner's limit
+	// (reference/hcloud-api.md: 1–128 characters, ^\S(.*\S)?$).
+	MaxLoadBalancerNameLen = 128
 )
 
 // ValidateLabels checks labels a plugin wants to add to a node, with the Kubernetes rules
@@ -129,13 +131,18 @@ func validateDNSLabel(s string, maxLen int) error {
 	return nil
 }
 
-// ValidateLoadBalancerName checks a load balancer name a plugin returned: 1 to
-// MaxLoadBalancerNameLen characters of [a-z0-9-], beginning and ending with [a-z0-9] (a DNS-1123
-// label). This is stricter than Hetzner's own rule (1–128 characters matching ^\S(.*\S)?$), so
-// every accepted name is also a valid Hetzner name, a DNS label and a Kubernetes label value.
+// ValidateLoadBalancerName checks a load balancer name with Hetzner's rule: 1 to
+// MaxLoadBalancerNameLen characters, no leading or trailing whitespace. It is the one name
+// rule of the CCM: the host applies it to what a plugin returns, and ccm/loadbalancer to the
+// name annotation, so a name the CCM accepts is one the API accepts.
 func ValidateLoadBalancerName(name string) error {
-	if err := validateDNSLabel(name, MaxLoadBalancerNameLen); err != nil {
-		return fmt.Errorf("load balancer name %q: %w", name, err)
+	switch {
+	case name == "":
+		return errors.New("load balancer name must not be empty")
+	case utf8.RuneCountInString(name) > MaxLoadBalancerNameLen:
+		return fmt.Errorf("load balancer name %q: %d characters, at most %d allowed", name, utf8.RuneCountInString(name), MaxLoadBalancerNameLen)
+	case strings.TrimFunc(name, unicode.IsSpace) != name:
+		return fmt.Errorf("load balancer name %q must not begin or end with whitespace", name)
 	}
 	return nil
 }

@@ -73,14 +73,14 @@ func TestValidateLoadBalancerName(t *testing.T) {
 		{name: "Lowercase letters, digits and dashes are valid", lb: "prod-shop-web-1a2b3c4d", valid: true},
 		{name: "One character is valid", lb: "a", valid: true},
 		{name: "The official CCM's 32-character default name is valid", lb: "a1b2c3d4e5f6a1b2c3d4e5f6a1b2c3d4", valid: true},
-		{name: "63 characters are valid", lb: strings.Repeat("a", 63), valid: true},
-		{name: "64 characters are invalid", lb: strings.Repeat("a", 64)},
+		{name: "128 characters are valid (Hetzner's limit)", lb: strings.Repeat("a", 128), valid: true},
+		{name: "128 multi-byte characters are valid: the limit counts characters", lb: strings.Repeat("ä", 128), valid: true},
+		{name: "129 characters are invalid", lb: strings.Repeat("a", 129)},
 		{name: "An empty name is invalid", lb: ""},
-		{name: "Uppercase is invalid", lb: "Web"},
-		{name: "A leading dash is invalid", lb: "-web"},
-		{name: "A trailing dash is invalid", lb: "web-"},
-		{name: "A dot is invalid", lb: "web.shop"},
-		{name: "Whitespace is invalid", lb: "web shop"},
+		{name: "Uppercase, dots and inner spaces are valid, as for Hetzner", lb: "Web.shop 1", valid: true},
+		{name: "A leading space is invalid", lb: " web"},
+		{name: "A trailing newline is invalid", lb: "web\n"},
+		{name: "A leading non-breaking space is invalid", lb: "\u00a0web"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -81,35 +81,31 @@ func New(client *hcloud.Client, decider policy.Decider, recorder record.EventRec
 
 // Run decides every mutation of plan for svc and, when none is denied, runs them in the
 // requests of plan.Requests (a create carries its listeners and targets inline), waiting for
-// each action. It returns the load balancer to build the Service status from: the create's
-// answer after a create; plan.Actual's for an empty plan and after changes, with the name,
-// labels, public interface and private networks the changes set, re-read only when the API
-// picked a private IP (an attachment without a fixed one); nil after a delete. Fields the status
-// does not use (listeners, targets, type) may predate the plan's actions.
+// each action. It returns the load balancer to build the Service status from (lbplan.Status):
+// plan.Actual for an empty plan; the create's answer after a create, then every later
+// mutation's Apply; re-read only when the API picked a private IP (an attachment without a
+// fixed one); nil after a delete.
 //
 // svc is read, never modified.
 //
 // # Errors
 //
-// A denial runs nothing, puts one Warning event PolicyDenied on svc and returns an error
-// wrapping policy.ErrDenied. A failed request stops the run; its error is prefixed with the
+// A denial runs nothing, puts one Warning event PolicyDenied on svc and returns a *DeniedError
+// (it wraps policy.ErrDenied). A failed request stops the run; its error is prefixed with the
 // label of its mutation. A load balancer locked by a running action or changed during the
 // request gives a wrapped *api.RetryError (retried after RetryAfter). When the API rejects what
 // rides along with a create (a target or listener it refuses, resource_limit_exceeded), the
 // create is sent alone and the rest one request each, as if nothing rode along, so a target
 // beyond the limit is reported MaxTargetsReached and other errors name their step.
-func (x *Executor) Run(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) (*hcloud.LoadBalancer, error) {
-	r := &run{}
-	if plan.Actual != nil {
-		r.lb = plan.Actual.LoadBalancer
-	}
+func (x *Executor) Run(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) (*lbplan.Actual, error) {
+	r := &run{svc: svc, state: plan.Actual}
 	if plan.Empty() {
-		return r.lb, nil
+		return r.state, nil
 	}
 	if err := x.gate(ctx, svc, plan); err != nil {
 		return nil, err
 	}
-	err := x.sendAll(ctx, svc, r, plan.Requests())
+	err := x.sendAll(ctx, r, plan.Requests())
 	x.reportApplied(svc, r.applied)
 	if err != nil {
 		return nil, err
@@ -118,9 +114,9 @@ func (x *Executor) Run(ctx context.Context, svc *corev1.Service, plan lbplan.Pla
 }
 
 // sendAll sends reqs in order and stops at the first error.
-func (x *Executor) sendAll(ctx context.Context, svc *corev1.Service, r *run, reqs []lbplan.Request) error {
+func (x *Executor) sendAll(ctx context.Context, r *run, reqs []lbplan.Request) error {
 	for _, req := range reqs {
-		if err := x.send(ctx, svc, r, req); err != nil {
+		if err := x.send(ctx, r, req); err != nil {
 			return err
 		}
 	}
@@ -129,13 +125,13 @@ func (x *Executor) sendAll(ctx context.Context, svc *corev1.Service, r *run, req
 
 // send runs one request and records its outcome (metrics, applied labels); a create whose
 // inline part the API rejects is split and sent again, one request per mutation.
-func (x *Executor) send(ctx context.Context, svc *corev1.Service, r *run, req lbplan.Request) error {
+func (x *Executor) send(ctx context.Context, r *run, req lbplan.Request) error {
 	m := req.Mutation
-	klog.InfoS("executing", "op", m.Label(), "inline", req.Labels()[1:], "service", klog.KObj(svc), "loadBalancer", lbName(r.lb, m))
-	err := x.apply(ctx, svc, r, req)
+	klog.InfoS("executing", "op", m.Label(), "inline", req.Labels()[1:], "service", klog.KObj(r.svc), "loadBalancer", lbName(r.state))
+	err := x.apply(ctx, r, req)
 	if len(req.Inline) > 0 && inlineRejected(err) {
 		klog.InfoS("the API rejected the create with its listeners and targets inline; sending them one by one", "op", m.Label(), "err", err)
-		return x.sendAll(ctx, svc, r, req.Split())
+		return x.sendAll(ctx, r, req.Split())
 	}
 	result := resultSuccess
 	if err != nil {
@@ -152,28 +148,26 @@ func (x *Executor) send(ctx context.Context, svc *corev1.Service, r *run, req lb
 }
 
 // result returns the load balancer after a successful run; see Run.
-func (x *Executor) result(ctx context.Context, r *run) (*hcloud.LoadBalancer, error) {
-	if r.lb == nil || !r.stale { // deleted, or current for the status
-		return r.lb, nil
+func (x *Executor) result(ctx context.Context, r *run) (*lbplan.Actual, error) {
+	if !r.state.PrivateIPUnknown() { // deleted, or current for the status
+		return r.state, nil
 	}
-	reloaded, _, err := x.client.LoadBalancer.GetByID(ctx, r.lb.ID)
+	reloaded, _, err := x.client.LoadBalancer.GetByID(ctx, r.state.ID)
 	if err != nil {
-		return nil, fmt.Errorf("reload load balancer %d: %w", r.lb.ID, err)
+		return nil, fmt.Errorf("reload load balancer %d: %w", r.state.ID, err)
 	}
 	if reloaded == nil {
-		return nil, fmt.Errorf("reload load balancer %d: not found", r.lb.ID)
+		return nil, fmt.Errorf("reload load balancer %d: not found", r.state.ID)
 	}
-	return reloaded, nil
+	return lbplan.NewActual(reloaded), nil
 }
 
-func lbName(lb *hcloud.LoadBalancer, m lbplan.Mutation) string {
-	if c, ok := m.(lbplan.Create); ok {
-		return c.Name
-	}
-	if lb == nil {
+// lbName is the name of the load balancer a, for logs; "" before the create.
+func lbName(a *lbplan.Actual) string {
+	if a == nil {
 		return ""
 	}
-	return lb.Name
+	return a.Name
 }
 
 // reportApplied emits one Normal event for the changes that ran, in the order they ran.
@@ -185,10 +179,10 @@ func (x *Executor) reportApplied(svc *corev1.Service, applied []lbplan.Mutation)
 	labels := make([]string, len(applied))
 	for i, m := range applied {
 		labels[i] = m.Label()
-		switch m.(type) {
-		case lbplan.Create:
+		switch m.Action() {
+		case policy.ActionLoadBalancerCreate:
 			reason = ReasonLoadBalancerCreated
-		case lbplan.Delete:
+		case policy.ActionLoadBalancerDelete:
 			reason = ReasonLoadBalancerDeleted
 		}
 	}

@@ -289,13 +289,17 @@ func TestRun_Delete(t *testing.T) {
 			if tc.fault != nil {
 				ev.emu.AddFault(*tc.fault)
 			}
-			p, _ := lbplan.ComputeDelete(lbplan.NewActual(lb))
+			p, _ := lbplan.ComputeDelete(lb)
 			got, err := ev.exec.Run(context.Background(), svc, p)
 			if tc.wantErr == "" && (err != nil || got != nil) {
 				t.Fatalf("got %v, err %v", got, err)
 			}
 			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.HasPrefix(err.Error(), "delete(web): ")) {
 				t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			}
+			var protected *lbplan.ProtectedError
+			if tc.wantErr != "" && (!errors.As(err, &protected) || !errors.Is(err, lbplan.ErrProtected) || !hcloud.IsError(err, hcloud.ErrorCodeProtected)) {
+				t.Errorf("err = %v, want a *lbplan.ProtectedError wrapping the API's refusal", err)
 			}
 			if n := len(ev.emu.LoadBalancers()); n != tc.wantRemain {
 				t.Errorf("%d load balancers remain, want %d", n, tc.wantRemain)
@@ -365,7 +369,7 @@ func TestRun_CreateIsOneRequest(t *testing.T) {
 	if n := ev.emu.Counts()["GET /v1/load_balancers/{id}"]; n != 0 {
 		t.Errorf("%d reloads after the create, want 0: the answer has what the status needs", n)
 	}
-	if lb == nil || len(lb.Services) != 1 || len(lb.Targets) != 2 || lb.PublicNet.IPv4.IP == nil {
+	if lb == nil || len(lb.Services) != 1 || len(lb.Targets) != 2 || lb.IPv4 == "" {
 		t.Fatalf("run returned %+v", lb)
 	}
 	if n := len(ev.decider.inputs); n != len(p.Mutations) || n != 4 {
@@ -498,7 +502,7 @@ func TestRun_ReloadsOnlyWhenTheAddressesChange(t *testing.T) {
 			if got == nil || got.ID != id {
 				t.Fatalf("run returned %+v", got)
 			}
-			if _, attach := p.Mutations[0].(lbplan.AttachNetwork); attach && (len(got.PrivateNet) != 1 || got.PrivateNet[0].IP == nil) {
+			if _, attach := p.Mutations[0].(lbplan.AttachNetwork); attach && (len(got.Networks) != 1 || got.Networks[0].IP == nil) {
 				t.Errorf("run returned %+v", got)
 			}
 		})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"reflect"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"k8s.io/klog/v2"
@@ -62,22 +63,31 @@ func (x *Executor) RunRoutes(ctx context.Context, network *hcloud.Network, plan 
 	return nil
 }
 
-// runRoute sends one route mutation and waits for its action.
-func (x *Executor) runRoute(ctx context.Context, network *hcloud.Network, m routeplan.Mutation) error {
-	route := networkRoute(m.Route())
-	var a *hcloud.Action
-	var err error
-	switch m.(type) {
-	case routeplan.Add:
-		a, _, err = x.client.Network.AddRoute(ctx, network, hcloud.NetworkAddRouteOpts{Route: route})
-	case routeplan.Delete:
-		a, _, err = x.client.Network.DeleteRoute(ctx, network, hcloud.NetworkDeleteRouteOpts{Route: route})
+// routeKinds is the table of route mutation kinds, as kinds is for load balancers: how each
+// becomes a request. Every route request's action is awaited with the shared waiter; the state
+// after it is the kind's routeplan Apply (the routes cache applies it).
+var routeKinds = map[reflect.Type]func(ctx context.Context, x *Executor, network *hcloud.Network, route hcloud.NetworkRoute) (*hcloud.Action, error){
+	reflect.TypeFor[routeplan.Add](): func(ctx context.Context, x *Executor, network *hcloud.Network, route hcloud.NetworkRoute) (*hcloud.Action, error) {
+		a, _, err := x.client.Network.AddRoute(ctx, network, hcloud.NetworkAddRouteOpts{Route: route})
+		return a, err
+	},
+	// A route that is already gone (not_found) counts as deleted.
+	reflect.TypeFor[routeplan.Delete](): func(ctx context.Context, x *Executor, network *hcloud.Network, route hcloud.NetworkRoute) (*hcloud.Action, error) {
+		a, _, err := x.client.Network.DeleteRoute(ctx, network, hcloud.NetworkDeleteRouteOpts{Route: route})
 		if hcloud.IsError(err, hcloud.ErrorCodeNotFound) {
-			return nil
+			return nil, nil
 		}
-	default:
-		return fmt.Errorf("unknown route mutation %T", m)
+		return a, err
+	},
+}
+
+// runRoute sends one route mutation with its table entry and waits for its action.
+func (x *Executor) runRoute(ctx context.Context, network *hcloud.Network, m routeplan.Mutation) error {
+	send, ok := routeKinds[reflect.TypeOf(m)]
+	if !ok {
+		return fmt.Errorf("no executor table entry for route mutation %T", m)
 	}
+	a, err := send(ctx, x, network, networkRoute(m.Route()))
 	if err != nil {
 		return err
 	}

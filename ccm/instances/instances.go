@@ -10,16 +10,11 @@ import (
 	"maps"
 	"net"
 	"slices"
-	"strings"
-	"sync"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
-	"k8s.io/component-base/metrics"
-	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/compatmetrics"
@@ -37,15 +32,9 @@ const (
 	EventPluginFailed = "PluginFailed"
 )
 
-var pluginFailures = metrics.NewCounterVec(&metrics.CounterOpts{
-	Name:           "hcloud_ccm_plugin_failures_total",
-	Help:           "Plugin calls that failed or returned invalid output, by hook; the built-in behaviour was used instead.",
-	StabilityLevel: metrics.ALPHA,
-}, []string{"hook"})
-
-var registerOnce sync.Once
-
-// NodeLabeler computes extra labels for a node, for example a wasm node_labels plugin.
+// NodeLabeler computes extra labels for a node, for example a wasm node_labels plugin. Its
+// output is used as it is: the plugin host validates it (plugins.ValidateLabels) and counts
+// failures (hcloud_ccm_plugin_failures_total).
 type NodeLabeler interface {
 	NodeLabels(ctx context.Context, in plugins.NodeInput) (map[string]string, error)
 }
@@ -67,13 +56,6 @@ var _ cloudprovider.InstancesV2 = (*Instances)(nil)
 // InternalIP. recorder receives Warning events (nil drops them). labeler is optional (nil for
 // none); its labels are added to every node's metadata.
 func New(cache *servercache.Cache, cfg config.Instances, networkID int64, recorder record.EventRecorder, labeler NodeLabeler) *Instances {
-	registerOnce.Do(func() {
-		// Registered once per process; another package may own the same name, so a clash is
-		// not fatal.
-		if err := legacyregistry.Register(pluginFailures); err != nil {
-			klog.ErrorS(err, "registering metric", "name", "hcloud_ccm_plugin_failures_total")
-		}
-	})
 	if recorder == nil {
 		recorder = &record.FakeRecorder{} // a nil channel: events are dropped
 	}
@@ -227,47 +209,20 @@ func ZoneFromLocation(location string) string {
 	return location
 }
 
-// pluginLabels asks the labeler for labels. On an error or invalid output it records a
-// Warning event, counts the failure and returns nil.
+// pluginLabels asks the labeler for labels. On an error (the host refused invalid output, or
+// the call failed) it records a Warning event and returns nil.
 func (i *Instances) pluginLabels(ctx context.Context, node *corev1.Node, s *hcloud.Server) map[string]string {
 	if i.labeler == nil {
 		return nil
 	}
 	labels, err := i.labeler.NodeLabels(ctx, NodeInput(node, s))
-	if err == nil {
-		err = ValidatePluginLabels(labels)
-	}
 	if err != nil {
-		pluginFailures.WithLabelValues(plugins.HookNodeLabels).Inc()
 		msg := fmt.Sprintf("node_labels plugin failed, the node gets the built-in labels only: %v", err)
 		klog.InfoS("plugin failed", "hook", plugins.HookNodeLabels, "node", node.Name, "err", err)
 		i.recorder.Event(node, corev1.EventTypeWarning, EventPluginFailed, msg)
 		return nil
 	}
 	return labels
-}
-
-// ValidatePluginLabels checks the labels a node_labels plugin returned: every key must be a
-// qualified name and every value a valid label value, by the Kubernetes rules. It returns one
-// error naming every problem, in key order, or nil for valid (including empty) labels.
-//
-// It does not reject keys in the kubernetes.io and k8s.io namespaces: the upstream node
-// controller drops those from AdditionalLabels, and ccm/nodelabels leaves them out too. Every
-// consumer of plugin labels uses this function, so all of them accept the same output.
-func ValidatePluginLabels(labels map[string]string) error {
-	var problems []string
-	for _, k := range slices.Sorted(maps.Keys(labels)) {
-		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
-			problems = append(problems, fmt.Sprintf("label key %q: %s", k, strings.Join(errs, "; ")))
-		}
-		if errs := validation.IsValidLabelValue(labels[k]); len(errs) > 0 {
-			problems = append(problems, fmt.Sprintf("label %q value %q: %s", k, labels[k], strings.Join(errs, "; ")))
-		}
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("invalid plugin output: %s", strings.Join(problems, ", "))
-	}
-	return nil
 }
 
 // NodeInput builds the node_labels hook input for node and its server s: the node's name and

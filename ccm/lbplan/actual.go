@@ -8,11 +8,10 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 )
 
-// Actual is an existing load balancer in the planner's terms.
+// Actual is a load balancer in the planner's terms: one read from the API (NewActual), or the
+// state a mutation leaves (Mutation.Apply). It is the one model of a load balancer's state:
+// the policy view (Policy) and the Service status (Status) are both built from it.
 type Actual struct {
-	// LoadBalancer is the load balancer as read from the API; the planner does not modify it.
-	LoadBalancer *hcloud.LoadBalancer
-
 	ID              int64
 	Name            string
 	Labels          map[string]string
@@ -50,7 +49,6 @@ func NewActual(lb *hcloud.LoadBalancer) *Actual {
 		return nil
 	}
 	a := &Actual{
-		LoadBalancer:    lb,
 		ID:              lb.ID,
 		Name:            lb.Name,
 		Labels:          maps.Clone(lb.Labels),
@@ -140,4 +138,30 @@ func actualService(s hcloud.LoadBalancerService) Service {
 		out.HealthCheck.StatusCodes = slices.Clone(x.StatusCodes)
 	}
 	return out
+}
+
+// with returns a copy of a changed by f; a is not modified. A nil a stays nil (no load
+// balancer to change).
+func (a *Actual) with(f func(c *Actual)) *Actual {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	c.Labels = maps.Clone(a.Labels)
+	c.Networks = slices.Clone(a.Networks)
+	c.Services = slices.Clone(a.Services)
+	c.Targets = slices.Clone(a.Targets)
+	c.IPTargets = slices.Clone(a.IPTargets)
+	f(&c)
+	return &c
+}
+
+// PrivateIPUnknown reports whether an attachment's private IP is known only to the API (an
+// attachment without a fixed IP, modelled by AttachNetwork.Apply): the load balancer must be
+// read again to show it.
+func (a *Actual) PrivateIPUnknown() bool {
+	if a == nil {
+		return false
+	}
+	return slices.ContainsFunc(a.Networks, func(n AttachedNetwork) bool { return n.IP == nil })
 }

@@ -15,13 +15,21 @@ import (
 //
 // Action is the policy action (policy.ActionLoadBalancer*), Operation the Hetzner operation
 // (also the policy input's operation and the metric label), Label a stable human label such as
-// add_service(80) used in logs, events and errors. Apply changes the policy view of the load
-// balancer the way the mutation changes the real one; it is pure.
+// add_service(80) used in logs, events and errors.
+//
+// Apply returns the load balancer after the mutation: the one model of its effect, from which
+// both the policy view of each step (Plan.Steps, Actual.Policy) and the executor's Service
+// status (Status) are built. It is pure and never modifies a; a is nil only before a Create,
+// and Delete returns nil. A private IP the API picks (an attachment without a fixed one) is
+// modelled as a nil IP.
+//
+// How a kind of mutation is sent to the API and awaited is its entry in the executor's table
+// (ccm/executor/kinds.go); docs/rationale.md says how to add a kind.
 type Mutation interface {
 	Action() string
 	Operation() string
 	Label() string
-	Apply(lb *policy.LoadBalancer)
+	Apply(a *Actual) *Actual
 }
 
 // The operations, as in policy.Input.Operation. They MUST not change: policies match on them.
@@ -61,25 +69,28 @@ type Create struct {
 	Algorithm       *hcloud.LoadBalancerAlgorithmType
 	Labels          map[string]string
 	PublicInterface bool
-	IPv6            bool
 	Network         *Network
 }
 
 func (Create) Action() string    { return policy.ActionLoadBalancerCreate }
 func (Create) Operation() string { return OpCreate }
 func (m Create) Label() string   { return fmt.Sprintf("create(%s)", m.Name) }
-func (m Create) Apply(lb *policy.LoadBalancer) {
-	*lb = policy.LoadBalancer{
+
+// Apply is the new load balancer as far as the plan knows it: no ID, addresses or PTR records
+// yet (the executor takes them from the create's answer).
+func (m Create) Apply(*Actual) *Actual {
+	a := &Actual{
 		Name: m.Name, Type: m.Type, Location: m.Location, NetworkZone: m.NetworkZone,
-		Algorithm: string(hcloud.LoadBalancerAlgorithmTypeRoundRobin), PublicInterface: m.PublicInterface, IPv6: m.IPv6,
-		Labels: maps.Clone(m.Labels), Services: []policy.LBService{}, Targets: []policy.LBTarget{},
+		Algorithm: hcloud.LoadBalancerAlgorithmTypeRoundRobin, PublicInterface: m.PublicInterface,
+		Labels: maps.Clone(m.Labels),
 	}
 	if m.Algorithm != nil {
-		lb.Algorithm = string(*m.Algorithm)
+		a.Algorithm = *m.Algorithm
 	}
 	if m.Network != nil {
-		lb.Network = policyNetwork(m.Network)
+		a.Networks = []AttachedNetwork{attachment(*m.Network)}
 	}
+	return a
 }
 
 // Update sets name and labels in one PUT. Labels is the whole set (the API replaces it).
@@ -91,8 +102,8 @@ type Update struct {
 
 func (Update) Operation() string { return OpUpdate }
 func (m Update) Label() string   { return fmt.Sprintf("update(%s)", m.Name) }
-func (m Update) Apply(lb *policy.LoadBalancer) {
-	lb.Name, lb.Labels = m.Name, maps.Clone(m.Labels)
+func (m Update) Apply(a *Actual) *Actual {
+	return a.with(func(c *Actual) { c.Name, c.Labels = m.Name, maps.Clone(m.Labels) })
 }
 
 // ChangeType changes the load balancer type.
@@ -101,9 +112,11 @@ type ChangeType struct {
 	Type string
 }
 
-func (ChangeType) Operation() string               { return OpChangeType }
-func (m ChangeType) Label() string                 { return fmt.Sprintf("change_type(%s)", m.Type) }
-func (m ChangeType) Apply(lb *policy.LoadBalancer) { lb.Type = m.Type }
+func (ChangeType) Operation() string { return OpChangeType }
+func (m ChangeType) Label() string   { return fmt.Sprintf("change_type(%s)", m.Type) }
+func (m ChangeType) Apply(a *Actual) *Actual {
+	return a.with(func(c *Actual) { c.Type = m.Type })
+}
 
 // ChangeAlgorithm changes the balancing algorithm.
 type ChangeAlgorithm struct {
@@ -113,8 +126,8 @@ type ChangeAlgorithm struct {
 
 func (ChangeAlgorithm) Operation() string { return OpChangeAlgorithm }
 func (m ChangeAlgorithm) Label() string   { return fmt.Sprintf("change_algorithm(%s)", m.Algorithm) }
-func (m ChangeAlgorithm) Apply(lb *policy.LoadBalancer) {
-	lb.Algorithm = string(m.Algorithm)
+func (m ChangeAlgorithm) Apply(a *Actual) *Actual {
+	return a.with(func(c *Actual) { c.Algorithm = m.Algorithm })
 }
 
 // ChangeDNSPtr sets the reverse DNS record of the public IPv4 (or IPv6) address; the executor
@@ -132,7 +145,17 @@ func (m ChangeDNSPtr) Label() string {
 	}
 	return "change_dns_ptr(ipv4)"
 }
-func (ChangeDNSPtr) Apply(*policy.LoadBalancer) {} // the policy view has no PTR records
+
+// Apply sets the record (the policy view has no PTR records).
+func (m ChangeDNSPtr) Apply(a *Actual) *Actual {
+	return a.with(func(c *Actual) {
+		if m.IPv6 {
+			c.IPv6RDNS = m.Ptr
+		} else {
+			c.IPv4RDNS = m.Ptr
+		}
+	})
+}
 
 // AttachNetwork attaches the load balancer to the network.
 type AttachNetwork struct {
@@ -142,8 +165,12 @@ type AttachNetwork struct {
 
 func (AttachNetwork) Operation() string { return OpAttachToNetwork }
 func (m AttachNetwork) Label() string   { return fmt.Sprintf("attach_to_network(%d)", m.Network.ID) }
-func (m AttachNetwork) Apply(lb *policy.LoadBalancer) {
-	lb.Network = policyNetwork(&m.Network)
+
+// Apply adds the attachment; its IP is nil when the API picks it.
+func (m AttachNetwork) Apply(a *Actual) *Actual {
+	return a.with(func(c *Actual) {
+		c.Networks = append(deleteNetwork(c.Networks, m.Network.ID), attachment(m.Network))
+	})
 }
 
 // DetachNetwork detaches the load balancer from a network.
@@ -154,25 +181,27 @@ type DetachNetwork struct {
 
 func (DetachNetwork) Operation() string { return OpDetachFromNetwork }
 func (m DetachNetwork) Label() string   { return fmt.Sprintf("detach_from_network(%d)", m.NetworkID) }
-func (m DetachNetwork) Apply(lb *policy.LoadBalancer) {
-	if lb.Network != nil && lb.Network.ID == m.NetworkID {
-		lb.Network = nil
-	}
+func (m DetachNetwork) Apply(a *Actual) *Actual {
+	return a.with(func(c *Actual) { c.Networks = deleteNetwork(c.Networks, m.NetworkID) })
 }
 
 // EnablePublicInterface enables the public interface.
 type EnablePublicInterface struct{ update }
 
-func (EnablePublicInterface) Operation() string             { return OpEnablePublicInterface }
-func (EnablePublicInterface) Label() string                 { return OpEnablePublicInterface }
-func (EnablePublicInterface) Apply(lb *policy.LoadBalancer) { lb.PublicInterface = true }
+func (EnablePublicInterface) Operation() string { return OpEnablePublicInterface }
+func (EnablePublicInterface) Label() string     { return OpEnablePublicInterface }
+func (EnablePublicInterface) Apply(a *Actual) *Actual {
+	return a.with(func(c *Actual) { c.PublicInterface = true })
+}
 
 // DisablePublicInterface disables the public interface.
 type DisablePublicInterface struct{ update }
 
-func (DisablePublicInterface) Operation() string             { return OpDisablePublicInterface }
-func (DisablePublicInterface) Label() string                 { return OpDisablePublicInterface }
-func (DisablePublicInterface) Apply(lb *policy.LoadBalancer) { lb.PublicInterface = false }
+func (DisablePublicInterface) Operation() string { return OpDisablePublicInterface }
+func (DisablePublicInterface) Label() string     { return OpDisablePublicInterface }
+func (DisablePublicInterface) Apply(a *Actual) *Actual {
+	return a.with(func(c *Actual) { c.PublicInterface = false })
+}
 
 // AddService adds a listener.
 type AddService struct {
@@ -182,8 +211,8 @@ type AddService struct {
 
 func (AddService) Operation() string { return OpAddService }
 func (m AddService) Label() string   { return fmt.Sprintf("add_service(%d)", m.Service.ListenPort) }
-func (m AddService) Apply(lb *policy.LoadBalancer) {
-	lb.Services = setService(lb.Services, policyService(m.Service))
+func (m AddService) Apply(a *Actual) *Actual {
+	return a.with(func(c *Actual) { c.Services = setService(c.Services, m.Service) })
 }
 
 // UpdateService changes a listener; planned only when something differs.
@@ -194,16 +223,20 @@ type UpdateService struct {
 
 func (UpdateService) Operation() string { return OpUpdateService }
 func (m UpdateService) Label() string   { return fmt.Sprintf("update_service(%d)", m.Service.ListenPort) }
-func (m UpdateService) Apply(lb *policy.LoadBalancer) {
-	next := policyService(m.Service)
-	if m.Service.Proxyprotocol == nil { // not sent: the listener keeps its value
-		for _, s := range lb.Services {
-			if s.ListenPort == next.ListenPort {
-				next.Proxyprotocol = s.Proxyprotocol
+
+// Apply sets the listener; the proxy protocol flag is kept when not sent, as the API does.
+func (m UpdateService) Apply(a *Actual) *Actual {
+	return a.with(func(c *Actual) {
+		next := m.Service
+		if next.Proxyprotocol == nil {
+			for _, s := range c.Services {
+				if s.ListenPort == next.ListenPort {
+					next.Proxyprotocol = s.Proxyprotocol
+				}
 			}
 		}
-	}
-	lb.Services = setService(lb.Services, next)
+		c.Services = setService(c.Services, next)
+	})
 }
 
 // DeleteService removes a listener.
@@ -214,8 +247,10 @@ type DeleteService struct {
 
 func (DeleteService) Operation() string { return OpDeleteService }
 func (m DeleteService) Label() string   { return fmt.Sprintf("delete_service(%d)", m.ListenPort) }
-func (m DeleteService) Apply(lb *policy.LoadBalancer) {
-	lb.Services = slices.DeleteFunc(lb.Services, func(s policy.LBService) bool { return s.ListenPort == m.ListenPort })
+func (m DeleteService) Apply(a *Actual) *Actual {
+	return a.with(func(c *Actual) {
+		c.Services = slices.DeleteFunc(c.Services, func(s Service) bool { return s.ListenPort == m.ListenPort })
+	})
 }
 
 // AddTarget adds a server target.
@@ -226,8 +261,10 @@ type AddTarget struct {
 
 func (AddTarget) Operation() string { return OpAddTarget }
 func (m AddTarget) Label() string   { return fmt.Sprintf("add_target(server:%d)", m.Target.ServerID) }
-func (m AddTarget) Apply(lb *policy.LoadBalancer) {
-	lb.Targets = append(removeTarget(lb.Targets, m.Target.ServerID), policyTarget(m.Target))
+
+// Apply appends the target (a target of the same server is replaced).
+func (m AddTarget) Apply(a *Actual) *Actual {
+	return a.with(func(c *Actual) { c.Targets = append(removeTarget(c.Targets, m.Target.ServerID), m.Target) })
 }
 
 // RemoveTarget removes a server target.
@@ -240,8 +277,8 @@ func (RemoveTarget) Operation() string { return OpRemoveTarget }
 func (m RemoveTarget) Label() string {
 	return fmt.Sprintf("remove_target(server:%d)", m.Target.ServerID)
 }
-func (m RemoveTarget) Apply(lb *policy.LoadBalancer) {
-	lb.Targets = removeTarget(lb.Targets, m.Target.ServerID)
+func (m RemoveTarget) Apply(a *Actual) *Actual {
+	return a.with(func(c *Actual) { c.Targets = removeTarget(c.Targets, m.Target.ServerID) })
 }
 
 // RemoveIPTarget removes an IP target. The official CCM removes every IP target of a load
@@ -253,9 +290,9 @@ type RemoveIPTarget struct {
 
 func (RemoveIPTarget) Operation() string { return OpRemoveTarget }
 func (m RemoveIPTarget) Label() string   { return fmt.Sprintf("remove_target(ip:%s)", m.IP) }
-func (m RemoveIPTarget) Apply(lb *policy.LoadBalancer) {
-	lb.Targets = slices.DeleteFunc(lb.Targets, func(t policy.LBTarget) bool {
-		return t.Type == string(hcloud.LoadBalancerTargetTypeIP) && t.IP == m.IP
+func (m RemoveIPTarget) Apply(a *Actual) *Actual {
+	return a.with(func(c *Actual) {
+		c.IPTargets = slices.DeleteFunc(c.IPTargets, func(ip string) bool { return ip == m.IP })
 	})
 }
 
@@ -270,25 +307,30 @@ func (CreateManagedCertificate) Operation() string { return OpCreateManagedCerti
 func (m CreateManagedCertificate) Label() string {
 	return fmt.Sprintf("create_managed_certificate(%s)", m.Certificate.Name)
 }
-func (CreateManagedCertificate) Apply(*policy.LoadBalancer) {} // certificates are not in the view
+
+// Apply changes nothing: certificates are not part of the load balancer.
+func (CreateManagedCertificate) Apply(a *Actual) *Actual { return a.with(func(*Actual) {}) }
 
 // Delete deletes the load balancer. Its policy view keeps the load balancer being deleted as
-// load_balancer (and current), so policies can match on its name and labels.
+// load_balancer (and current), so policies can match on its name and labels (see Plan.Steps).
 type Delete struct {
 	Name string
 }
 
-func (Delete) Action() string             { return policy.ActionLoadBalancerDelete }
-func (Delete) Operation() string          { return OpDelete }
-func (m Delete) Label() string            { return fmt.Sprintf("delete(%s)", m.Name) }
-func (Delete) Apply(*policy.LoadBalancer) {}
+func (Delete) Action() string    { return policy.ActionLoadBalancerDelete }
+func (Delete) Operation() string { return OpDelete }
+func (m Delete) Label() string   { return fmt.Sprintf("delete(%s)", m.Name) }
 
-func policyNetwork(n *Network) *policy.LBNetwork {
-	out := &policy.LBNetwork{ID: n.ID, IPRange: n.IPRange}
-	if n.IP != nil {
-		out.PrivateIP = n.IP.String()
-	}
-	return out
+// Apply returns nil: no load balancer is left.
+func (Delete) Apply(*Actual) *Actual { return nil }
+
+// attachment is the attachment n gives; IP is nil when the API picks it.
+func attachment(n Network) AttachedNetwork {
+	return AttachedNetwork{ID: n.ID, IPRange: n.IPRange, IP: n.IP}
+}
+
+func deleteNetwork(list []AttachedNetwork, id int64) []AttachedNetwork {
+	return slices.DeleteFunc(list, func(n AttachedNetwork) bool { return n.ID == id })
 }
 
 func policyService(s Service) policy.LBService {
@@ -299,15 +341,14 @@ func policyTarget(t Target) policy.LBTarget {
 	return policy.LBTarget{Type: string(hcloud.LoadBalancerTargetTypeServer), ServerID: t.ServerID, UsePrivateIP: t.UsePrivateIP}
 }
 
-func setService(list []policy.LBService, s policy.LBService) []policy.LBService {
-	list = slices.DeleteFunc(list, func(x policy.LBService) bool { return x.ListenPort == s.ListenPort })
+// setService puts s in place of the listener on its port and keeps list sorted by port.
+func setService(list []Service, s Service) []Service {
+	list = slices.DeleteFunc(list, func(x Service) bool { return x.ListenPort == s.ListenPort })
 	list = append(list, s)
-	slices.SortFunc(list, func(a, b policy.LBService) int { return cmpInt(a.ListenPort, b.ListenPort) })
+	slices.SortFunc(list, func(a, b Service) int { return cmpInt(a.ListenPort, b.ListenPort) })
 	return list
 }
 
-func removeTarget(list []policy.LBTarget, serverID int64) []policy.LBTarget {
-	return slices.DeleteFunc(list, func(t policy.LBTarget) bool {
-		return t.Type == string(hcloud.LoadBalancerTargetTypeServer) && t.ServerID == serverID
-	})
+func removeTarget(list []Target, serverID int64) []Target {
+	return slices.DeleteFunc(list, func(t Target) bool { return t.ServerID == serverID })
 }

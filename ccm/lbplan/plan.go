@@ -12,8 +12,33 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
-// ErrProtected is returned by ComputeDelete for a load balancer with delete protection.
+// ErrProtected is matched (errors.Is) by every *ProtectedError.
 var ErrProtected = errors.New("load balancer has delete protection")
+
+// ProtectedError is returned for a load balancer whose delete protection keeps the CCM from
+// deleting it: by ComputeDelete when the load balancer says so, and by the executor when the
+// API refuses the delete as protected (Err is then the API's error). Callers choose the
+// DeleteProtected event with errors.As, never by the message.
+type ProtectedError struct {
+	Name string
+	ID   int64
+	// Err is the API's refusal; nil when the planner saw the protection.
+	Err error
+}
+
+func (e *ProtectedError) Error() string {
+	msg := fmt.Sprintf("load balancer %s (%d): %v; remove the protection to let the CCM delete it", e.Name, e.ID, ErrProtected)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Is lets errors.Is(err, ErrProtected) match.
+func (e *ProtectedError) Is(target error) bool { return target == ErrProtected }
+
+// Unwrap returns the API's refusal, if any.
+func (e *ProtectedError) Unwrap() error { return e.Err }
 
 // Plan is the ordered list of mutations that turns an actual load balancer into the desired
 // one. An empty plan means nothing to do (an unchanged load balancer costs no mutation).
@@ -52,32 +77,41 @@ type Step struct {
 	Final *policy.LoadBalancer
 }
 
-// Steps applies the mutations one after the other to the policy view of the actual load
-// balancer. Each step owns its copies.
+// Steps applies the mutations one after the other (Mutation.Apply) to the actual load
+// balancer and gives the policy view of each step. Each step owns its copies. A delete keeps
+// the load balancer being deleted as its view (policies match on its name and labels).
 func (p Plan) Steps() []Step {
-	var cur *policy.LoadBalancer
-	if p.Actual != nil {
-		cur = p.Actual.Policy(p.IPv6)
-		if n := cur.Network; n != nil && n.IPRange == "" && p.network != nil && p.network.ID == n.ID {
-			n.IPRange = p.network.IPRange
-		}
-	}
+	state := p.Actual
+	cur := p.view(state)
 	steps := make([]Step, 0, len(p.Mutations))
 	for _, m := range p.Mutations {
-		next := &policy.LoadBalancer{}
-		if cur != nil {
-			next = clonePolicy(cur)
+		next := m.Apply(state)
+		view := p.view(next)
+		if next == nil {
+			view = clonePolicy(cur)
 		}
-		m.Apply(next)
-		steps = append(steps, Step{Mutation: m, Current: clonePolicy(cur), LoadBalancer: next})
-		cur = next
+		steps = append(steps, Step{Mutation: m, Current: clonePolicy(cur), LoadBalancer: view})
+		state, cur = next, view
 	}
-	if len(steps) > 0 && steps[len(steps)-1].Mutation.Action() != policy.ActionLoadBalancerDelete {
+	if state != nil {
 		for i := range steps {
 			steps[i].Final = clonePolicy(cur)
 		}
 	}
 	return steps
+}
+
+// view is the policy view of a (nil for none); an attachment to the cluster network that the
+// API reported without its range gets the cluster network's.
+func (p Plan) view(a *Actual) *policy.LoadBalancer {
+	if a == nil {
+		return nil
+	}
+	lb := a.Policy(p.IPv6)
+	if n := lb.Network; n != nil && n.IPRange == "" && p.network != nil && p.network.ID == n.ID {
+		n.IPRange = p.network.IPRange
+	}
+	return lb
 }
 
 // Policy returns the policy view of the load balancer; ipv6 is the view's ipv6 flag.
@@ -174,13 +208,13 @@ func Compute(d Desired, actual *Actual) (Plan, error) {
 }
 
 // ComputeDelete plans the deletion of actual (nil: nothing to delete). A protected load balancer
-// is not deleted: a wrapped ErrProtected is returned.
+// is not deleted: a *ProtectedError is returned.
 func ComputeDelete(actual *Actual) (Plan, error) {
 	if actual == nil {
 		return Plan{}, nil
 	}
 	if actual.Protected {
-		return Plan{}, fmt.Errorf("load balancer %s (%d): %w; remove the protection to let the CCM delete it", actual.Name, actual.ID, ErrProtected)
+		return Plan{}, &ProtectedError{Name: actual.Name, ID: actual.ID}
 	}
 	return Plan{Actual: actual, IPv6: true, Mutations: []Mutation{Delete{Name: actual.Name}}}, nil
 }
@@ -192,7 +226,7 @@ func planCreate(d Desired, p Plan) (Plan, error) {
 	}
 	c := Create{
 		Name: d.Name, Type: d.Type, Location: d.Location, NetworkZone: d.NetworkZone,
-		Algorithm: d.Algorithm, Labels: maps.Clone(d.Labels), PublicInterface: true, IPv6: p.IPv6,
+		Algorithm: d.Algorithm, Labels: maps.Clone(d.Labels), PublicInterface: true,
 	}
 	attachLater := d.Network != nil && (d.Network.IP != nil || d.Network.Subnet != nil)
 	if d.Network != nil && !attachLater {

@@ -677,8 +677,9 @@ func TestComputeDelete(t *testing.T) {
 		t.Errorf("delete step Final = %+v, want nil (nothing is left after a delete)", st.Final)
 	}
 	_, err = lbplan.ComputeDelete(lbplan.NewActual(newLB(func(lb *hcloud.LoadBalancer) { lb.Protection.Delete = true })))
-	if !errors.Is(err, lbplan.ErrProtected) {
-		t.Errorf("err = %v, want ErrProtected", err)
+	var protected *lbplan.ProtectedError
+	if !errors.Is(err, lbplan.ErrProtected) || !errors.As(err, &protected) || protected.ID != 7 {
+		t.Errorf("err = %v, want a *ProtectedError for load balancer 7 matching ErrProtected", err)
 	}
 	if p, err := lbplan.ComputeDelete(nil); err != nil || !p.Empty() {
 		t.Errorf("nil: %v %v", p.Labels(), err)

@@ -1,17 +1,19 @@
 package lbplan
 
 import (
-	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"net"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Status builds the Service status of lb, as the official CCM does: the hostname alone when
+// Status builds the Service status of the load balancer a (NewActual, or the state its
+// mutations left), as the official CCM does: the hostname alone when
 // one is set; else the public IPv4 and (unless disabled) IPv6 when the public interface is
 // enabled, then the private IPs unless private ingress is disabled. ipMode is Proxy with the
-// proxy protocol, else VIP. It is pure; a nil lb gives an empty status.
-func Status(lb *hcloud.LoadBalancer, o StatusOptions) *corev1.LoadBalancerStatus {
+// proxy protocol, else VIP. It is pure; a nil a gives an empty status.
+func Status(a *Actual, o StatusOptions) *corev1.LoadBalancerStatus {
 	st := &corev1.LoadBalancerStatus{}
-	if lb == nil {
+	if a == nil {
 		return st
 	}
 	if o.Hostname != "" {
@@ -26,18 +28,18 @@ func Status(lb *hcloud.LoadBalancer, o StatusOptions) *corev1.LoadBalancerStatus
 		m := mode
 		st.Ingress = append(st.Ingress, corev1.LoadBalancerIngress{IP: ip, IPMode: &m})
 	}
-	if lb.PublicNet.Enabled {
-		if ip := lb.PublicNet.IPv4.IP; ip != nil && !ip.IsUnspecified() {
+	if a.PublicInterface {
+		if ip := net.ParseIP(a.IPv4); ip != nil && !ip.IsUnspecified() {
 			add(ip.String())
 		}
-		if ip := lb.PublicNet.IPv6.IP; !o.DisableIPv6 && ip != nil && !ip.IsUnspecified() {
+		if ip := net.ParseIP(a.IPv6); !o.DisableIPv6 && ip != nil && !ip.IsUnspecified() {
 			add(ip.String())
 		}
 	}
 	if !o.DisablePrivateIngress {
-		for _, pn := range lb.PrivateNet {
-			if pn.IP != nil {
-				add(pn.IP.String())
+		for _, n := range a.Networks {
+			if n.IP != nil {
+				add(n.IP.String())
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package lbplan_test
 
 import (
+	"net"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -39,10 +40,50 @@ func TestStatus(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := lbplan.Status(tc.lb, tc.opts)
+			got := lbplan.Status(lbplan.NewActual(tc.lb), tc.opts)
 			if diff := cmp.Diff(tc.want, got.Ingress); diff != "" {
 				t.Errorf("ingress (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestMutation_ApplyIsPureAndFeedsTheStatus: Apply never modifies its argument, and the status
+// of the state it returns is the status the load balancer has after the mutation.
+func TestMutation_ApplyIsPureAndFeedsTheStatus(t *testing.T) {
+	vip := corev1.LoadBalancerIPModeVIP
+	ing := func(ips ...string) []corev1.LoadBalancerIngress {
+		var out []corev1.LoadBalancerIngress
+		for _, ip := range ips {
+			out = append(out, corev1.LoadBalancerIngress{IP: ip, IPMode: &vip})
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		m    lbplan.Mutation
+		want []corev1.LoadBalancerIngress
+	}{
+		{"disabling the public interface leaves the private IP", lbplan.DisablePublicInterface{}, ing("10.0.0.3")},
+		{"detaching the network leaves the public IPs", lbplan.DetachNetwork{NetworkID: 5}, ing("203.0.113.10", "2001:db8::1")},
+		{"an attachment with a fixed IP shows it", lbplan.AttachNetwork{Network: lbplan.Network{ID: 6, IP: net.ParseIP("10.1.0.9")}},
+			ing("203.0.113.10", "2001:db8::1", "10.0.0.3", "10.1.0.9")},
+		{"a new listener changes no address", lbplan.AddService{Service: lbplan.Service{ListenPort: 443}}, ing("203.0.113.10", "2001:db8::1", "10.0.0.3")},
+		{"nothing is left after a delete", lbplan.Delete{Name: "web-lb"}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := lbplan.NewActual(newLB(attached("10.0.0.3")))
+			after := tc.m.Apply(before)
+			if diff := cmp.Diff(lbplan.NewActual(newLB(attached("10.0.0.3"))), before); diff != "" {
+				t.Errorf("%s.Apply modified its argument (-want +got):\n%s", tc.m.Label(), diff)
+			}
+			if diff := cmp.Diff(tc.want, lbplan.Status(after, lbplan.StatusOptions{}).Ingress); diff != "" {
+				t.Errorf("status after %s (-want +got):\n%s", tc.m.Label(), diff)
+			}
+		})
+	}
+	if !(lbplan.AttachNetwork{Network: lbplan.Network{ID: 6}}).Apply(lbplan.NewActual(newLB())).PrivateIPUnknown() {
+		t.Error("an attachment without a fixed IP must be modelled as unknown to the plan")
 	}
 }

@@ -53,11 +53,44 @@ type Namer interface {
 	LoadBalancerName(ctx context.Context, in plugins.LoadBalancerNameInput) (string, error)
 }
 
+// Readers are the reads of the Hetzner API the load balancer code makes. Each is satisfied by
+// the matching hcloud-go client (&client.LoadBalancer, &client.Network, &client.Certificate,
+// &client.LoadBalancerType), and none has a mutating method: this package cannot write to
+// Hetzner, every write is a plan the executor runs (the compiler keeps that wall).
+type Readers struct {
+	LoadBalancers LoadBalancerReader
+	Networks      NetworkReader
+	Certificates  CertificateReader
+	Types         LoadBalancerTypeLister
+}
+
+// LoadBalancerReader finds load balancers by name and by label.
+type LoadBalancerReader interface {
+	GetByName(ctx context.Context, name string) (*hcloud.LoadBalancer, *hcloud.Response, error)
+	List(ctx context.Context, opts hcloud.LoadBalancerListOpts) ([]*hcloud.LoadBalancer, *hcloud.Response, error)
+}
+
+// NetworkReader reads the cluster network again when a subnet is not found in it.
+type NetworkReader interface {
+	GetByID(ctx context.Context, id int64) (*hcloud.Network, *hcloud.Response, error)
+}
+
+// CertificateReader finds uploaded certificates by name and managed ones by label.
+type CertificateReader interface {
+	GetByName(ctx context.Context, name string) (*hcloud.Certificate, *hcloud.Response, error)
+	List(ctx context.Context, opts hcloud.CertificateListOpts) ([]*hcloud.Certificate, *hcloud.Response, error)
+}
+
+// LoadBalancerTypeLister lists the load balancer types.
+type LoadBalancerTypeLister interface {
+	All(ctx context.Context) ([]*hcloud.LoadBalancerType, error)
+}
+
 // LoadBalancers implements cloudprovider.LoadBalancer.
 type LoadBalancers struct {
-	client *hcloud.Client
-	exec   *executor.Executor
-	cfg    config.LoadBalancer
+	read Readers
+	exec *executor.Executor
+	cfg  config.LoadBalancer
 	// network is the cluster network (nil: none), re-read when a subnet is not found in it.
 	network  atomic.Pointer[hcloud.Network]
 	recorder record.EventRecorder
@@ -90,15 +123,16 @@ func WithDenialTracker(t DenialTracker) Option {
 	return func(l *LoadBalancers) { l.denials = t }
 }
 
-// New returns the load balancer implementation. network is the cluster network (nil if none),
-// namer the naming plugin (nil if none); a nil recorder drops events.
-func New(client *hcloud.Client, exec *executor.Executor, cfg config.LoadBalancer, network *hcloud.Network, recorder record.EventRecorder, namer Namer, opts ...Option) *LoadBalancers {
+// New returns the load balancer implementation. read are its reads of the API; exec runs its
+// plans (the only writes). network is the cluster network (nil if none), namer the naming
+// plugin (nil if none); a nil recorder drops events.
+func New(read Readers, exec *executor.Executor, cfg config.LoadBalancer, network *hcloud.Network, recorder record.EventRecorder, namer Namer, opts ...Option) *LoadBalancers {
 	if recorder == nil {
 		recorder = &record.FakeRecorder{}
 	}
 	l := &LoadBalancers{
-		client: client, exec: exec, cfg: cfg, recorder: recorder, namer: namer,
-		types: &typeCache{client: client, maxAge: time.Hour, now: time.Now},
+		read: read, exec: exec, cfg: cfg, recorder: recorder, namer: namer,
+		types: &typeCache{list: read.Types, maxAge: time.Hour, now: time.Now},
 	}
 	l.network.Store(network)
 	for _, o := range opts {
@@ -120,7 +154,7 @@ func (l *LoadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *core
 	if err != nil {
 		return nil, true, l.invalid(svc, err)
 	}
-	return lbplan.Status(lb, opts), true, nil
+	return lbplan.Status(lbplan.NewActual(lb), opts), true, nil
 }
 
 // GetLoadBalancerName returns the load balancer name of svc: the name annotation, else the
@@ -151,8 +185,7 @@ func (l *LoadBalancers) name(ctx context.Context, clusterName string, svc *corev
 			Labels: copyMap(svc.Labels), Annotations: copyMap(svc.Annotations),
 		},
 	})
-	if err != nil { // the plugin host validated n (plugins.ValidateLoadBalancerName)
-		pluginFailures.WithLabelValues(plugins.HookLoadBalancerName).Inc()
+	if err != nil { // the host counted it (hcloud_ccm_plugin_failures_total); on success it validated n
 		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonPluginFailed, "naming plugin failed, using the default name %s: %v", def, err)
 		return def, false
 	}
@@ -179,7 +212,7 @@ func clusterNetwork(n *hcloud.Network) *lbplan.ClusterNetwork {
 // refreshNetwork reads the cluster network again (one request) and keeps it.
 func (l *LoadBalancers) refreshNetwork(ctx context.Context) (*lbplan.ClusterNetwork, error) {
 	cur := l.network.Load()
-	n, _, err := l.client.Network.GetByID(ctx, cur.ID)
+	n, _, err := l.read.Networks.GetByID(ctx, cur.ID)
 	if err != nil {
 		return nil, fmt.Errorf("read network %d: %w", cur.ID, err)
 	}
@@ -190,14 +223,15 @@ func (l *LoadBalancers) refreshNetwork(ctx context.Context) (*lbplan.ClusterNetw
 	return clusterNetwork(n), nil
 }
 
-// checkName refuses a name annotation the API would refuse (1 to 128 characters, no leading or
-// trailing whitespace), before anything is planned.
+// checkName refuses a name annotation the API would refuse, with the CCM's one name rule
+// (plugins.ValidateLoadBalancerName: Hetzner's 1 to 128 characters, no leading or trailing
+// whitespace), before anything is planned.
 func checkName(svc *corev1.Service) error {
 	n, ok := annotation.LBName.Value(svc)
 	if !ok {
 		return nil
 	}
-	if n == "" || len(n) > 128 || strings.TrimSpace(n) != n {
+	if plugins.ValidateLoadBalancerName(n) != nil {
 		return &annotation.InvalidError{Name: annotation.LBName, Value: n, Accepted: "1 to 128 characters without leading or trailing whitespace"}
 	}
 	return nil
@@ -258,7 +292,8 @@ func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) 
 		return err
 	}
 	plan, err := lbplan.ComputeDelete(lbplan.NewActual(lb))
-	if errors.Is(err, lbplan.ErrProtected) {
+	var protected *lbplan.ProtectedError
+	if errors.As(err, &protected) {
 		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonDeleteProtected, "%v: not deleted", err)
 		klog.InfoS("load balancer has delete protection, not deleted", "service", klog.KObj(svc), "loadBalancer", lb.Name)
 		return nil
@@ -271,7 +306,7 @@ func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) 
 }
 
 // reconcile builds the desired state, finds the actual load balancer, plans and runs.
-func (l *LoadBalancers) reconcile(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, create bool) (*hcloud.LoadBalancer, lbplan.Desired, error) {
+func (l *LoadBalancers) reconcile(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, create bool) (*lbplan.Actual, lbplan.Desired, error) {
 	name, rename := l.name(ctx, clusterName, svc)
 	certs, err := l.certificates(ctx, svc)
 	if err != nil {
@@ -325,8 +360,8 @@ func (l *LoadBalancers) reconcile(ctx context.Context, clusterName string, svc *
 		l.recorder.Event(nodeRef(t.Node), corev1.EventTypeWarning, ReasonMaxTargetsReached, msg)
 		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonMaxTargetsReached, msg)
 	}
-	lb, err = l.exec.Run(ctx, svc, plan)
-	return lb, d, err
+	state, err := l.exec.Run(ctx, svc, plan)
+	return state, d, err
 }
 
 // invalid emits InvalidAnnotation for an annotation error (annotation.IsUserError) and returns
@@ -412,7 +447,7 @@ func (l *LoadBalancers) certificates(ctx context.Context, svc *corev1.Service) (
 			ids = append(ids, id)
 			continue
 		}
-		c, _, err := l.client.Certificate.GetByName(ctx, ref)
+		c, _, err := l.read.Certificates.GetByName(ctx, ref)
 		if err != nil {
 			return nil, fmt.Errorf("certificate %q: %w", ref, err)
 		}
@@ -433,7 +468,7 @@ func (l *LoadBalancers) managedCertificate(ctx context.Context, svc *corev1.Serv
 		return 0, nil // bad values are reported by lbplan.NewDesired
 	}
 	sel := lbplan.LabelServiceUID + "=" + string(svc.UID)
-	certs, _, err := l.client.Certificate.List(ctx, hcloud.CertificateListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel, PerPage: 50}})
+	certs, _, err := l.read.Certificates.List(ctx, hcloud.CertificateListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel, PerPage: 50}})
 	if err != nil {
 		return 0, fmt.Errorf("list certificates by %s: %w", sel, err)
 	}
@@ -455,7 +490,7 @@ func (l *LoadBalancers) find(ctx context.Context, svc *corev1.Service, name stri
 	if err != nil || lb != nil {
 		return lb, err
 	}
-	lb, _, err = l.client.LoadBalancer.GetByName(ctx, name)
+	lb, _, err = l.read.LoadBalancers.GetByName(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("get load balancer by name %q: %w", name, err)
 	}
@@ -486,7 +521,7 @@ func (e *NameConflictError) Error() string {
 // byUID lists load balancers by the UID label; more than one is an error.
 func (l *LoadBalancers) byUID(ctx context.Context, svc *corev1.Service) (*hcloud.LoadBalancer, error) {
 	sel := lbplan.LabelServiceUID + "=" + string(svc.UID)
-	lbs, _, err := l.client.LoadBalancer.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel, PerPage: 50}})
+	lbs, _, err := l.read.LoadBalancers.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel, PerPage: 50}})
 	if err != nil {
 		return nil, fmt.Errorf("list load balancers by %s: %w", sel, err)
 	}

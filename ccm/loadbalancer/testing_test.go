@@ -134,7 +134,9 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		cluster.Network = &policy.Network{ID: netID, Name: "k8s", IPRange: "10.0.0.0/8"}
 	}
 	ev.exec = executor.New(client, ev.decider, ev.recorder, cluster)
-	ev.lbs = loadbalancer.New(client, ev.exec, c.cfg, ev.network, ev.recorder, c.namer, c.lbOpts...)
+	ev.lbs = loadbalancer.New(loadbalancer.Readers{
+		LoadBalancers: &client.LoadBalancer, Networks: &client.Network, Certificates: &client.Certificate, Types: &client.LoadBalancerType,
+	}, ev.exec, c.cfg, ev.network, ev.recorder, c.namer, c.lbOpts...)
 	return ev
 }
 

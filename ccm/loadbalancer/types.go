@@ -9,13 +9,11 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/compatmetrics"
-	"k8s.io/component-base/metrics"
-	"k8s.io/component-base/metrics/legacyregistry"
 )
 
 // typeCache holds the load balancer type list for maxAge (one paginated list per hour).
 type typeCache struct {
-	client  *hcloud.Client
+	list    LoadBalancerTypeLister
 	maxAge  time.Duration
 	now     func() time.Time
 	mu      sync.Mutex
@@ -30,7 +28,7 @@ func (c *typeCache) get(ctx context.Context, name string) (*hcloud.LoadBalancerT
 	result := compatmetrics.ResultHit
 	if c.types == nil || c.now().Sub(c.fetched) > c.maxAge {
 		result = compatmetrics.ResultMiss
-		types, err := c.client.LoadBalancerType.All(ctx)
+		types, err := c.list.All(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -48,13 +46,3 @@ func (c *typeCache) get(ctx context.Context, name string) (*hcloud.LoadBalancerT
 	slices.Sort(known)
 	return found, known, nil
 }
-
-// pluginFailures counts naming plugin failures that fell back to the default name. The name
-// MUST not change: dashboards use it.
-var pluginFailures = metrics.NewCounterVec(&metrics.CounterOpts{
-	Name:           "hcloud_ccm_load_balancer_name_plugin_failures_total",
-	Help:           "Naming plugin calls that failed and fell back to the default load balancer name.",
-	StabilityLevel: metrics.ALPHA,
-}, []string{"hook"})
-
-func init() { legacyregistry.MustRegister(pluginFailures) }

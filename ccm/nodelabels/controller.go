@@ -326,10 +326,7 @@ func (c *Controller) sync(ctx context.Context, name string) (string, error) {
 	}
 
 	want, err := c.labeler.NodeLabels(ctx, instances.NodeInput(node, server))
-	if err == nil {
-		err = instances.ValidatePluginLabels(want)
-	}
-	if err != nil {
+	if err != nil { // the host validated want (plugins.ValidateLabels) and counted the failure
 		// Not retried: a broken plugin stays broken until it is replaced, and the reload
 		// calls Trigger. The periodic resync retries too.
 		klog.InfoS("Plugin failed, node labels left as they are", "hook", plugins.HookNodeLabels, "node", klog.KObj(node), "err", err)

@@ -292,16 +292,6 @@ func TestController_sync(t *testing.T) {
 			wantCalls:  1,
 		},
 		{
-			name:       "invalid plugin labels change nothing and raise PluginFailed",
-			node:       newNode("n1", 1, withLabels(map[string]string{"pool": "a"}), withOwned("pool")),
-			plugin:     map[string]string{"pool": "b", "bad key!": "x"},
-			wantLabels: map[string]string{"role": "worker", "pool": "a"},
-			wantOwned:  "pool",
-			wantEvent:  `Warning PluginFailed node_labels plugin failed, the node's labels are left as they are: invalid plugin output: label key "bad key!"`,
-			wantResult: "failed",
-			wantCalls:  1,
-		},
-		{
 			name:       "an uninitialised node is left to the upstream node controller",
 			node:       newNode("n1", 1, withUninitializedTaint),
 			plugin:     map[string]string{"pool": "a"},

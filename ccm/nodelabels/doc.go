@@ -35,7 +35,8 @@
 //     the same plugin), when its provider ID is not hcloud://<id>, and when the server does
 //     not exist (node lifecycle handles that);
 //  2. calls the plugin with [instances.NodeInput], the input ccm/instances builds at
-//     initialisation, and checks the output with [instances.ValidatePluginLabels];
+//     initialisation, and uses the output as the plugin host validated it
+//     ([plugins.ValidateLabels]);
 //  3. drops keys the CCM sets itself (instance type, topology and failure-domain labels,
 //     instance.hetzner.cloud/provided-by) and every key matching (^|\.)(kubernetes|k8s)\.io/,
 //     as the upstream node controller does;

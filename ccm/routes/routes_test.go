@@ -99,7 +99,7 @@ func newEnv(t *testing.T) *env {
 // newRoutes returns Routes with a fresh server cache and the executor as runner.
 func (e *env) newRoutes(t *testing.T, clusterCIDR string) *routes.Routes {
 	t.Helper()
-	servers, err := servercache.New(e.client, config.ServerCache{Mode: config.ServerCacheModeAll, MaxAge: time.Minute})
+	servers, err := servercache.New(&e.client.Server, config.ServerCache{Mode: config.ServerCacheModeAll, MaxAge: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,12 +44,25 @@ var (
 
 var registerOnce sync.Once
 
+// ServerLister reads servers; *hcloud.ServerClient is one. It has no mutating method: the cache
+// only reads, and only ccm/executor can reach a method that writes.
+type ServerLister interface {
+	GetByID(ctx context.Context, id int64) (*hcloud.Server, *hcloud.Response, error)
+	GetByName(ctx context.Context, name string) (*hcloud.Server, *hcloud.Response, error)
+	All(ctx context.Context) ([]*hcloud.Server, error)
+}
+
+// readers is the read side of the API the cache uses.
+type readers struct {
+	Server ServerLister
+}
+
 // Cache looks up Hetzner Cloud servers. It is safe for concurrent use.
 //
 // Lookups return (nil, nil) when the server does not exist. Returned servers are shared
 // between callers and MUST NOT be modified.
 type Cache struct {
-	client *hcloud.Client
+	client readers
 	mode   string
 	maxAge time.Duration
 	now    func() time.Time
@@ -91,12 +104,12 @@ func (c *Cache) count(result string) {
 	compatmetrics.ServerCache(compatmetrics.SubsystemUnknown, c.mode, result)
 }
 
-// New returns a cache reading through client with cfg's mode and max age.
+// New returns a cache reading servers (&client.Server) with cfg's mode and max age.
 //
 // # Errors
 //
 // An unknown mode or a negative max age.
-func New(client *hcloud.Client, cfg config.ServerCache) (*Cache, error) {
+func New(servers ServerLister, cfg config.ServerCache) (*Cache, error) {
 	const op = "servercache.New"
 	switch cfg.Mode {
 	case config.ServerCacheModeAll, config.ServerCacheModeOne, config.ServerCacheModeOff:
@@ -108,7 +121,7 @@ func New(client *hcloud.Client, cfg config.ServerCache) (*Cache, error) {
 	}
 	registerOnce.Do(func() { legacyregistry.MustRegister(cacheRequests, cacheRefreshes) })
 	return &Cache{
-		client:   client,
+		client:   readers{Server: servers},
 		mode:     cfg.Mode,
 		maxAge:   cfg.MaxAge,
 		now:      time.Now,

@@ -34,7 +34,7 @@ func newEnv(t *testing.T, n int, mode string, maxAge time.Duration) (*hcloudemu.
 		hcloud.WithToken(emu.Token()),
 		hcloud.WithRetryOpts(hcloud.RetryOpts{BackoffFunc: hcloud.ConstantBackoff(time.Millisecond), MaxRetries: 2}),
 	)
-	c, err := servercache.New(client, config.ServerCache{Mode: mode, MaxAge: maxAge})
+	c, err := servercache.New(&client.Server, config.ServerCache{Mode: mode, MaxAge: maxAge})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,7 @@ func TestNew_errors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := servercache.New(hcloud.NewClient(), tc.cfg); err == nil || err.Error() != tc.want {
+			if _, err := servercache.New(&hcloud.NewClient().Server, tc.cfg); err == nil || err.Error() != tc.want {
 				t.Errorf("New() error = %v, want %q", err, tc.want)
 			}
 		})

@@ -10,7 +10,7 @@
     (local.get $p))
   (func (export "ccm_free") (param i32 i32))
   (data (i32.const 16) "{\"labels\":{\"kubernetes.io/hostname\":\"x\",\"Bad Key\":\"v\",\"example.com/ok\":\"fine\"}}")
-  (data (i32.const 512) "{\"name\":\"Has Spaces\"}")
+  (data (i32.const 512) "{\"name\":\"Has Space \"}")
   (func (export "ccm_node_labels") (param i32 i32) (result i64)
     (global.set $heap (i32.const 1024))
     (i64.or (i64.shl (i64.const 16) (i64.const 32)) (i64.const 79)))

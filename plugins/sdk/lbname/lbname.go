@@ -11,8 +11,8 @@
 //
 // # Notes
 //
-//   - The host validates the name (docs/plugins.md): 1 to 63 characters of a-z, 0-9 and '-',
-//     starting and ending with a letter or digit.
+//   - The host validates the name (docs/plugins.md) with Hetzner's rule: 1 to 128 characters,
+//     no leading or trailing whitespace.
 //   - The name must be a pure function of the input: the CCM renames a load balancer whose
 //     computed name changes.
 //   - A returned error becomes the reply {"error": "..."}; the CCM then uses the default name
