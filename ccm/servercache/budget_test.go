@@ -65,6 +65,7 @@ func TestCache_budgetListAge(t *testing.T) {
 		{servers: 120, budget: 360, keep: time.Minute},        // a larger budget refreshes sooner
 		{servers: 120, budget: 36000, keep: 10 * time.Second}, // never below the max age
 		{servers: 501, budget: 60, keep: 22 * time.Minute},    // 11 pages
+		{servers: 2000, budget: 60, keep: 80 * time.Minute},   // 40 pages: still 30 requests per hour
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%d servers, %d per hour", tt.servers, tt.budget), func(t *testing.T) {
