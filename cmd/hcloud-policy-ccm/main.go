@@ -16,6 +16,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -44,11 +45,25 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 )
 
+// defaultGCPercent is the garbage collector's target heap growth when GOGC is not set: 50%
+// instead of Go's 100%. The live heap is small (about 15 MiB at 500 nodes), so collecting
+// earlier costs little CPU and cut the peak anonymous memory at 500 nodes from 47 to 36 MiB
+// (docs/performance.md). GOGC in the environment (including GOGC=100) wins.
+const defaultGCPercent = 50
+
 func main() {
+	setGCPercent(os.LookupEnv)
 	if err := plugins.RegisterMetrics(legacyregistry.Registerer()); err != nil {
 		klog.Fatalf("register plugin metrics: %v", err)
 	}
 	os.Exit(cli.Run(newCommand()))
+}
+
+// setGCPercent sets defaultGCPercent unless GOGC is set.
+func setGCPercent(lookup func(string) (string, bool)) {
+	if _, ok := lookup("GOGC"); !ok {
+		debug.SetGCPercent(defaultGCPercent)
+	}
 }
 
 // newCommand builds the root command: the upstream cloud-controller-manager command with our

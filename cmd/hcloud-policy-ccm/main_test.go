@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime/debug"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,5 +35,27 @@ func TestStripManagedFields(t *testing.T) {
 	// Not an object: returned as it is, no error.
 	if got, err := stripManagedFields("x"); err != nil || got != "x" {
 		t.Errorf("stripManagedFields(\"x\") = %v, %v", got, err)
+	}
+}
+
+func TestSetGCPercent(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	tests := []struct {
+		name string
+		env  map[string]string
+		want int
+	}{
+		{"GOGC unset: the default", map[string]string{}, defaultGCPercent},
+		{"GOGC set: left to the runtime", map[string]string{"GOGC": "100"}, 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			debug.SetGCPercent(100)
+			setGCPercent(func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
+			if got := debug.SetGCPercent(100); got != tt.want {
+				t.Errorf("GC percent = %d, want %d", got, tt.want)
+			}
+		})
 	}
 }
