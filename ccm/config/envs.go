@@ -126,7 +126,7 @@ const (
 	// max(HCLOUD_SERVER_CACHE_MAX_AGE, pages × 1h / (budget/2)) (pages of 50 servers; with
 	// 60: 20 minutes at 500 servers, 80 at 2,000), the other half for liveness reads of single
 	// servers (GET /servers/{id}) when the node lifecycle controller asks about a NotReady node:
-	// its shutdown or deletion is then seen within 30s while that half lasts (a bucket of
+	// its shutdown or deletion is then seen within HCLOUD_SERVER_CACHE_MAX_AGE while that half lasts (a bucket of
 	// budget/2), within n × 1h / (budget/2) for n NotReady nodes once it is spent. Requests
 	// caused by changes (new nodes, Services, routes) are not limited by it. At least 10. The
 	// official CCM has no such variable. This CCM only.

@@ -31,11 +31,14 @@ func (f *fakeClock) advance(d time.Duration) {
 	f.t = f.t.Add(d)
 }
 
+// maxAge is the cache's max age in the budget tests, the default of HCLOUD_SERVER_CACHE_MAX_AGE.
+const maxAge = 10 * time.Second
+
 // newBudgetEnv returns an emulator with n servers and a mode-all cache with a 10s max age and
 // the given budget, on a fake clock.
 func newBudgetEnv(t *testing.T, n, budget int) (*hcloudemu.Emulator, *servercache.Cache, []int64, *fakeClock) {
 	t.Helper()
-	emu, c, ids := newCacheEnv(t, n, config.ServerCache{Mode: config.ServerCacheModeAll, MaxAge: 10 * time.Second, BudgetPerHour: budget})
+	emu, c, ids := newCacheEnv(t, n, config.ServerCache{Mode: config.ServerCacheModeAll, MaxAge: maxAge, BudgetPerHour: budget})
 	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	servercache.SetClock(c, clock.now)
 	return emu, c, ids, clock
@@ -96,7 +99,7 @@ func TestCache_budgetListAge(t *testing.T) {
 }
 
 // Live lookups (the lifecycle controller's questions about NotReady nodes) see a shutdown and
-// a deletion within LiveMaxAge by reading the one server, and do not list.
+// a deletion within the max age by reading the one server, and do not list.
 func TestCache_live(t *testing.T) {
 	emu, c, ids, clock := newBudgetEnv(t, 120, 60)
 	ctx := t.Context()
@@ -106,16 +109,16 @@ func TestCache_live(t *testing.T) {
 	}
 	pages, _ := lists(emu)
 
-	// Within LiveMaxAge of the list: answered from it.
-	clock.advance(servercache.LiveMaxAge)
+	// Within the max age of the list: answered from it.
+	clock.advance(maxAge)
 	if s, err := c.ByID(live, ids[0]); err != nil || s == nil || s.Status != hcloud.ServerStatusRunning {
 		t.Fatalf("live ByID() = %v, %v", s, err)
 	}
 	if p, single := lists(emu); p != pages || single != 0 {
-		t.Fatalf("a live lookup within LiveMaxAge cost %d pages and %d reads, want none", p-pages, single)
+		t.Fatalf("a live lookup within the max age cost %d pages and %d reads, want none", p-pages, single)
 	}
 
-	// The server is switched off: the next live lookup after LiveMaxAge reads it alone.
+	// The server is switched off: the next live lookup after the max age reads it alone.
 	if err := emu.SetServerStatus(ids[0], "off"); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +138,7 @@ func TestCache_live(t *testing.T) {
 	if err := emu.DeleteServer(ids[0]); err != nil {
 		t.Fatal(err)
 	}
-	clock.advance(servercache.LiveMaxAge + time.Second)
+	clock.advance(maxAge + time.Second)
 	if s, err := c.ByID(live, ids[0]); err != nil || s != nil {
 		t.Fatalf("live ByID() after deletion = %v, %v, want nil, nil", s, err)
 	}
@@ -170,7 +173,7 @@ func TestCache_liveBudget(t *testing.T) {
 	}
 	reads := func() int { _, single := lists(emu); return single }
 	for i := range 8 {
-		clock.advance(servercache.LiveMaxAge + time.Second)
+		clock.advance(maxAge + time.Second)
 		s, err := c.ByID(live, ids[1])
 		if err != nil || s == nil {
 			t.Fatalf("live ByID() #%d = %v, %v", i, s, err)

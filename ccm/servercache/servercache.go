@@ -16,12 +16,13 @@
 //     50 servers (20 minutes at 500 servers, 80 at 2,000). Lookups of the periodic loops
 //     (node status, node labels, routes) are served from it.
 //   - A lookup made with a [Live] context (the node lifecycle controller's InstanceExists and
-//     InstanceShutdown, asked only for NotReady nodes) wants data at most [LiveMaxAge] old. When
-//     the list is older it reads that one server (GET /servers/{id} or ?name=) if the liveness
-//     share has a request left (a bucket of B/2, refilled at B/2 per hour); when it has none,
-//     it answers from the older data. So a shutdown or deletion is seen within LiveMaxAge of
-//     the first question while the bucket lasts, and within n × 1h / (B/2) for n NotReady
-//     nodes asked about continuously once it is empty.
+//     InstanceShutdown, asked only for NotReady nodes) wants data at most the max age old (10s
+//     by default), as without a budget. When the list is older it reads that one server
+//     (GET /servers/{id} or ?name=) if the liveness share has a request left (a bucket of B/2,
+//     refilled at B/2 per hour); when it has none, it answers from the older data. So a
+//     shutdown or deletion is seen within the max age of the first question while the bucket
+//     lasts, and within n × 1h / (B/2) for n NotReady nodes asked about continuously once it
+//     is empty.
 //   - A server missing from the list (a new server) is read alone, unless pages − 1 servers
 //     were already read alone since the last list: then a new list is cheaper. Looking for a
 //     missing server again waits at least [MinMissRefreshInterval].
@@ -47,10 +48,6 @@ import (
 // MinMissRefreshInterval is the shortest time between two refreshes caused by a server that
 // is missing from a cache that is still fresh.
 const MinMissRefreshInterval = time.Second
-
-// LiveMaxAge is the oldest data a [Live] lookup is answered with while the liveness share of
-// the API budget lasts.
-const LiveMaxAge = 30 * time.Second
 
 // pageSize is the number of servers in one page of a list (hcloud-go's per_page).
 const pageSize = 50
@@ -271,7 +268,7 @@ type liveKey struct{}
 
 // Live returns ctx marked as a liveness lookup: the caller needs to know whether the server
 // still exists and runs (the node lifecycle controller's questions about NotReady nodes), so
-// the data may be at most [LiveMaxAge] old while the budget allows. See the package doc.
+// the data may be at most the max age old while the budget allows. See the package doc.
 func Live(ctx context.Context) context.Context {
 	return context.WithValue(ctx, liveKey{}, true)
 }
@@ -315,13 +312,12 @@ func (c *Cache) lookup(ctx context.Context, key string, find func(*snapshot) *hc
 
 // decideLocked decides how mode all answers a lookup of key: from what it holds (hit), by
 // reading the one server (alone), or else by a new list. live asks for data at most
-// LiveMaxAge old and may spend the liveness share of the budget. c.mu must be held.
+// the max age old and may spend the liveness share of the budget. c.mu must be held.
 func (c *Cache) decideLocked(key string, find func(*snapshot) *hcloud.Server, live bool) (s *hcloud.Server, hit, alone bool) {
 	now := c.now()
 	maxAge, missAge := c.listAge(c.snap), MinMissRefreshInterval
 	if live {
-		maxAge = min(maxAge, LiveMaxAge)
-		missAge = maxAge
+		maxAge, missAge = c.maxAge, c.maxAge
 	}
 	e, hasEntry := c.entries[key]
 	if hasEntry && c.snap != nil && !e.at.After(c.snap.at) {
