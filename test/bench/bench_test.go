@@ -9,7 +9,8 @@
 // Configuration (environment):
 //
 //	BENCH_SIZES   sizes as NODESxSERVICES, comma separated (default "10x2", the smoke size)
-//	BENCH_STEADY  length of the steady-state window (default 20s)
+//	BENCH_STEADY  length of the steady-state window (default 20s), or auto: the period of the
+//	              server list at the size under the default API budget (see steadyWindow)
 //	BENCH_OUT     file the Markdown table is written to (default: none, printed only)
 //	BENCH_POLICIES on (the example policies in enforce mode, as deployed), off (no --policy-*
 //	              flags: every mutation allowed) or both (each size twice) (default on)
@@ -40,6 +41,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
 )
@@ -108,9 +110,10 @@ func TestBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	steady, err := time.ParseDuration(envOr("BENCH_STEADY", "20s"))
-	if err != nil || steady <= 0 {
-		t.Fatalf("BENCH_STEADY=%q: want a positive duration such as 5m (%v)", os.Getenv("BENCH_STEADY"), err)
+	steadyFlag := envOr("BENCH_STEADY", "20s")
+	steady, err := time.ParseDuration(steadyFlag)
+	if steadyFlag != "auto" && (err != nil || steady <= 0) {
+		t.Fatalf("BENCH_STEADY=%q: want a positive duration such as 5m, or auto (%v)", steadyFlag, err)
 	}
 	sizes, err = withPolicies(sizes, envOr("BENCH_POLICIES", "on"))
 	if err != nil {
@@ -120,7 +123,11 @@ func TestBench(t *testing.T) {
 	var results []result
 	for _, s := range sizes {
 		t.Run(s.name(), func(t *testing.T) {
-			r := run(t, bin, s, steady)
+			window := steady
+			if steadyFlag == "auto" {
+				window = steadyWindow(s.nodes)
+			}
+			r := run(t, bin, s, window)
 			results = append(results, r)
 			writeTable(t, results) // after each size, so a long run leaves partial results
 		})
@@ -331,6 +338,21 @@ func startCCM(t *testing.T, c *harness.Cluster, bin, endpoint, token string, pol
 		"HCLOUD_LOAD_BALANCERS_TYPE=lb11",
 	}
 	return harness.StartProcess(t, "ccm", bin, args, env), port
+}
+
+// nodeStatusPeriod is the cloud node controller's --node-status-update-frequency (default): the
+// tick at which the CCM's steady server lookups happen.
+const nodeStatusPeriod = 5 * time.Minute
+
+// steadyWindow returns the steady window for BENCH_STEADY=auto: the period at which n servers
+// are listed in the steady state under the default HCLOUD_API_BUDGET_PER_HOUR, that is the
+// list's keep time (pages × 1h / (budget/2)) rounded up to whole node status periods, at
+// least one. A window of one period holds exactly one list, so requests/hour scales exactly.
+func steadyWindow(n int) time.Duration {
+	pages := (n + 49) / 50
+	keep := time.Duration(pages) * 2 * time.Hour / config.DefaultAPIBudgetPerHour
+	periods := max(1, (keep+nodeStatusPeriod-1)/nodeStatusPeriod)
+	return periods * nodeStatusPeriod
 }
 
 // withPolicies returns sizes for BENCH_POLICIES: on, off, or both (each size on, then off).
