@@ -11,6 +11,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
 )
 
 // fakeClock is a clock the test moves by hand.
@@ -80,6 +81,9 @@ func TestCache_budgetListAge(t *testing.T) {
 				}
 			}
 			lookup()
+			if got := testutil.Metric(t, "hcloud_ccm_server_cache_list_keep_seconds", nil); got != tt.keep.Seconds() {
+				t.Errorf("list_keep_seconds = %v, want %v", got, tt.keep.Seconds())
+			}
 			first, _ := lists(emu)
 			if want := (tt.servers + 49) / 50; first != want {
 				t.Fatalf("first lookup read %d pages, want %d", first, want)
@@ -172,6 +176,7 @@ func TestCache_liveBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	reads := func() int { _, single := lists(emu); return single }
+	deferred := testutil.Metric(t, "hcloud_ccm_server_cache_budget_deferred_total", nil)
 	for i := range 8 {
 		clock.advance(maxAge + time.Second)
 		s, err := c.ByID(live, ids[1])
@@ -181,6 +186,9 @@ func TestCache_liveBudget(t *testing.T) {
 	}
 	if got := reads(); got != budget/2 {
 		t.Errorf("8 live lookups 31s apart made %d reads, want %d (the bucket)", got, budget/2)
+	}
+	if got := testutil.Metric(t, "hcloud_ccm_server_cache_budget_deferred_total", nil) - deferred; got != 3 {
+		t.Errorf("budget_deferred_total grew by %v, want 3 (the lookups without a read)", got)
 	}
 	// The stale answers are the last data read: status off.
 	if s, _ := c.ByID(live, ids[1]); s == nil || s.Status != hcloud.ServerStatusOff {

@@ -64,6 +64,16 @@ var (
 		Help:           "Server cache reads from the API by kind: list (all servers, paginated), id, name.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"kind"})
+	budgetDeferred = metrics.NewCounter(&metrics.CounterOpts{
+		Name:           "hcloud_ccm_server_cache_budget_deferred_total",
+		Help:           "Liveness lookups answered from older data because the liveness half of HCLOUD_API_BUDGET_PER_HOUR was spent.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	listKeep = metrics.NewGauge(&metrics.GaugeOpts{
+		Name:           "hcloud_ccm_server_cache_list_keep_seconds",
+		Help:           "How long the last server list is kept before a lookup lists again: the max age, or longer under HCLOUD_API_BUDGET_PER_HOUR.",
+		StabilityLevel: metrics.ALPHA,
+	})
 )
 
 var registerOnce sync.Once
@@ -138,7 +148,7 @@ func New(client *hcloud.Client, cfg config.ServerCache) (*Cache, error) {
 	if cfg.BudgetPerHour < 0 {
 		return nil, fmt.Errorf("%s: invalid budget %d requests per hour (expect 0 or more)", op, cfg.BudgetPerHour)
 	}
-	registerOnce.Do(func() { legacyregistry.MustRegister(cacheRequests, cacheRefreshes) })
+	registerOnce.Do(func() { legacyregistry.MustRegister(cacheRequests, cacheRefreshes, budgetDeferred, listKeep) })
 	return &Cache{
 		client:     client,
 		mode:       cfg.Mode,
@@ -355,10 +365,12 @@ func (c *Cache) decideLocked(key string, find func(*snapshot) *hcloud.Server, li
 	}
 	// The liveness share is spent: answer from older data if there is any.
 	if hasEntry {
+		budgetDeferred.Inc()
 		return e.server, true, false
 	}
 	if c.snap != nil {
 		if s := find(c.snap); s != nil {
+			budgetDeferred.Inc()
 			return s, true, false
 		}
 	}
@@ -441,6 +453,7 @@ func (c *Cache) runList(ctx context.Context, cl *call, started time.Time) {
 	if snap != nil {
 		c.snap = snap
 		c.missReads = 0
+		listKeep.Set(c.listAge(snap).Seconds())
 		if c.mode == config.ServerCacheModeAll {
 			for k, e := range c.entries {
 				if !e.at.After(snap.at) {
