@@ -116,12 +116,14 @@ demo: kube-bins build plugins
 
 # Scale benchmark of the CCM binary (test/bench, docs/performance.md): real kube-apiserver + etcd,
 # the emulator, routes on. Prints a Markdown table and writes it to $(BENCH_OUT); then the Go
-# micro-benchmarks. Not part of `make test` (about 25 minutes); bench-smoke is.
+# micro-benchmarks. Not part of `make test` (about 40 minutes); bench-smoke is. BENCH_STEADY=auto
+# measures one server-list period per size (5, 10 and 20 minutes); BENCH_POLICIES=on|off|both.
 BENCH_SIZES ?= 50x10,200x50,500x50
-BENCH_STEADY ?= 5m
+BENCH_STEADY ?= auto
+BENCH_POLICIES ?= on
 BENCH_OUT ?= $(BIN)/bench.md
 bench: kube-bins build
-	CCM_BIN=$(BIN)/hcloud-policy-ccm BENCH_SIZES=$(BENCH_SIZES) BENCH_STEADY=$(BENCH_STEADY) BENCH_OUT=$(BENCH_OUT) \
+	CCM_BIN=$(BIN)/hcloud-policy-ccm BENCH_SIZES=$(BENCH_SIZES) BENCH_STEADY=$(BENCH_STEADY) BENCH_POLICIES=$(BENCH_POLICIES) BENCH_OUT=$(BENCH_OUT) \
 		go test -count=1 -v -tags bench -timeout 3h -run TestBench ./test/bench/
 	go test -run '^$$' -bench . -benchmem ./...
 

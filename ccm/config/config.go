@@ -62,6 +62,9 @@ type Instances struct {
 type ServerCache struct {
 	Mode   string        // HCLOUD_SERVER_CACHE_MODE: all|one|off
 	MaxAge time.Duration // HCLOUD_SERVER_CACHE_MAX_AGE
+	// BudgetPerHour is HCLOUD_API_BUDGET_PER_HOUR: the requests per hour the periodic refresh
+	// of servers may spend (0, only outside Read: no budget, lists are kept for MaxAge).
+	BudgetPerHour int
 }
 
 // Metrics configures the extra metrics endpoint.

@@ -167,6 +167,17 @@ func TestRead(t *testing.T) {
 			want: func(c *config.Config) { c.ServerCache.Mode = "one"; c.ServerCache.MaxAge = time.Minute },
 		},
 		{
+			name: "HCLOUD_API_BUDGET_PER_HOUR is read",
+			env:  map[string]string{"HCLOUD_API_BUDGET_PER_HOUR": "120"},
+			want: func(c *config.Config) { c.ServerCache.BudgetPerHour = 120 },
+		},
+		{
+			name:    "HCLOUD_API_BUDGET_PER_HOUR must be an integer",
+			env:     map[string]string{"HCLOUD_API_BUDGET_PER_HOUR": "60/h"},
+			want:    func(c *config.Config) {},
+			wantErr: []string{`invalid value for "HCLOUD_API_BUDGET_PER_HOUR": "60/h" (expect an integer)`},
+		},
+		{
 			name: "HCLOUD_METRICS_ENABLED and HCLOUD_METRICS_ADDRESS are read",
 			env:  map[string]string{"HCLOUD_METRICS_ENABLED": "false", "HCLOUD_METRICS_ADDRESS": "127.0.0.1:9000"},
 			want: func(c *config.Config) { c.Metrics.Enabled = false; c.Metrics.Address = "127.0.0.1:9000" },
@@ -318,6 +329,15 @@ func TestConfig_Validate(t *testing.T) {
 			name:    "a negative cache max age is an error",
 			cfg:     valid(func(c *config.Config) { c.ServerCache.MaxAge = -time.Second }),
 			wantErr: []string{`invalid value for "HCLOUD_SERVER_CACHE_MAX_AGE": "-1s" (expect a duration of 0s or more)`},
+		},
+		{
+			name:    "an API budget under 10 is an error",
+			cfg:     valid(func(c *config.Config) { c.ServerCache.BudgetPerHour = 9 }),
+			wantErr: []string{`invalid value for "HCLOUD_API_BUDGET_PER_HOUR": "9" (expect an integer of 10 or more requests per hour, such as the default 60)`},
+		},
+		{
+			name: "an API budget of 10 is valid",
+			cfg:  valid(func(c *config.Config) { c.ServerCache.BudgetPerHour = 10 }),
 		},
 		{
 			name:    "an empty metrics address with metrics enabled is an error",

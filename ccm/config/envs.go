@@ -112,12 +112,28 @@ const (
 	// Default: all
 	EnvHCloudServerCacheMode = "HCLOUD_SERVER_CACHE_MODE"
 
-	// EnvHCloudServerCacheMaxAge is how long a cached server is served before it is read again.
-	// A server missing from a fresh cache triggers at most one extra read per second.
+	// EnvHCloudServerCacheMaxAge is how long a cached server is served before it is read again,
+	// at least: in mode all, HCLOUD_API_BUDGET_PER_HOUR keeps the server list longer in large
+	// projects. A server missing from a fresh cache triggers at most one extra read per second.
 	//
 	// Type: duration
 	// Default: 10s
 	EnvHCloudServerCacheMaxAge = "HCLOUD_SERVER_CACHE_MAX_AGE"
+
+	// EnvHCloudAPIBudgetPerHour is the number of API requests per hour that the periodic
+	// refresh of servers may spend (cache mode all), so the steady cost does not grow with the
+	// cluster. Half of it pays for the full server list, which is then kept for
+	// max(HCLOUD_SERVER_CACHE_MAX_AGE, pages × 1h / (budget/2)) (pages of 50 servers; with
+	// 60: 20 minutes at 500 servers, 80 at 2,000), the other half for liveness reads of single
+	// servers (GET /servers/{id}) when the node lifecycle controller asks about a NotReady node:
+	// its shutdown or deletion is then seen within HCLOUD_SERVER_CACHE_MAX_AGE while that half lasts (a bucket of
+	// budget/2), within n × 1h / (budget/2) for n NotReady nodes once it is spent. Requests
+	// caused by changes (new nodes, Services, routes) are not limited by it. At least 10. The
+	// official CCM has no such variable. This CCM only.
+	//
+	// Type: integer (requests per hour)
+	// Default: 60
+	EnvHCloudAPIBudgetPerHour = "HCLOUD_API_BUDGET_PER_HOUR"
 
 	// EnvHCloudMetricsEnabled starts an extra HTTP server for Prometheus metrics, as the
 	// official CCM does. It serves every metric without authentication on

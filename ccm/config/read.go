@@ -17,6 +17,12 @@ const (
 	DefaultHTTPTimeout    = 15 * time.Second
 	DefaultServerCacheAge = 10 * time.Second
 	DefaultMetricsAddress = ":8233"
+	// DefaultAPIBudgetPerHour is the default of HCLOUD_API_BUDGET_PER_HOUR: 1/60 of the
+	// Hetzner Cloud API's default limit of 3,600 requests per hour.
+	DefaultAPIBudgetPerHour = 60
+	// MinAPIBudgetPerHour is the smallest HCLOUD_API_BUDGET_PER_HOUR: below it the liveness
+	// share (half) would allow a read less often than every 12 minutes.
+	MinAPIBudgetPerHour = 10
 )
 
 // Server cache modes of HCLOUD_SERVER_CACHE_MODE.
@@ -37,7 +43,7 @@ func Default() Config {
 		},
 		Network:     Network{RoutesEnabled: false},
 		Instances:   Instances{AddressFamily: AddressFamilyIPv4, ZoneLabelEnabled: true},
-		ServerCache: ServerCache{Mode: ServerCacheModeAll, MaxAge: DefaultServerCacheAge},
+		ServerCache: ServerCache{Mode: ServerCacheModeAll, MaxAge: DefaultServerCacheAge, BudgetPerHour: DefaultAPIBudgetPerHour},
 		Metrics:     Metrics{Enabled: true, Address: DefaultMetricsAddress},
 		LoadBalancer: LoadBalancer{
 			Enabled: true,
@@ -80,6 +86,7 @@ func Read(lookup func(string) (string, bool)) (Config, error) {
 
 	r.string(EnvHCloudServerCacheMode, &cfg.ServerCache.Mode)
 	r.duration(EnvHCloudServerCacheMaxAge, &cfg.ServerCache.MaxAge)
+	r.int(EnvHCloudAPIBudgetPerHour, &cfg.ServerCache.BudgetPerHour)
 
 	r.bool(EnvHCloudMetricsEnabled, &cfg.Metrics.Enabled)
 	r.string(EnvHCloudMetricsAddress, &cfg.Metrics.Address)

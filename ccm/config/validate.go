@@ -21,7 +21,8 @@ var (
 //
 // Rules: the token is set; the endpoint is an http(s) URL; the address family, cache mode and
 // algorithm are known values; durations that pace API calls are positive and the cache max
-// age and health check values are not negative; the metrics address is set when metrics are
+// age and health check values are not negative; the API budget is at least
+// MinAPIBudgetPerHour; the metrics address is set when metrics are
 // enabled; location and network zone exclude each other; the private subnet is a CIDR; Robot
 // is not enabled.
 func (c Config) Validate() error {
@@ -61,6 +62,9 @@ func (c Config) Validate() error {
 	oneOf(EnvHCloudServerCacheMode, c.ServerCache.Mode, serverCacheModes)
 	if c.ServerCache.MaxAge < 0 {
 		add("invalid value for %q: %q (expect a duration of 0s or more)", EnvHCloudServerCacheMaxAge, c.ServerCache.MaxAge)
+	}
+	if c.ServerCache.BudgetPerHour < MinAPIBudgetPerHour {
+		add("invalid value for %q: \"%d\" (expect an integer of %d or more requests per hour, such as the default %d)", EnvHCloudAPIBudgetPerHour, c.ServerCache.BudgetPerHour, MinAPIBudgetPerHour, DefaultAPIBudgetPerHour)
 	}
 
 	if c.Metrics.Enabled && c.Metrics.Address == "" {

@@ -70,7 +70,7 @@ func New(cache *servercache.Cache, cfg config.Instances, networkID int64, record
 func (i *Instances) InstanceExists(ctx context.Context, node *corev1.Node) (bool, error) {
 	compatmetrics.Operation(compatmetrics.OpInstanceExists)
 	const op = "instances.InstanceExists"
-	s, err := i.lookup(ctx, node)
+	s, err := i.lookup(servercache.Live(ctx), node) // asked for NotReady nodes: see servercache
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}
@@ -85,7 +85,7 @@ func (i *Instances) InstanceExists(ctx context.Context, node *corev1.Node) (bool
 func (i *Instances) InstanceShutdown(ctx context.Context, node *corev1.Node) (bool, error) {
 	compatmetrics.Operation(compatmetrics.OpInstanceShutdown)
 	const op = "instances.InstanceShutdown"
-	s, err := i.lookup(ctx, node)
+	s, err := i.lookup(servercache.Live(ctx), node)
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}

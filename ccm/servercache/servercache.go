@@ -2,11 +2,32 @@
 // Routes read through, so the API cost of node lookups does not grow with the cluster.
 //
 // In mode all (the default) every server of the project is read with one paginated list
-// (GET /servers?page=N&per_page=50, ceil(servers/50) requests) and kept for the max age;
-// concurrent lookups share one list; a server missing from a fresh list is looked for again at
-// most once per second, so a deleted server cannot cause a storm of lists. Mode one reads
-// servers one by one (GET /servers/{id}, GET /servers?name=) and caches each for the max age;
-// mode off reads on every lookup.
+// (GET /servers?page=N&per_page=50, ceil(servers/50) requests); concurrent lookups share one
+// list. Mode one reads servers one by one (GET /servers/{id}, GET /servers?name=) and caches
+// each for the max age; mode off reads on every lookup.
+//
+// # API budget (mode all)
+//
+// With a budget of B requests per hour (HCLOUD_API_BUDGET_PER_HOUR), half of it pays for the
+// periodic list and half for liveness reads, so the steady cost stays under B however large
+// the project grows; what grows instead is the time between lists:
+//
+//   - A list is kept for max(max age, pages × 1h / (B/2)): with B = 60, 10 minutes per page of
+//     50 servers (20 minutes at 500 servers, 80 at 2,000). Lookups of the periodic loops
+//     (node status, node labels, routes) are served from it.
+//   - A lookup made with a [Live] context (the node lifecycle controller's InstanceExists and
+//     InstanceShutdown, asked only for NotReady nodes) wants data at most the max age old (10s
+//     by default), as without a budget. When the list is older it reads that one server
+//     (GET /servers/{id} or ?name=) if the liveness share has a request left (a bucket of B/2,
+//     refilled at B/2 per hour); when it has none, it answers from the older data. So a
+//     shutdown or deletion is seen within the max age of the first question while the bucket
+//     lasts, and within n × 1h / (B/2) for n NotReady nodes asked about continuously once it
+//     is empty.
+//   - A server missing from the list (a new server) is read alone, unless pages − 1 servers
+//     were already read alone since the last list: then a new list is cheaper. Looking for a
+//     missing server again waits at least [MinMissRefreshInterval].
+//
+// Servers read alone are newer than the list and take precedence over it, in [Cache.All] too.
 package servercache
 
 import (
@@ -28,6 +49,9 @@ import (
 // is missing from a cache that is still fresh.
 const MinMissRefreshInterval = time.Second
 
+// pageSize is the number of servers in one page of a list (hcloud-go's per_page).
+const pageSize = 50
+
 // Metric names. They are part of the operator interface; do not rename them.
 var (
 	cacheRequests = metrics.NewCounterVec(&metrics.CounterOpts{
@@ -40,6 +64,16 @@ var (
 		Help:           "Server cache reads from the API by kind: list (all servers, paginated), id, name.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"kind"})
+	budgetDeferred = metrics.NewCounter(&metrics.CounterOpts{
+		Name:           "hcloud_ccm_server_cache_budget_deferred_total",
+		Help:           "Liveness lookups answered from older data because the liveness half of HCLOUD_API_BUDGET_PER_HOUR was spent.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	listKeep = metrics.NewGauge(&metrics.GaugeOpts{
+		Name:           "hcloud_ccm_server_cache_list_keep_seconds",
+		Help:           "How long the last server list is kept before a lookup lists again: the max age, or longer under HCLOUD_API_BUDGET_PER_HOUR.",
+		StabilityLevel: metrics.ALPHA,
+	})
 )
 
 var registerOnce sync.Once
@@ -65,14 +99,18 @@ type Cache struct {
 	client readers
 	mode   string
 	maxAge time.Duration
+	budget int // requests per hour; 0: no budget, a list is kept for maxAge
 	now    func() time.Time
 
 	mu          sync.Mutex
-	snap        *snapshot // mode all: the last complete list
-	lastRefresh time.Time // start of the last list
-	listing     *call     // the list in flight, shared by concurrent lookups
-	entries     map[string]entry
-	fetching    map[string]*call // mode one: reads in flight by key
+	snap        *snapshot        // mode all: the last complete list
+	lastRefresh time.Time        // start of the last list
+	listing     *call            // the list in flight, shared by concurrent lookups
+	entries     map[string]entry // servers read alone (mode one; mode all: newer than snap)
+	fetching    map[string]*call // reads of one server in flight by key
+	missReads   int              // mode all: servers read alone since the last list
+	liveTokens  float64          // mode all: liveness reads left in the budget
+	liveAt      time.Time        // when liveTokens was last refilled
 }
 
 // snapshot is one complete list of servers.
@@ -104,11 +142,12 @@ func (c *Cache) count(result string) {
 	compatmetrics.ServerCache(compatmetrics.SubsystemUnknown, c.mode, result)
 }
 
-// New returns a cache reading servers (&client.Server) with cfg's mode and max age.
+// New returns a cache reading servers (&client.Server) with cfg's mode, max age and budget (0: none,
+// lists are kept for the max age only).
 //
 // # Errors
 //
-// An unknown mode or a negative max age.
+// An unknown mode, a negative max age or a negative budget.
 func New(servers ServerLister, cfg config.ServerCache) (*Cache, error) {
 	const op = "servercache.New"
 	switch cfg.Mode {
@@ -119,14 +158,19 @@ func New(servers ServerLister, cfg config.ServerCache) (*Cache, error) {
 	if cfg.MaxAge < 0 {
 		return nil, fmt.Errorf("%s: invalid max age %s (expect 0s or more)", op, cfg.MaxAge)
 	}
-	registerOnce.Do(func() { legacyregistry.MustRegister(cacheRequests, cacheRefreshes) })
+	if cfg.BudgetPerHour < 0 {
+		return nil, fmt.Errorf("%s: invalid budget %d requests per hour (expect 0 or more)", op, cfg.BudgetPerHour)
+	}
+	registerOnce.Do(func() { legacyregistry.MustRegister(cacheRequests, cacheRefreshes, budgetDeferred, listKeep) })
 	return &Cache{
-		client:   readers{Server: servers},
-		mode:     cfg.Mode,
-		maxAge:   cfg.MaxAge,
-		now:      time.Now,
-		entries:  map[string]entry{},
-		fetching: map[string]*call{},
+		client:     readers{Server: servers},
+		mode:       cfg.Mode,
+		maxAge:     cfg.MaxAge,
+		budget:     cfg.BudgetPerHour,
+		now:        time.Now,
+		entries:    map[string]entry{},
+		fetching:   map[string]*call{},
+		liveTokens: float64(cfg.BudgetPerHour) / 2,
 	}, nil
 }
 
@@ -179,7 +223,7 @@ func (c *Cache) All(ctx context.Context) ([]*hcloud.Server, error) {
 	}
 	c.mu.Lock()
 	if c.fresh(c.snap) {
-		all := c.snap.all
+		all := c.mergedLocked()
 		c.mu.Unlock()
 		c.count(compatmetrics.ResultHit)
 		return all, nil
@@ -193,6 +237,70 @@ func (c *Cache) All(ctx context.Context) ([]*hcloud.Server, error) {
 	return snap.all, nil
 }
 
+// mergedLocked returns the servers of the snapshot with the servers read alone since then put
+// over them (a server read as missing is left out). c.mu must be held; c.snap is not nil.
+func (c *Cache) mergedLocked() []*hcloud.Server {
+	// The newest entry of each server ID wins (its name entry may be older than its ID entry).
+	newest := map[int64]entry{}
+	for k, e := range c.entries {
+		id, ok := entryID(k)
+		if e.server != nil {
+			id, ok = e.server.ID, true
+		}
+		if ok && e.at.After(c.snap.at) && (newest[id].at.IsZero() || e.at.After(newest[id].at)) {
+			newest[id] = e
+		}
+	}
+	if len(newest) == 0 {
+		return c.snap.all
+	}
+	newer := make(map[int64]*hcloud.Server, len(newest))
+	for id, e := range newest {
+		newer[id] = e.server
+	}
+	all := make([]*hcloud.Server, 0, len(c.snap.all)+len(newer))
+	for _, s := range c.snap.all {
+		n, ok := newer[s.ID]
+		switch {
+		case !ok:
+			all = append(all, s)
+		case n != nil:
+			all = append(all, n)
+		}
+		delete(newer, s.ID)
+	}
+	for _, n := range newer {
+		if n != nil {
+			all = append(all, n)
+		}
+	}
+	return all
+}
+
+// entryID returns the ID of an "id/N" key.
+func entryID(key string) (int64, bool) {
+	var id int64
+	if _, err := fmt.Sscanf(key, "id/%d", &id); err != nil {
+		return 0, false
+	}
+	return id, true
+}
+
+// liveKey marks a context of a liveness lookup.
+type liveKey struct{}
+
+// Live returns ctx marked as a liveness lookup: the caller needs to know whether the server
+// still exists and runs (the node lifecycle controller's questions about NotReady nodes), so
+// the data may be at most the max age old while the budget allows. See the package doc.
+func Live(ctx context.Context) context.Context {
+	return context.WithValue(ctx, liveKey{}, true)
+}
+
+func isLive(ctx context.Context) bool {
+	live, _ := ctx.Value(liveKey{}).(bool)
+	return live
+}
+
 func (c *Cache) lookup(ctx context.Context, key string, find func(*snapshot) *hcloud.Server, fetch func(context.Context) (*hcloud.Server, error)) (*hcloud.Server, error) {
 	switch c.mode {
 	case config.ServerCacheModeOff:
@@ -204,19 +312,17 @@ func (c *Cache) lookup(ctx context.Context, key string, find func(*snapshot) *hc
 	}
 
 	c.mu.Lock()
-	if c.fresh(c.snap) {
-		if s := find(c.snap); s != nil {
-			c.mu.Unlock()
-			c.count(compatmetrics.ResultHit)
-			return s, nil
-		}
-		// Missing from a fresh list: a new server, or a deleted one. Look again only if no
-		// list started within the last second (or join the one in flight).
-		if c.listing == nil && c.now().Sub(c.lastRefresh) < MinMissRefreshInterval {
-			c.mu.Unlock()
-			c.count(compatmetrics.ResultHit)
-			return nil, nil
-		}
+	s, hit, alone := c.decideLocked(key, find, isLive(ctx) && c.budget > 0)
+	if hit {
+		c.mu.Unlock()
+		c.count(compatmetrics.ResultHit)
+		return s, nil
+	}
+	if alone {
+		cl := c.fetchLocked(ctx, key, fetch)
+		c.mu.Unlock()
+		c.count(compatmetrics.ResultMiss)
+		return wait(ctx, cl)
 	}
 	c.mu.Unlock()
 	c.count(compatmetrics.ResultMiss)
@@ -227,9 +333,99 @@ func (c *Cache) lookup(ctx context.Context, key string, find func(*snapshot) *hc
 	return find(snap), nil
 }
 
-// fresh reports whether s is younger than the max age. c.mu must be held.
+// decideLocked decides how mode all answers a lookup of key: from what it holds (hit), by
+// reading the one server (alone), or else by a new list. live asks for data at most
+// the max age old and may spend the liveness share of the budget. c.mu must be held.
+func (c *Cache) decideLocked(key string, find func(*snapshot) *hcloud.Server, live bool) (s *hcloud.Server, hit, alone bool) {
+	now := c.now()
+	maxAge, missAge := c.listAge(c.snap), MinMissRefreshInterval
+	if live {
+		maxAge, missAge = c.maxAge, c.maxAge
+	}
+	e, hasEntry := c.entries[key]
+	if hasEntry && c.snap != nil && !e.at.After(c.snap.at) {
+		hasEntry = false // the list is newer
+	}
+	if hasEntry {
+		age := now.Sub(e.at)
+		if (e.server != nil && age <= maxAge) || (e.server == nil && age < missAge) {
+			return e.server, true, false
+		}
+	}
+	if c.snap != nil && now.Sub(c.snap.at) <= maxAge {
+		if s := find(c.snap); s != nil {
+			return s, true, false
+		}
+		// Missing from fresh data: a new server, or a deleted one. Look again only if no
+		// list started within MinMissRefreshInterval (or join the one in flight).
+		if c.listing == nil && now.Sub(c.lastRefresh) < MinMissRefreshInterval {
+			return nil, true, false
+		}
+		if live {
+			return nil, false, true
+		}
+		if c.missReads < c.pages()-1 {
+			c.missReads++
+			return nil, false, true
+		}
+		return nil, false, false
+	}
+	if !live {
+		return nil, false, false
+	}
+	if c.takeLiveLocked(now) {
+		return nil, false, true
+	}
+	// The liveness share is spent: answer from older data if there is any.
+	if hasEntry {
+		budgetDeferred.Inc()
+		return e.server, true, false
+	}
+	if c.snap != nil {
+		if s := find(c.snap); s != nil {
+			budgetDeferred.Inc()
+			return s, true, false
+		}
+	}
+	return nil, false, true
+}
+
+// takeLiveLocked takes one request from the liveness share of the budget (a bucket of
+// budget/2, refilled at budget/2 per hour) and reports whether there was one. c.mu must be
+// held.
+func (c *Cache) takeLiveLocked(now time.Time) bool {
+	share := float64(c.budget) / 2
+	if !c.liveAt.IsZero() {
+		c.liveTokens = min(share, c.liveTokens+now.Sub(c.liveAt).Hours()*share)
+	}
+	c.liveAt = now
+	if c.liveTokens < 1 {
+		return false
+	}
+	c.liveTokens--
+	return true
+}
+
+// pages returns the number of pages of the last list (at least 1). c.mu must be held.
+func (c *Cache) pages() int {
+	if c.snap == nil {
+		return 1
+	}
+	return max(1, (len(c.snap.all)+pageSize-1)/pageSize)
+}
+
+// listAge returns how long the list s is kept: the max age, or with a budget the time its
+// pages take of half the budget, whichever is longer. c.mu must be held.
+func (c *Cache) listAge(s *snapshot) time.Duration {
+	if c.budget == 0 || s == nil {
+		return c.maxAge
+	}
+	return max(c.maxAge, time.Duration(c.pages())*2*time.Hour/time.Duration(c.budget))
+}
+
+// fresh reports whether the list s is younger than its [Cache.listAge]. c.mu must be held.
 func (c *Cache) fresh(s *snapshot) bool {
-	return s != nil && c.now().Sub(s.at) <= c.maxAge
+	return s != nil && c.now().Sub(s.at) <= c.listAge(s)
 }
 
 // list returns a new snapshot, starting one list or joining the one in flight. The list runs
@@ -269,6 +465,15 @@ func (c *Cache) runList(ctx context.Context, cl *call, started time.Time) {
 	c.mu.Lock()
 	if snap != nil {
 		c.snap = snap
+		c.missReads = 0
+		listKeep.Set(c.listAge(snap).Seconds())
+		if c.mode == config.ServerCacheModeAll {
+			for k, e := range c.entries {
+				if !e.at.After(snap.at) {
+					delete(c.entries, k) // the list is newer
+				}
+			}
+		}
 	}
 	c.listing = nil
 	cl.snap, cl.err = snap, err
@@ -288,14 +493,26 @@ func (c *Cache) lookupOne(ctx context.Context, key string, fetch func(context.Co
 			return e.server, nil
 		}
 	}
+	cl := c.fetchLocked(ctx, key, fetch)
+	c.mu.Unlock()
+	c.count(compatmetrics.ResultMiss)
+	return wait(ctx, cl)
+}
+
+// fetchLocked starts a read of the one server of key, or joins the one in flight. c.mu must be
+// held.
+func (c *Cache) fetchLocked(ctx context.Context, key string, fetch func(context.Context) (*hcloud.Server, error)) *call {
 	cl := c.fetching[key]
 	if cl == nil {
 		cl = &call{done: make(chan struct{})}
 		c.fetching[key] = cl
 		go c.runOne(context.WithoutCancel(ctx), key, fetch, cl, c.now())
 	}
-	c.mu.Unlock()
-	c.count(compatmetrics.ResultMiss)
+	return cl
+}
+
+// wait returns the server of cl once it is read, or the error of ctx if that ends first.
+func wait(ctx context.Context, cl *call) (*hcloud.Server, error) {
 	select {
 	case <-cl.done:
 		return cl.server, cl.err

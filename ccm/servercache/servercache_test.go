@@ -20,6 +20,12 @@ import (
 // newEnv returns an emulator with n servers named node-1 … node-n and a cache over it.
 func newEnv(t *testing.T, n int, mode string, maxAge time.Duration) (*hcloudemu.Emulator, *servercache.Cache, []int64) {
 	t.Helper()
+	return newCacheEnv(t, n, config.ServerCache{Mode: mode, MaxAge: maxAge})
+}
+
+// newCacheEnv is newEnv with a whole cache configuration.
+func newCacheEnv(t *testing.T, n int, cfg config.ServerCache) (*hcloudemu.Emulator, *servercache.Cache, []int64) {
+	t.Helper()
 	emu, endpoint := hcloudemu.NewTestServer(t)
 	ids := make([]int64, n)
 	for i := range n {
@@ -34,7 +40,7 @@ func newEnv(t *testing.T, n int, mode string, maxAge time.Duration) (*hcloudemu.
 		hcloud.WithToken(emu.Token()),
 		hcloud.WithRetryOpts(hcloud.RetryOpts{BackoffFunc: hcloud.ConstantBackoff(time.Millisecond), MaxRetries: 2}),
 	)
-	c, err := servercache.New(&client.Server, config.ServerCache{Mode: mode, MaxAge: maxAge})
+	c, err := servercache.New(&client.Server, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,21 +9,30 @@
 // Configuration (environment):
 //
 //	BENCH_SIZES   sizes as NODESxSERVICES, comma separated (default "10x2", the smoke size)
-//	BENCH_STEADY  length of the steady-state window (default 20s)
+//	BENCH_STEADY  length of the steady-state window (default 20s), or auto: the period of the
+//	              server list at the size under the default API budget (see steadyWindow)
 //	BENCH_OUT     file the Markdown table is written to (default: none, printed only)
+//	BENCH_POLICIES on (the example policies in enforce mode, as deployed), off (no --policy-*
+//	              flags: every mutation allowed) or both (each size twice) (default on)
+//	BENCH_PPROF   a directory: the CCM serves /debug/pprof on its secure port and the bench
+//	              saves a heap profile there at the end of each phase (default: none)
 //	CCM_BIN       the CCM binary (default: go build ./cmd/hcloud-policy-ccm)
 //	KUBE_BIN_DIR  kube-apiserver, etcd, kubectl (see test/e2e/harness)
 package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +41,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
 )
@@ -54,9 +64,26 @@ const (
 )
 
 // size is one benchmark configuration.
-type size struct{ nodes, services int }
+type size struct {
+	nodes, services int
+	policiesOff     bool // no --policy-* flags: the allow-all gate
+}
 
-func (s size) String() string { return fmt.Sprintf("%d nodes / %d Services", s.nodes, s.services) }
+func (s size) String() string {
+	return fmt.Sprintf("%d nodes / %d Services / policies %s", s.nodes, s.services, onOff(!s.policiesOff))
+}
+
+// name is the size as in BENCH_SIZES, with the policy switch.
+func (s size) name() string {
+	return fmt.Sprintf("%dx%d-policies-%s", s.nodes, s.services, onOff(!s.policiesOff))
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
 
 // result is what one size measured.
 type result struct {
@@ -67,6 +94,8 @@ type result struct {
 	nodesReq, servicesReq   counts
 	steadyReq               counts
 	peakRSS, steadyRSS      int64 // KiB
+	peakAnon, steadyAnon    int64 // KiB; peakAnon sampled once a second
+	steadyFile              int64 // KiB
 	cpuInit, cpuSteady      float64
 }
 
@@ -81,15 +110,24 @@ func TestBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	steady, err := time.ParseDuration(envOr("BENCH_STEADY", "20s"))
-	if err != nil || steady <= 0 {
-		t.Fatalf("BENCH_STEADY=%q: want a positive duration such as 5m (%v)", os.Getenv("BENCH_STEADY"), err)
+	steadyFlag := envOr("BENCH_STEADY", "20s")
+	steady, err := time.ParseDuration(steadyFlag)
+	if steadyFlag != "auto" && (err != nil || steady <= 0) {
+		t.Fatalf("BENCH_STEADY=%q: want a positive duration such as 5m, or auto (%v)", steadyFlag, err)
+	}
+	sizes, err = withPolicies(sizes, envOr("BENCH_POLICIES", "on"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	bin := ccmBinary(t)
 	var results []result
 	for _, s := range sizes {
-		t.Run(fmt.Sprintf("%dx%d", s.nodes, s.services), func(t *testing.T) {
-			r := run(t, bin, s, steady)
+		t.Run(s.name(), func(t *testing.T) {
+			window := steady
+			if steadyFlag == "auto" {
+				window = steadyWindow(s.nodes)
+			}
+			r := run(t, bin, s, window)
 			results = append(results, r)
 			writeTable(t, results) // after each size, so a long run leaves partial results
 		})
@@ -132,8 +170,14 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 	}
 	t.Logf("%v: %d servers and nodes created", s, s.nodes)
 
-	ccm := startCCM(t, c, bin, endpoint, emu.Token())
+	ccm, port := startCCM(t, c, bin, endpoint, emu.Token(), s.policiesOff)
 	start := time.Now()
+	peakAnon := sampleMax(ccm.Pid(), "RssAnon")
+	profile := func(phase string) {
+		if dir := os.Getenv("BENCH_PPROF"); dir != "" {
+			saveHeapProfile(t, port, filepath.Join(dir, fmt.Sprintf("heap-%s-%s.pb.gz", s.name(), phase)))
+		}
+	}
 
 	// Phase 1: every node initialised (providerID set, taint gone) and routed.
 	waitCCM(t, ccm, 5*time.Minute+time.Duration(s.nodes)*time.Second, func() (bool, error) {
@@ -152,6 +196,7 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 		t.Errorf("%d add_route requests counted for %d routes: the emulator's counters missed requests", n, s.nodes)
 	}
 	t.Logf("%v: nodes initialised and routed in %s with %d requests", s, r.nodesTime.Round(time.Millisecond), r.nodesReq.total)
+	profile("1-nodes")
 
 	// Phase 2: every Service has an address.
 	start = time.Now()
@@ -175,6 +220,7 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 	r.servicesReq = take(emu)
 	r.cpuInit = cpuSeconds(t, ccm.Pid())
 	t.Logf("%v: Services addressed in %s with %d requests", s, r.servicesTime.Round(time.Millisecond), r.servicesReq.total)
+	profile("2-services")
 
 	// Phase 3: the steady state, nothing changes.
 	t.Logf("%v: measuring the steady state for %s", s, steady)
@@ -189,7 +235,11 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 	r.cpuSteady = cpuSeconds(t, ccm.Pid()) - r.cpuInit
 	r.peakRSS = statusKiB(t, ccm.Pid(), "VmHWM")
 	r.steadyRSS = statusKiB(t, ccm.Pid(), "VmRSS")
-	if r.steadyRSS <= 0 || r.peakRSS < r.steadyRSS || r.cpuInit <= 0 {
+	r.steadyAnon = statusKiB(t, ccm.Pid(), "RssAnon")
+	r.steadyFile = statusKiB(t, ccm.Pid(), "RssFile")
+	r.peakAnon = max(peakAnon(), r.steadyAnon)
+	profile("3-steady")
+	if r.steadyRSS <= 0 || r.peakRSS < r.steadyRSS || r.steadyAnon <= 0 || r.steadyFile <= 0 || r.cpuInit <= 0 {
 		t.Errorf("implausible process figures: peak RSS %d KiB, steady RSS %d KiB, CPU %.2f s", r.peakRSS, r.steadyRSS, r.cpuInit)
 	}
 	return r
@@ -248,8 +298,9 @@ func createService(t *testing.T, c *harness.Cluster, name string) {
 }
 
 // startCCM runs the CCM out of cluster with the container args of deployDir's Deployment, as its
-// ServiceAccount, against the emulator at endpoint with HCLOUD_NETWORK=k8s.
-func startCCM(t *testing.T, c *harness.Cluster, bin, endpoint, token string) *harness.Process {
+// ServiceAccount, against the emulator at endpoint with HCLOUD_NETWORK=k8s; policiesOff drops
+// the --policy-* flags. It returns the process and its secure port.
+func startCCM(t *testing.T, c *harness.Cluster, bin, endpoint, token string, policiesOff bool) (*harness.Process, int) {
 	var d appsv1.Deployment
 	for _, doc := range strings.Split(harness.Kustomize(t, deployDir), "\n---\n") {
 		if strings.Contains(doc, "\nkind: Deployment\n") || strings.HasPrefix(doc, "kind: Deployment\n") {
@@ -262,14 +313,21 @@ func startCCM(t *testing.T, c *harness.Cluster, bin, endpoint, token string) *ha
 		t.Fatalf("kubectl kustomize %s renders no Deployment", deployDir)
 	}
 	kubeconfig := c.ServiceAccountKubeconfig(t, ccmNamespace, ccmServiceAccount)
-	args := append(slices.Clone(d.Spec.Template.Spec.Containers[0].Args),
+	port := harness.FreePort(t)
+	args := slices.DeleteFunc(slices.Clone(d.Spec.Template.Spec.Containers[0].Args), func(arg string) bool {
+		return policiesOff && strings.HasPrefix(arg, "--policy-")
+	})
+	args = append(args,
 		"--kubeconfig="+kubeconfig,
 		"--authentication-kubeconfig="+kubeconfig,
 		"--authorization-kubeconfig="+kubeconfig,
-		"--secure-port="+strconv.Itoa(harness.FreePort(t)),
+		"--secure-port="+strconv.Itoa(port),
 		"--bind-address=127.0.0.1",
 		"--v=1",
 	)
+	if os.Getenv("BENCH_PPROF") != "" {
+		args = append(args, "--authorization-always-allow-paths=/healthz,/readyz,/livez,/debug/pprof/*")
+	}
 	env := []string{
 		"HCLOUD_TOKEN=" + token,
 		"HCLOUD_ENDPOINT=" + endpoint,
@@ -279,7 +337,67 @@ func startCCM(t *testing.T, c *harness.Cluster, bin, endpoint, token string) *ha
 		"HCLOUD_LOAD_BALANCERS_LOCATION=fsn1",
 		"HCLOUD_LOAD_BALANCERS_TYPE=lb11",
 	}
-	return harness.StartProcess(t, "ccm", bin, args, env)
+	return harness.StartProcess(t, "ccm", bin, args, env), port
+}
+
+// nodeStatusPeriod is the cloud node controller's --node-status-update-frequency (default): the
+// tick at which the CCM's steady server lookups happen.
+const nodeStatusPeriod = 5 * time.Minute
+
+// steadyWindow returns the steady window for BENCH_STEADY=auto: the period at which n servers
+// are listed in the steady state under the default HCLOUD_API_BUDGET_PER_HOUR, that is the
+// list's keep time (pages × 1h / (budget/2)) rounded up to whole node status periods, at
+// least one. A window of one period holds exactly one list, so requests/hour scales exactly.
+func steadyWindow(n int) time.Duration {
+	pages := (n + 49) / 50
+	keep := time.Duration(pages) * 2 * time.Hour / config.DefaultAPIBudgetPerHour
+	periods := max(1, (keep+nodeStatusPeriod-1)/nodeStatusPeriod)
+	return periods * nodeStatusPeriod
+}
+
+// withPolicies returns sizes for BENCH_POLICIES: on, off, or both (each size on, then off).
+func withPolicies(sizes []size, mode string) ([]size, error) {
+	var out []size
+	for _, s := range sizes {
+		switch mode {
+		case "on":
+			out = append(out, s)
+		case "off":
+			s.policiesOff = true
+			out = append(out, s)
+		case "both":
+			off := s
+			off.policiesOff = true
+			out = append(out, s, off)
+		default:
+			return nil, fmt.Errorf("BENCH_POLICIES=%q: want on, off or both", mode)
+		}
+	}
+	return out, nil
+}
+
+// saveHeapProfile saves the CCM's heap profile (GET /debug/pprof/heap on its secure port, with
+// a GC first) to path.
+func saveHeapProfile(t *testing.T, port int, path string) {
+	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the CCM's self-signed serving certificate, on 127.0.0.1
+	}}
+	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/heap?gc=1", port))
+	if err != nil {
+		t.Errorf("heap profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("status %s: %s", resp.Status, b)
+	}
+	if err == nil {
+		err = os.WriteFile(path, b, 0o644)
+	}
+	if err != nil {
+		t.Errorf("heap profile to %s: %v", path, err)
+	}
 }
 
 // waitCCM is harness.WaitFor that fails at once when ccm exits meanwhile; it polls every 100 ms,
@@ -339,23 +457,55 @@ func cpuSeconds(t *testing.T, pid int) float64 {
 	return float64(utime+stime) / clkTck
 }
 
+// sampleMax reads field of /proc/<pid>/status once a second until the process ends, and
+// returns a function that returns the largest value read so far (KiB).
+func sampleMax(pid int, field string) func() int64 {
+	var mu sync.Mutex
+	var peak int64
+	go func() {
+		for {
+			v, err := readStatusKiB(pid, field)
+			if err != nil {
+				return // the process ended
+			}
+			mu.Lock()
+			peak = max(peak, v)
+			mu.Unlock()
+			time.Sleep(time.Second)
+		}
+	}()
+	return func() int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return peak
+	}
+}
+
 // statusKiB returns field (VmHWM, VmRSS) of /proc/<pid>/status in KiB.
 func statusKiB(t *testing.T, pid int, field string) int64 {
+	v, err := readStatusKiB(pid, field)
+	if err != nil {
+		t.Fatalf("memory of the CCM: %v", err)
+	}
+	return v
+}
+
+// readStatusKiB returns field (VmHWM, VmRSS, RssAnon, RssFile) of /proc/<pid>/status in KiB.
+func readStatusKiB(pid int, field string) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		t.Fatalf("read memory of the CCM: %v", err)
+		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, field+":"); ok {
 			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			if err != nil {
-				t.Fatalf("/proc/%d/status %s: %q", pid, field, v)
+				return 0, fmt.Errorf("/proc/%d/status %s: %q", pid, field, v)
 			}
-			return n
+			return n, nil
 		}
 	}
-	t.Fatalf("/proc/%d/status has no %s", pid, field)
-	return 0
+	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, field)
 }
 
 // parseSizes parses "50x10,200x50".
@@ -368,7 +518,7 @@ func parseSizes(s string) ([]size, error) {
 		if !ok || err1 != nil || err2 != nil || nodes < 1 || services < 0 {
 			return nil, fmt.Errorf("BENCH_SIZES=%q: want NODESxSERVICES[,...] such as 50x10,500x50", s)
 		}
-		out = append(out, size{nodes, services})
+		out = append(out, size{nodes: nodes, services: services})
 	}
 	return out, nil
 }

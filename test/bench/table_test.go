@@ -34,7 +34,11 @@ func table(results []result) string {
 		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), harness.BinDir(), rateLimit)
 	b.WriteString("| figure |")
 	for _, r := range results {
-		fmt.Fprintf(&b, " %d nodes, %d Services |", r.size.nodes, r.size.services)
+		policies := ""
+		if r.size.policiesOff {
+			policies = ", policies off"
+		}
+		fmt.Fprintf(&b, " %d nodes, %d Services%s |", r.size.nodes, r.size.services, policies)
 	}
 	b.WriteString("\n|---|")
 	for range results {
@@ -89,6 +93,9 @@ func table(results []result) string {
 	})
 	row("peak RSS (VmHWM), MiB", func(r result) string { return mib(r.peakRSS) })
 	row("steady RSS (VmRSS at the end of the window), MiB", func(r result) string { return mib(r.steadyRSS) })
+	row("&nbsp;&nbsp;peak anonymous RSS (RssAnon, sampled each second), MiB", func(r result) string { return mib(r.peakAnon) })
+	row("&nbsp;&nbsp;steady anonymous RSS (RssAnon: heap, stacks), MiB", func(r result) string { return mib(r.steadyAnon) })
+	row("&nbsp;&nbsp;steady file RSS (RssFile: mapped pages of the binary), MiB", func(r result) string { return mib(r.steadyFile) })
 	row("CPU seconds, start → all Services addressed (utime+stime)", func(r result) string { return fmt.Sprintf("%.1f", r.cpuInit) })
 	row("CPU seconds in the steady window", func(r result) string { return fmt.Sprintf("%.1f", r.cpuSteady) })
 	return b.String()

@@ -32,10 +32,13 @@ func TestCCMNodeLabelsFollowServerLabels(t *testing.T) {
 		t.Fatalf("add server: %v", err)
 	}
 	c.CreateNode(t, "worker-1", "10.244.1.0/24")
+	// The default API budget keeps the server list for 2 minutes at this size; a budget of
+	// 3600/h keeps it for HCLOUD_SERVER_CACHE_MAX_AGE (10s), so the change is seen within the
+	// test's minute.
 	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{args: []string{
 		"--plugin-node-labels=" + nodeLabelsPlugin(t),
 		"--node-label-resync=1s",
-	}})
+	}, env: []string{"HCLOUD_API_BUDGET_PER_HOUR=3600"}})
 	waitInitialised(t, c, ccm, "worker-1", id)
 	waitPluginLabels(t, c, "worker-1", map[string]string{
 		"node.hcloud.example/pool": "db", "node.hcloud.example/tier": "gold",

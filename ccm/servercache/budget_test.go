@@ -1,0 +1,264 @@
+package servercache_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
+)
+
+// fakeClock is a clock the test moves by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (f *fakeClock) now() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.t
+}
+
+func (f *fakeClock) advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.t = f.t.Add(d)
+}
+
+// maxAge is the cache's max age in the budget tests, the default of HCLOUD_SERVER_CACHE_MAX_AGE.
+const maxAge = 10 * time.Second
+
+// newBudgetEnv returns an emulator with n servers and a mode-all cache with a 10s max age and
+// the given budget, on a fake clock.
+func newBudgetEnv(t *testing.T, n, budget int) (*hcloudemu.Emulator, *servercache.Cache, []int64, *fakeClock) {
+	t.Helper()
+	emu, c, ids := newCacheEnv(t, n, config.ServerCache{Mode: config.ServerCacheModeAll, MaxAge: maxAge, BudgetPerHour: budget})
+	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	servercache.SetClock(c, clock.now)
+	return emu, c, ids, clock
+}
+
+// lists returns the number of list pages and of single-server reads in the emulator's log.
+func lists(emu *hcloudemu.Emulator) (pages, single int) {
+	for _, r := range requests(emu) {
+		if len(r) > len("GET /v1/servers?page=") && r[:len("GET /v1/servers?page=")] == "GET /v1/servers?page=" {
+			pages++
+		} else {
+			single++
+		}
+	}
+	return pages, single
+}
+
+// The list is kept for pages × 1h / (budget/2), so the steady cost per hour is budget/2
+// whatever the number of servers.
+func TestCache_budgetListAge(t *testing.T) {
+	tests := []struct {
+		servers, budget int
+		keep            time.Duration // how long one list is kept
+	}{
+		{servers: 10, budget: 60, keep: 2 * time.Minute},      // 1 page
+		{servers: 120, budget: 60, keep: 6 * time.Minute},     // 3 pages
+		{servers: 120, budget: 360, keep: time.Minute},        // a larger budget refreshes sooner
+		{servers: 120, budget: 36000, keep: 10 * time.Second}, // never below the max age
+		{servers: 501, budget: 60, keep: 22 * time.Minute},    // 11 pages
+		{servers: 2000, budget: 60, keep: 80 * time.Minute},   // 40 pages: still 30 requests per hour
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%d servers, %d per hour", tt.servers, tt.budget), func(t *testing.T) {
+			emu, c, ids, clock := newBudgetEnv(t, tt.servers, tt.budget)
+			lookup := func() {
+				t.Helper()
+				if s, err := c.ByID(t.Context(), ids[len(ids)-1]); err != nil || s == nil {
+					t.Fatalf("ByID() = %v, %v", s, err)
+				}
+			}
+			lookup()
+			if got := testutil.Metric(t, "hcloud_ccm_server_cache_list_keep_seconds", nil); got != tt.keep.Seconds() {
+				t.Errorf("list_keep_seconds = %v, want %v", got, tt.keep.Seconds())
+			}
+			first, _ := lists(emu)
+			if want := (tt.servers + 49) / 50; first != want {
+				t.Fatalf("first lookup read %d pages, want %d", first, want)
+			}
+			clock.advance(tt.keep)
+			lookup()
+			if got, _ := lists(emu); got != first {
+				t.Errorf("a lookup %s after the list read %d more pages, want none", tt.keep, got-first)
+			}
+			clock.advance(time.Second)
+			lookup()
+			if got, _ := lists(emu); got != 2*first {
+				t.Errorf("a lookup %s after the list read %d more pages, want a new list of %d", tt.keep+time.Second, got-first, first)
+			}
+		})
+	}
+}
+
+// Live lookups (the lifecycle controller's questions about NotReady nodes) see a shutdown and
+// a deletion within the max age by reading the one server, and do not list.
+func TestCache_live(t *testing.T) {
+	emu, c, ids, clock := newBudgetEnv(t, 120, 60)
+	ctx := t.Context()
+	live := servercache.Live(ctx)
+	if _, err := c.ByID(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	pages, _ := lists(emu)
+
+	// Within the max age of the list: answered from it.
+	clock.advance(maxAge)
+	if s, err := c.ByID(live, ids[0]); err != nil || s == nil || s.Status != hcloud.ServerStatusRunning {
+		t.Fatalf("live ByID() = %v, %v", s, err)
+	}
+	if p, single := lists(emu); p != pages || single != 0 {
+		t.Fatalf("a live lookup within the max age cost %d pages and %d reads, want none", p-pages, single)
+	}
+
+	// The server is switched off: the next live lookup after the max age reads it alone.
+	if err := emu.SetServerStatus(ids[0], "off"); err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(time.Second)
+	if s, err := c.ByID(live, ids[0]); err != nil || s == nil || s.Status != hcloud.ServerStatusOff {
+		t.Fatalf("live ByID() after shutdown = %v, %v, want status off", s, err)
+	}
+	// The single read is newer than the list: periodic lookups see it too, at no cost.
+	if s, err := c.ByID(ctx, ids[0]); err != nil || s == nil || s.Status != hcloud.ServerStatusOff {
+		t.Fatalf("ByID() after the live read = %v, %v, want status off", s, err)
+	}
+	if p, single := lists(emu); p != pages || single != 1 {
+		t.Fatalf("shutdown detection cost %d pages and %d reads, want 0 and 1", p-pages, single)
+	}
+
+	// The server is deleted: seen by the next live read, and left out of All.
+	if err := emu.DeleteServer(ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(maxAge + time.Second)
+	if s, err := c.ByID(live, ids[0]); err != nil || s != nil {
+		t.Fatalf("live ByID() after deletion = %v, %v, want nil, nil", s, err)
+	}
+	all, err := c.All(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range all {
+		if s.ID == ids[0] {
+			t.Errorf("All() holds the deleted server %d", s.ID)
+		}
+	}
+	if len(all) != 119 {
+		t.Errorf("All() = %d servers, want 119", len(all))
+	}
+	if p, single := lists(emu); p != pages || single != 2 {
+		t.Errorf("deletion detection cost %d pages and %d reads, want 0 and 2", p-pages, single)
+	}
+}
+
+// Live reads spend at most half the budget: a bucket of budget/2, refilled at budget/2 per
+// hour; when it is empty, live lookups are answered from older data.
+func TestCache_liveBudget(t *testing.T) {
+	const budget = 10 // a bucket of 5
+	emu, c, ids, clock := newBudgetEnv(t, 3, budget)
+	live := servercache.Live(t.Context())
+	if _, err := c.ByID(t.Context(), ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := emu.SetServerStatus(ids[1], "off"); err != nil {
+		t.Fatal(err)
+	}
+	reads := func() int { _, single := lists(emu); return single }
+	deferred := testutil.Metric(t, "hcloud_ccm_server_cache_budget_deferred_total", nil)
+	for i := range 8 {
+		clock.advance(maxAge + time.Second)
+		s, err := c.ByID(live, ids[1])
+		if err != nil || s == nil {
+			t.Fatalf("live ByID() #%d = %v, %v", i, s, err)
+		}
+	}
+	if got := reads(); got != budget/2 {
+		t.Errorf("8 live lookups 31s apart made %d reads, want %d (the bucket)", got, budget/2)
+	}
+	if got := testutil.Metric(t, "hcloud_ccm_server_cache_budget_deferred_total", nil) - deferred; got != 3 {
+		t.Errorf("budget_deferred_total grew by %v, want 3 (the lookups without a read)", got)
+	}
+	// The stale answers are the last data read: status off.
+	if s, _ := c.ByID(live, ids[1]); s == nil || s.Status != hcloud.ServerStatusOff {
+		t.Errorf("stale live answer = %v, want the last read (off)", s)
+	}
+	// After an hour the bucket is refilled.
+	clock.advance(time.Hour)
+	if _, err := c.ByID(live, ids[1]); err != nil {
+		t.Fatal(err)
+	}
+	if got := reads(); got != budget/2+1 {
+		t.Errorf("a live lookup after an hour made %d reads in all, want %d", got, budget/2+1)
+	}
+}
+
+// A server missing from the list is read alone while that is cheaper than a new list (fewer
+// than pages − 1 single reads since the list), and is then part of All.
+func TestCache_missReadsAlone(t *testing.T) {
+	emu, c, ids, clock := newBudgetEnv(t, 120, 60) // 3 pages
+	ctx := t.Context()
+	if _, err := c.ByID(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	var added []int64
+	for i := range 3 {
+		id, err := emu.AddServer(hcloudemu.ServerSpec{Name: fmt.Sprintf("new-%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		added = append(added, id)
+	}
+	want := []struct{ pages, single int }{{3, 1}, {3, 2}, {6, 2}}
+	for i, id := range added {
+		clock.advance(servercache.MinMissRefreshInterval)
+		if s, err := c.ByID(ctx, id); err != nil || s == nil || s.ID != id {
+			t.Fatalf("ByID(new %d) = %v, %v", i, s, err)
+		}
+		if p, single := lists(emu); p != want[i].pages || single != want[i].single {
+			t.Errorf("after new server %d: %d pages, %d single reads, want %d, %d", i, p, single, want[i].pages, want[i].single)
+		}
+	}
+	all, err := c.All(ctx)
+	if err != nil || len(all) != 123 {
+		t.Errorf("All() = %d servers, %v, want 123", len(all), err)
+	}
+}
+
+func TestCache_singleReadInAll(t *testing.T) {
+	emu, c, ids, clock := newBudgetEnv(t, 120, 60)
+	ctx := t.Context()
+	if _, err := c.ByID(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	id, err := emu.AddServer(hcloudemu.ServerSpec{Name: "new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock.advance(servercache.MinMissRefreshInterval)
+	if s, err := c.ByName(ctx, "new"); err != nil || s == nil {
+		t.Fatalf("ByName(new) = %v, %v", s, err)
+	}
+	all, err := c.All(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, s := range all {
+		found = found || s.ID == id
+	}
+	if !found || len(all) != 121 {
+		t.Errorf("All() = %d servers, new server found %v; want 121 with it", len(all), found)
+	}
+}
