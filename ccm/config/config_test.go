@@ -416,7 +416,9 @@ func TestConfig_Validate(t *testing.T) {
 		},
 		{
 			name: "Robot with both credentials is valid",
-			cfg:  valid(func(c *config.Config) { c.Robot = config.Robot{Enabled: true, User: "u", Password: "p", CacheTimeout: time.Minute} }),
+			cfg: valid(func(c *config.Config) {
+				c.Robot = config.Robot{Enabled: true, User: "u", Password: "p", CacheTimeout: time.Minute}
+			}),
 		},
 		{
 			name: "Robot without credentials is valid (load balancer targets only), as in the official CCM",

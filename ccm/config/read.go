@@ -43,7 +43,7 @@ func Default() Config {
 		LoadBalancer: LoadBalancer{
 			Enabled: true,
 		},
-		Robot:        Robot{CacheTimeout: DefaultRobotCache},
+		Robot: Robot{CacheTimeout: DefaultRobotCache},
 	}
 }
 
