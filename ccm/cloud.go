@@ -30,6 +30,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/metadata"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/nodelabels"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/robot"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routes"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
@@ -72,8 +73,10 @@ type Cloud struct {
 	instances *instances.Instances
 	lbs       *loadbalancer.LoadBalancers
 	routes    *routes.Routes
-	decider   policy.Decider
-	plugins   []*plugins.Watched
+	// robot reads Robot servers; nil unless ROBOT_ENABLED with credentials.
+	robot   *robot.Client
+	decider policy.Decider
+	plugins []*plugins.Watched
 	// nodeLabels re-applies plugin labels; nil without a node label plugin. Atomic because
 	// plugin reloads (another goroutine) trigger it.
 	nodeLabels atomic.Pointer[nodelabels.Controller]
@@ -164,6 +167,11 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 		networkID = network.ID
 	}
 	c.instances = instances.New(cache, c.cfg.Instances, networkID, d.Recorder, labeler)
+	if c.cfg.Robot.Enabled && c.cfg.Robot.HasCredentials() {
+		// No request at start: Robot allows few per hour, and a rate limit must not stop the CCM.
+		c.robot = robot.New(c.cfg.Robot)
+		c.instances.WithRobot(c.robot, c.cfg.Robot)
+	}
 	if labeler != nil && d.Informers != nil && d.Kube != nil {
 		nl, err := nodelabels.New(nodelabels.Options{
 			Client:   d.Kube,
@@ -286,5 +294,6 @@ func networkLabel(n *hcloud.Network) string {
 // logStart logs the effective configuration once.
 func (c *Cloud) logStart(network *hcloud.Network) {
 	klog.InfoS("hcloud-policy-ccm configured", "version", Version, "network", networkLabel(network),
-		"loadBalancers", c.cfg.LoadBalancer.Enabled, "routes", c.routes != nil, "plugins", len(c.plugins))
+		"loadBalancers", c.cfg.LoadBalancer.Enabled, "routes", c.routes != nil, "plugins", len(c.plugins),
+		"robot", c.cfg.Robot.String()) // String leaves the credentials out
 }
