@@ -207,7 +207,7 @@ func (i *Instances) lookup(ctx context.Context, node *corev1.Node) (server, erro
 	if err != nil {
 		return server{}, err
 	}
-	rs, err := i.robotByName(ctx, node)
+	rs, err := i.robotByName(ctx, node, cloud == nil)
 	if err != nil {
 		return server{}, err
 	}

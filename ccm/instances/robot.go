@@ -36,7 +36,7 @@ var ErrNoRobotClient = errors.New("no robot client configured: set ROBOT_ENABLED
 // it.
 type RobotServers interface {
 	Server(ctx context.Context, n int) (robot.Server, error)
-	ServerByName(ctx context.Context, name string) (robot.Server, bool, error)
+	ServerByName(ctx context.Context, name string, refreshOnMiss bool) (robot.Server, bool, error)
 	OperatingStatus(ctx context.Context, n int) (string, error)
 }
 
@@ -78,12 +78,14 @@ func (i *Instances) lookupRobot(ctx context.Context, node *corev1.Node) (*robot.
 }
 
 // robotByName returns the Robot server named like node, nil when there is none or Robot is
-// off.
-func (i *Instances) robotByName(ctx context.Context, node *corev1.Node) (*robot.Server, error) {
+// off. refreshOnMiss lets a miss refresh the Robot list (once per name and cache window);
+// lookup asks for it only when no cloud server has the name, so cloud nodes do not spend the
+// Robot budget.
+func (i *Instances) robotByName(ctx context.Context, node *corev1.Node, refreshOnMiss bool) (*robot.Server, error) {
 	if i.robot == nil {
 		return nil, nil
 	}
-	s, ok, err := i.robot.ServerByName(ctx, node.Name)
+	s, ok, err := i.robot.ServerByName(ctx, node.Name, refreshOnMiss)
 	if err != nil {
 		return nil, fmt.Errorf("node %q: robot server by name: %w", node.Name, err)
 	}

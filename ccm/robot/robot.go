@@ -181,17 +181,18 @@ func (c *Client) Server(ctx context.Context, n int) (Server, error) {
 	return s, nil
 }
 
-// ServerByName returns the server named name, or ok false. When the (fresh) cached list has
-// no such server, the list is refreshed once per name and cache timeout window, as the
-// official CCM does, so a newly ordered server is found before the cache expires.
-func (c *Client) ServerByName(ctx context.Context, name string) (s Server, ok bool, err error) {
+// ServerByName returns the server named name, or ok false. With refreshOnMiss, when the
+// (fresh) cached list has no such server, the list is refreshed once per name and cache
+// timeout window, as the official CCM does, so a newly ordered server is found before the
+// cache expires.
+func (c *Client) ServerByName(ctx context.Context, name string, refreshOnMiss bool) (s Server, ok bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.refreshIfStaleLocked(ctx); err != nil {
 		return Server{}, false, err
 	}
-	if s, ok := c.findLocked(name); ok {
-		return s, true, nil
+	if s, ok := c.findLocked(name); ok || !refreshOnMiss {
+		return s, ok, nil
 	}
 	if at, done := c.forced[name]; done && c.now().Before(at.Add(c.timeout)) {
 		return Server{}, false, nil

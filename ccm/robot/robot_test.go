@@ -94,27 +94,30 @@ func TestClient_Servers_cache(t *testing.T) {
 func TestClient_ServerByName_forcedRefresh(t *testing.T) {
 	c, emu, clk := newClient(t, seed, config.Robot{CacheTimeout: time.Minute})
 	ctx := context.Background()
-	if s, ok, err := c.ServerByName(ctx, "bm-2"); err != nil || !ok || s.Number != 322 {
+	if s, ok, err := c.ServerByName(ctx, "bm-2", true); err != nil || !ok || s.Number != 322 {
 		t.Fatalf("ServerByName(bm-2) = %+v, %t, %v", s, ok, err)
 	}
 	// A server ordered after the list was cached: the miss forces one refresh.
 	if err := emu.AddServer(robotemu.Server{Number: 400, Name: "bm-new", IP: "203.0.113.9"}); err != nil {
 		t.Fatal(err)
 	}
-	if s, ok, err := c.ServerByName(ctx, "bm-new"); err != nil || !ok || s.Number != 400 {
+	if s, ok, err := c.ServerByName(ctx, "bm-new", true); err != nil || !ok || s.Number != 400 {
 		t.Fatalf("ServerByName(bm-new) = %+v, %t, %v; want the new server after a forced refresh", s, ok, err)
 	}
-	if _, ok, err := c.ServerByName(ctx, "not-a-server"); err != nil || ok {
+	if _, ok, err := c.ServerByName(ctx, "not-a-server", true); err != nil || ok {
 		t.Fatalf("ServerByName(not-a-server) = %t, %v", ok, err)
 	}
-	if _, ok, _ := c.ServerByName(ctx, "not-a-server"); ok {
+	if _, ok, _ := c.ServerByName(ctx, "not-a-server", true); ok {
 		t.Fatal("ServerByName(not-a-server) found a server")
 	}
+	if _, ok, err := c.ServerByName(ctx, "other-missing", false); err != nil || ok {
+		t.Fatalf("ServerByName(other-missing, no refresh) = %t, %v", ok, err)
+	}
 	if got := emu.Requests()["GET /server"]; got != 3 {
-		t.Errorf("GET /server = %d, want 3 (first list, one forced refresh per missing name, none for a repeated miss)", got)
+		t.Errorf("GET /server = %d, want 3 (first list, one forced refresh per missing name, none for a repeated miss or without refreshOnMiss)", got)
 	}
 	clk.add(time.Minute + time.Second)
-	_, _, _ = c.ServerByName(ctx, "not-a-server")
+	_, _, _ = c.ServerByName(ctx, "not-a-server", true)
 	if got := emu.Requests()["GET /server"]; got != 5 {
 		t.Errorf("GET /server = %d, want 5 (a stale list is refreshed, and the name may force again in a new window)", got)
 	}

@@ -1,0 +1,179 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/robotemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
+)
+
+// robotServer is the dedicated server of the Robot tests.
+var robotServer = robotemu.Server{Number: 321, Name: "bm-1", IP: "203.0.113.50", IPv6Net: "2001:db8:0:50::", Product: "AX41-NVMe", DC: "FSN1-DC16"}
+
+// mixedCluster is a cluster with one cloud node (worker-1) and one Robot node (bm-1), and the
+// CCM started with the official CCM's Robot settings.
+type mixedCluster struct {
+	c       *harness.Cluster
+	emu     *hcloudemu.Emulator
+	robot   *robotemu.Emulator
+	ccm     *harness.Process
+	cloudID int64
+}
+
+// startMixedCluster starts the cluster, both emulators and the CCM. The Robot credentials
+// reach the CCM as in a pod: the Secret hcloud holds them under the official CCM's keys
+// robot-user and robot-password, and the CCM's environment is resolved from the
+// secretKeyRefs of the Deployment that deploy/ renders. extraEnv is appended.
+func startMixedCluster(t *testing.T, extraEnv ...string) mixedCluster {
+	t.Helper()
+	c := harness.Start(t)
+	c.ApplyKustomize(t, deployDir)
+	emu, endpoint := hcloudemu.NewTestServer(t)
+	robot, robotEndpoint := robotemu.NewTestServer(t, robotemu.Seed{Servers: []robotemu.Server{robotServer}})
+	cloudID := addServer(t, emu, hcloudemu.ServerSpec{Name: "worker-1", Type: "cx22", Location: "fsn1"})
+
+	if _, err := c.Client().CoreV1().Secrets(ccmNamespace).Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ccmNamespace, Name: "hcloud"},
+		StringData: map[string]string{"token": emu.Token(), "robot-user": robot.User(), "robot-password": robot.Password()},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create Secret hcloud: %v", err)
+	}
+	d := render(t, deployDir).deployment
+	env := append(secretEnv(t, c, d, "ROBOT_USER", "ROBOT_PASSWORD"), lbEnv...)
+	env = append(env, "ROBOT_ENABLED=true", "ROBOT_ENDPOINT="+robotEndpoint)
+
+	c.CreateNode(t, "worker-1", "10.244.1.0/24")
+	c.CreateNode(t, robotServer.Name, "10.244.2.0/24", harness.WithInternalIP("10.1.0.5"))
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: append(env, extraEnv...)})
+	return mixedCluster{c: c, emu: emu, robot: robot, ccm: ccm, cloudID: cloudID}
+}
+
+// secretEnv resolves the named variables of d's container from their secretKeyRefs, as the
+// kubelet does, and returns them as KEY=value.
+func secretEnv(t *testing.T, c *harness.Cluster, d *appsv1.Deployment, names ...string) []string {
+	t.Helper()
+	var out []string
+	for _, name := range names {
+		ev := envByName(d.Spec.Template.Spec.Containers[0].Env, name)
+		if ev == nil || ev.ValueFrom == nil || ev.ValueFrom.SecretKeyRef == nil {
+			t.Fatalf("the Deployment of %s has no secretKeyRef for %s: %+v", deployDir, name, ev)
+		}
+		ref := ev.ValueFrom.SecretKeyRef
+		s, err := c.Client().CoreV1().Secrets(ccmNamespace).Get(context.Background(), ref.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("Secret %s of %s: %v", ref.Name, name, err)
+		}
+		v, ok := s.Data[ref.Key]
+		if !ok {
+			t.Fatalf("Secret %s has no key %s (for %s)", ref.Name, ref.Key, name)
+		}
+		out = append(out, name+"="+string(v))
+	}
+	return out
+}
+
+// waitRobotInitialised waits until node name has the provider ID of Robot server n and no
+// uninitialized taint.
+func waitRobotInitialised(t *testing.T, c *harness.Cluster, ccm *harness.Process, name string, n int) *corev1.Node {
+	t.Helper()
+	want := fmt.Sprintf("hrobot://%d", n)
+	var node *corev1.Node
+	harness.WaitFor(t, 2*time.Minute, func() (bool, error) {
+		if exited, err := ccm.Exited(); exited {
+			t.Fatalf("%s exited (%v) before node %s was initialised", ccm.Name, err, name)
+		}
+		var err error
+		node, err = c.Client().CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		tainted := slices.ContainsFunc(node.Spec.Taints, func(taint corev1.Taint) bool { return taint.Key == harness.TaintUninitialized })
+		if node.Spec.ProviderID != want || tainted {
+			return false, fmt.Errorf("node %s: providerID %q (want %q), taints %v", name, node.Spec.ProviderID, want, node.Spec.Taints)
+		}
+		return true, nil
+	})
+	return node
+}
+
+// TestCCMRobotMixedCluster: with ROBOT_ENABLED=true and the credentials from the official
+// CCM's Secret keys, a cluster of a cloud server and a Robot dedicated server initialises:
+// the cloud node as before, the Robot node with hrobot://<n>, the product as instance type,
+// the lower-cased data centre as zone and its prefix as region, provided-by=robot, and the
+// server's IPv4 as ExternalIP next to the kubelet's InternalIP (ROBOT_FORWARD_INTERNAL_IPS
+// defaults to true). The Robot list is read once for both nodes (cache).
+func TestCCMRobotMixedCluster(t *testing.T) {
+	m := startMixedCluster(t)
+	cloud := waitInitialised(t, m.c, m.ccm, "worker-1", m.cloudID)
+	if got := cloud.Labels["instance.hetzner.cloud/provided-by"]; got != "cloud" {
+		t.Errorf("worker-1 provided-by = %q, want cloud", got)
+	}
+	bm := waitRobotInitialised(t, m.c, m.ccm, robotServer.Name, robotServer.Number)
+	wantLabels := map[string]string{
+		corev1.LabelInstanceTypeStable:       "AX41-NVMe",
+		corev1.LabelTopologyZone:             "fsn1-dc16",
+		corev1.LabelTopologyRegion:           "fsn1",
+		"instance.hetzner.cloud/provided-by": "robot",
+	}
+	for k, v := range wantLabels {
+		if got := bm.Labels[k]; got != v {
+			t.Errorf("bm-1 label %s = %q, want %q", k, got, v)
+		}
+	}
+	harness.WaitFor(t, time.Minute, func() (bool, error) {
+		n, err := m.c.Client().CoreV1().Nodes().Get(context.Background(), robotServer.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		want := []string{"ExternalIP " + robotServer.IP, "Hostname bm-1", "InternalIP 10.1.0.5"}
+		var got []string
+		for _, a := range n.Status.Addresses {
+			got = append(got, string(a.Type)+" "+a.Address)
+		}
+		if slices.Sort(got); !slices.Equal(got, want) {
+			return false, fmt.Errorf("bm-1 addresses %v, want %v", n.Status.Addresses, want)
+		}
+		return true, nil
+	})
+	if n := m.robot.Requests()["GET /server"]; n < 1 || n > 2 {
+		t.Errorf("GET /server = %d, want 1 or 2 (one list per ROBOT_CACHE_TIMEOUT, plus at most one forced refresh)", n)
+	}
+	if n := m.robot.Requests()["GET /server/{n}"]; n != 0 {
+		t.Errorf("GET /server/{n} = %d, want 0 (lookups are served from the cached list)", n)
+	}
+}
+
+// TestChartRobotEnabled: the chart maps robot.enabled=true to ROBOT_ENABLED=true as the
+// official chart does, and reads the credentials from the official Secret keys; the kustomize
+// base reads the same keys.
+func TestChartRobotEnabled(t *testing.T) {
+	r := renderChart(t, []string{officialDefaults}, "--set", "robot.enabled=true")
+	env := r.deployment.Spec.Template.Spec.Containers[0].Env
+	if ev := envByName(env, "ROBOT_ENABLED"); ev == nil || ev.Value != "true" {
+		t.Errorf("ROBOT_ENABLED = %+v, want \"true\"", ev)
+	}
+	base := render(t, deployDir).deployment.Spec.Template.Spec.Containers[0].Env
+	for _, e := range []struct{ name, key string }{{"ROBOT_USER", "robot-user"}, {"ROBOT_PASSWORD", "robot-password"}} {
+		for what, env := range map[string][]corev1.EnvVar{"chart": env, "kustomize": base} {
+			ev := envByName(env, e.name)
+			if ev == nil || ev.ValueFrom == nil || ev.ValueFrom.SecretKeyRef == nil ||
+				ev.ValueFrom.SecretKeyRef.Name != "hcloud" || ev.ValueFrom.SecretKeyRef.Key != e.key {
+				t.Errorf("%s: %s = %+v, want Secret hcloud key %s", what, e.name, ev, e.key)
+			}
+		}
+	}
+	if ev := envByName(base, "ROBOT_ENABLED"); ev != nil {
+		t.Errorf("kustomize: ROBOT_ENABLED = %+v, want unset (Robot is opt-in)", ev)
+	}
+}
