@@ -193,7 +193,15 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 	}
 	execOpts = append(execOpts, executor.WithActionPollInterval(c.cfg.HCloud.PollInterval))
 	exec := executor.New(c.client, c.decider, d.Recorder, clusterView(d, network), execOpts...)
-	c.lbs = loadbalancer.New(c.client, exec, c.cfg.LoadBalancer, network, d.Recorder, namer)
+	var lbOpts []loadbalancer.Option
+	if c.cfg.Robot.Enabled {
+		var servers loadbalancer.RobotServers // nil interface without credentials
+		if c.robot != nil {
+			servers = c.robot
+		}
+		lbOpts = append(lbOpts, loadbalancer.WithRobot(servers))
+	}
+	c.lbs = loadbalancer.New(c.client, exec, c.cfg.LoadBalancer, network, d.Recorder, namer, lbOpts...)
 
 	if network != nil && c.cfg.Network.RoutesEnabled && d.ClusterCIDR == "" {
 		// Upstream's route controller refuses to start without a cluster CIDR and takes the

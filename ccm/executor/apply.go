@@ -69,6 +69,13 @@ func (x *Executor) applyToLB(ctx context.Context, svc *corev1.Service, r *run, m
 			"load balancer %s has reached its target limit: server %d (node %s) not added", lb.Name, t.Target.ServerID, t.Target.Node)
 		return nil
 	}
+	if t, ok := m.(lbplan.AddIPTarget); ok && hcloud.IsError(err, hcloud.ErrorCodeResourceLimitExceeded) {
+		x.recorder.Eventf(nodeRef(t.Target.Node), corev1.EventTypeWarning, ReasonMaxTargetsReached,
+			"load balancer %s has reached its target limit: IP %s not added", lb.Name, t.Target.IP)
+		x.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonMaxTargetsReached,
+			"load balancer %s has reached its target limit: IP %s (node %s) not added", lb.Name, t.Target.IP, t.Target.Node)
+		return nil
+	}
 	if err == nil {
 		err = x.client.Action.WaitFor(ctx, action)
 	}
@@ -152,6 +159,8 @@ func (x *Executor) call(ctx context.Context, lb *hcloud.LoadBalancer, m lbplan.M
 		action, _, err = c.RemoveServerTarget(ctx, lb, &hcloud.Server{ID: m.Target.ServerID})
 	case lbplan.RemoveIPTarget:
 		action, _, err = c.RemoveIPTarget(ctx, lb, net.ParseIP(m.IP))
+	case lbplan.AddIPTarget:
+		action, _, err = c.AddIPTarget(ctx, lb, hcloud.LoadBalancerAddIPTargetOpts{IP: net.ParseIP(m.Target.IP)})
 	default:
 		return nil, fmt.Errorf("unknown mutation %T", m)
 	}

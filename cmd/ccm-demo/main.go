@@ -238,6 +238,7 @@ func run(r *runner, cfg config, out io.Writer) (bool, *harness.Process) {
 	// 6. Convergence, then the report.
 	r.Logf("waiting up to %s for the CCM", cfg.timeout)
 	st, converged := waitConverged(r, c, emu, ccm, nodes, services, cfg.timeout)
+	st.robotRequests = robot.Requests()
 	env := exploreEnv{
 		kubectl:     harness.Bin(r, "kubectl"),
 		kubeconfig:  c.Kubeconfig,

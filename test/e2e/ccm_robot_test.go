@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -175,5 +176,68 @@ func TestChartRobotEnabled(t *testing.T) {
 	}
 	if ev := envByName(base, "ROBOT_ENABLED"); ev != nil {
 		t.Errorf("kustomize: ROBOT_ENABLED = %+v, want unset (Robot is opt-in)", ev)
+	}
+}
+
+// ipTargets returns the IP targets of lb, sorted.
+func ipTargets(lb schema.LoadBalancer) []string {
+	var out []string
+	for _, t := range lb.Targets {
+		if t.Type == "ip" && t.IP != nil {
+			out = append(out, t.IP.IP)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestCCMRobotLoadBalancerIPTarget: in a mixed cluster, the load balancer of a Service has the
+// cloud node as server target and the Robot node as IP target on its Robot server_ip, and the
+// policy input of that add_target names the IP target.
+func TestCCMRobotLoadBalancerIPTarget(t *testing.T) {
+	m := startMixedCluster(t)
+	waitInitialised(t, m.c, m.ccm, "worker-1", m.cloudID)
+	waitRobotInitialised(t, m.c, m.ccm, robotServer.Name, robotServer.Number)
+
+	svc := createService(t, m.c, loadBalancerService("default", "web"))
+	waitLB(t, m.ccm, m.emu, svc.UID, 2*time.Minute, func(lb schema.LoadBalancer) error {
+		if got := targetServers(lb); !slices.Equal(got, []int64{m.cloudID}) {
+			return fmt.Errorf("server targets %v, want [%d]", got, m.cloudID)
+		}
+		if got := ipTargets(lb); !slices.Equal(got, []string{robotServer.IP}) {
+			return fmt.Errorf("IP targets %v, want [%s] (the Robot node)", got, robotServer.IP)
+		}
+		return nil
+	})
+	waitIngress(t, m.c, m.ccm, "default", "web")
+}
+
+// TestCCMRobotDenyIPTargets: a policy that denies adding IP targets stops the whole plan of a
+// Service whose nodes include a Robot node: a PolicyDenied event, no load balancer and no
+// mutating request in the cloud.
+func TestCCMRobotDenyIPTargets(t *testing.T) {
+	m := startMixedCluster(t)
+	waitInitialised(t, m.c, m.ccm, "worker-1", m.cloudID)
+	waitRobotInitialised(t, m.c, m.ccm, robotServer.Name, robotServer.Number)
+	updatePolicies(t, m.c, m.ccm, func(data map[string]string) {
+		data["robot_targets.rego"] = `package ccm
+
+deny contains {"msg": msg, "code": "no_robot_targets"} if {
+	input.operation == "add_target"
+	input.target.type == "ip"
+	msg := sprintf("dedicated servers may not receive load balancer traffic (%s)", [input.target.ip])
+}
+`
+	})
+	m.emu.ResetRequests()
+
+	svc := createService(t, m.c, loadBalancerService("default", "web"))
+	waitEvent(t, m.c, m.ccm, "default", svc.Name, corev1.EventTypeWarning, "PolicyDenied", "dedicated servers may not receive load balancer traffic ("+robotServer.IP+")")
+	quiet(t, m.emu, 3*time.Second, 30*time.Second)
+	if n := m.emu.MutatingRequests(); n != 0 {
+		t.Errorf("%d mutating Hetzner requests after a deny, want 0: %v", n, m.emu.Counts())
+	}
+	if lbs := m.emu.LoadBalancers(); len(lbs) != 0 {
+		t.Errorf("%d load balancers after a deny, want 0", len(lbs))
 	}
 }
