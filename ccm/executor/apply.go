@@ -69,6 +69,12 @@ func (x *Executor) applyToLB(ctx context.Context, svc *corev1.Service, r *run, m
 			"load balancer %s has reached its target limit: server %d (node %s) not added", lb.Name, t.Target.ServerID, t.Target.Node)
 		return nil
 	}
+	if t, ok := m.(lbplan.AddIPTarget); ok && hcloud.IsError(err, hcloud.ErrorCodeTargetAlreadyDefined) {
+		// A concurrent reconcile of the same Service (upstream's node sync runs beside the
+		// service sync) added it first: the state the plan wants is there.
+		klog.InfoS("IP target already defined", "loadBalancer", lb.Name, "ip", t.Target.IP)
+		return nil
+	}
 	if t, ok := m.(lbplan.AddIPTarget); ok && hcloud.IsError(err, hcloud.ErrorCodeResourceLimitExceeded) {
 		x.recorder.Eventf(nodeRef(t.Target.Node), corev1.EventTypeWarning, ReasonMaxTargetsReached,
 			"load balancer %s has reached its target limit: IP %s not added", lb.Name, t.Target.IP)

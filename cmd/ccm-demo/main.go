@@ -384,6 +384,9 @@ func createServices(r *runner, c *harness.Cluster) []demoService {
 			annotations: map[string]string{
 				"load-balancer.hetzner.cloud/disable-public-network": "true",
 				"load-balancer.hetzner.cloud/use-private-ip":         "true",
+				// Cloud nodes only: the dedicated server has no IP in the network (no vSwitch), and
+				// a load balancer without public interface cannot reach its public IP.
+				"load-balancer.hetzner.cloud/node-selector": "instance.hetzner.cloud/provided-by=cloud",
 			}},
 	}
 	var out []demoService
