@@ -31,8 +31,22 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/klog/v2"
+
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 )
+
+// requests counts the Robot webservice requests, and the calls the rate-limit wait refused
+// (code "wait"). Its name MUST not change: operators alert on it.
+var requests = metrics.NewCounterVec(&metrics.CounterOpts{
+	Name:           "hcloud_ccm_robot_requests_total",
+	Help:           "Robot webservice requests by path (/server, /reset/{n}) and HTTP status code; \"error\" for transport errors, \"wait\" for calls refused during ROBOT_RATE_LIMIT_WAIT_TIME.",
+	StabilityLevel: metrics.ALPHA,
+}, []string{"path", "code"})
+
+var registerOnce sync.Once
 
 // DefaultEndpoint is the base URL of the Robot webservice (hrobot-go's default).
 const DefaultEndpoint = "https://robot-ws.your-server.de"
@@ -136,6 +150,11 @@ func New(cfg config.Robot, opts ...Option) *Client {
 	if c.endpoint == "" {
 		c.endpoint = DefaultEndpoint
 	}
+	registerOnce.Do(func() {
+		if err := legacyregistry.Register(requests); err != nil {
+			klog.ErrorS(err, "registering metric", "name", "hcloud_ccm_robot_requests_total")
+		}
+	})
 	for _, o := range opts {
 		o(c)
 	}
@@ -262,7 +281,12 @@ func (c *Client) refreshLocked(ctx context.Context) error {
 // rate-limit wait. c.mu is held, so concurrent callers wait instead of sending duplicates.
 func (c *Client) getLocked(ctx context.Context, path string, dst any) error {
 	op := "robot: GET " + path
+	metricPath := path
+	if strings.HasPrefix(path, "/reset/") {
+		metricPath = "/reset/{n}"
+	}
 	if now := c.now(); now.Before(c.limitedUntil) {
+		requests.WithLabelValues(metricPath, "wait").Inc()
 		return fmt.Errorf("%s: %w: next try at %s (%s)", op, ErrRateLimited, c.limitedUntil.UTC().Format(time.RFC3339), config.EnvRobotRateLimitWaitTime)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.endpoint+path, nil)
@@ -273,9 +297,11 @@ func (c *Client) getLocked(ctx context.Context, path string, dst any) error {
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
+		requests.WithLabelValues(metricPath, "error").Inc()
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	defer resp.Body.Close()
+	requests.WithLabelValues(metricPath, strconv.Itoa(resp.StatusCode)).Inc()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
 	if err != nil {
 		return fmt.Errorf("%s: reading the answer: %w", op, err)

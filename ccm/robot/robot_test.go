@@ -3,6 +3,9 @@ package robot_test
 import (
 	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -204,5 +207,40 @@ func TestClient_OperatingStatus(t *testing.T) {
 	}
 	if _, err := c.OperatingStatus(ctx, 999); !errors.Is(err, robot.ErrNotFound) {
 		t.Errorf("OperatingStatus(999) error = %v, want ErrNotFound", err)
+	}
+}
+
+// TestClient_badAnswers: answers that are not the webservice's JSON are errors naming the
+// request, never a panic or a silently empty list; a bare 403 or 429 counts as a rate limit.
+func TestClient_badAnswers(t *testing.T) {
+	tests := []struct {
+		name        string
+		status      int
+		body        string
+		want        string
+		rateLimited bool
+	}{
+		{"a 200 that is not JSON", 200, "<html>", "robot: GET /server: decoding the answer", false},
+		{"a 500 with an HTML page", 500, "<html>oops</html>", "robot webservice responded with status code 500", false},
+		{"a bare 403", 403, "", "status code 403", true},
+		{"a bare 429", 429, "Too Many Requests", "status code 429", true},
+		{"a 403 with another code is no rate limit", 403, `{"error":{"status":403,"code":"FORBIDDEN","message":"no access"}}`, "no access (FORBIDDEN, status 403)", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(tc.status)
+				_, _ = io.WriteString(w, tc.body)
+			}))
+			t.Cleanup(srv.Close)
+			c := robot.New(config.Robot{User: "u", Password: "p", CacheTimeout: time.Minute, RateLimitWaitTime: time.Minute, Endpoint: srv.URL})
+			list, err := c.Servers(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tc.want) || list != nil {
+				t.Fatalf("Servers() = %v, %v; want an error containing %q", list, err, tc.want)
+			}
+			if errors.Is(err, robot.ErrRateLimited) != tc.rateLimited {
+				t.Errorf("errors.Is(err, ErrRateLimited) = %t, want %t", !tc.rateLimited, tc.rateLimited)
+			}
+		})
 	}
 }
