@@ -102,7 +102,7 @@ func (i *Instances) InstanceExists(ctx context.Context, node *corev1.Node) (bool
 }
 
 // InstanceShutdown returns true if the server of the node is off: status "off" for a cloud
-// server, reset operating status "shut off" for a Robot server (read uncached).
+// server, reset operating status "shut off" for a Robot server (robot.ResetStatusMaxAge).
 //
 // # Errors
 //

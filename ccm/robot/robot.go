@@ -8,6 +8,8 @@
 //     lookup by server number is served from the list, never by GET /server/{n}. A lookup by
 //     name that misses may force one refresh per node name and timeout window, so a new
 //     server is found without waiting for the timeout.
+//   - Reset status: GET /reset/{n} (shutdown detection) is reused for ResetStatusMaxAge; the
+//     official CCM does not cache it.
 //   - Rate-limit wait (ROBOT_RATE_LIMIT_WAIT_TIME): after Robot answers RATE_LIMIT_EXCEEDED
 //     (or a bare HTTP 403/429), no request is sent for the wait time; calls that would need
 //     one fail with [ErrRateLimited] instead.
@@ -122,6 +124,7 @@ type Client struct {
 	loadedAt     time.Time
 	loaded       bool
 	forced       map[string]time.Time // node name → time of its forced refresh
+	resets       map[int]resetStatus
 	limitedUntil time.Time
 }
 
@@ -146,6 +149,7 @@ func New(cfg config.Robot, opts ...Option) *Client {
 		wait:     cfg.RateLimitWaitTime,
 		now:      time.Now,
 		forced:   map[string]time.Time{},
+		resets:   map[int]resetStatus{},
 	}
 	if c.endpoint == "" {
 		c.endpoint = DefaultEndpoint
@@ -233,8 +237,14 @@ func (c *Client) findLocked(name string) (Server, bool) {
 	return Server{}, false
 }
 
-// OperatingStatus returns the operating status of server n from GET /reset/{n}, uncached:
-// "shut off" for a powered-off server, "running", or "not supported" for tower models.
+// ResetStatusMaxAge is how long OperatingStatus answers from its cache. The official CCM reads
+// GET /reset/{n} on every call; the node lifecycle controller asks every 5 s for each NotReady
+// node, which alone would spend Robot's hourly budget, so this CCM keeps an answer a minute.
+const ResetStatusMaxAge = time.Minute
+
+// OperatingStatus returns the operating status of server n from GET /reset/{n}: "shut off"
+// for a powered-off server, "running", or "not supported" for tower models. An answer is
+// reused for ResetStatusMaxAge.
 func (c *Client) OperatingStatus(ctx context.Context, n int) (string, error) {
 	var body struct {
 		Reset struct {
@@ -243,10 +253,20 @@ func (c *Client) OperatingStatus(ctx context.Context, n int) (string, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if r, ok := c.resets[n]; ok && c.now().Before(r.at.Add(ResetStatusMaxAge)) {
+		return r.status, nil
+	}
 	if err := c.getLocked(ctx, "/reset/"+strconv.Itoa(n), &body); err != nil {
 		return "", err
 	}
+	c.resets[n] = resetStatus{status: body.Reset.OperatingStatus, at: c.now()}
 	return body.Reset.OperatingStatus, nil
+}
+
+// resetStatus is a cached answer of GET /reset/{n}.
+type resetStatus struct {
+	status string
+	at     time.Time
 }
 
 func (c *Client) refreshIfStaleLocked(ctx context.Context) error {

@@ -194,15 +194,32 @@ func TestClient_errors(t *testing.T) {
 }
 
 func TestClient_OperatingStatus(t *testing.T) {
-	c, emu, _ := newClient(t, seed, config.Robot{})
+	c, emu, clk := newClient(t, seed, config.Robot{})
 	ctx := context.Background()
-	for i := range 2 {
-		got, err := c.OperatingStatus(ctx, 322)
-		if err != nil || got != "shut off" {
-			t.Fatalf("OperatingStatus(322) = %q, %v; want shut off", got, err)
+	steps := []struct {
+		name      string
+		advance   time.Duration
+		setStatus string
+		want      string
+		wantGets  int
+	}{
+		{"the first call asks Robot", 0, "", "shut off", 1},
+		{"within a minute the answer is reused", 59 * time.Second, "running", "shut off", 1},
+		{"after a minute Robot is asked again", 2 * time.Second, "", "running", 2},
+	}
+	for _, st := range steps {
+		clk.add(st.advance)
+		if st.setStatus != "" {
+			if err := emu.SetOperatingStatus(322, st.setStatus); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if n := emu.Requests()["GET /reset/{n}"]; n != i+1 {
-			t.Errorf("GET /reset/{n} = %d, want %d (the reset status is not cached)", n, i+1)
+		got, err := c.OperatingStatus(ctx, 322)
+		if err != nil || got != st.want {
+			t.Fatalf("%s: OperatingStatus(322) = %q, %v; want %q", st.name, got, err, st.want)
+		}
+		if n := emu.Requests()["GET /reset/{n}"]; n != st.wantGets {
+			t.Errorf("%s: GET /reset/{n} = %d, want %d", st.name, n, st.wantGets)
 		}
 	}
 	if _, err := c.OperatingStatus(ctx, 999); !errors.Is(err, robot.ErrNotFound) {
