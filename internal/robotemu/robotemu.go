@@ -160,6 +160,18 @@ func (e *Emulator) SetOperatingStatus(n int, status string) error {
 	return fmt.Errorf("robot emulator: no server %d", n)
 }
 
+// RemoveServer removes server n from the account (a cancelled server).
+func (e *Emulator) RemoveServer(n int) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	i := slices.IndexFunc(e.servers, func(s Server) bool { return s.Number == n })
+	if i < 0 {
+		return fmt.Errorf("robot emulator: no server %d", n)
+	}
+	e.servers = slices.Delete(e.servers, i, i+1)
+	return nil
+}
+
 // SetClock replaces the clock of the rate limit (time.Now by default).
 func (e *Emulator) SetClock(now func() time.Time) {
 	e.mu.Lock()

@@ -162,3 +162,16 @@ func TestBeside(t *testing.T) {
 		t.Errorf("cloud path: %s", body)
 	}
 }
+
+func TestEmulator_RemoveServer(t *testing.T) {
+	emu, url := robotemu.NewTestServer(t, seed)
+	if err := emu.RemoveServer(321); err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := get(t, url+"/server/321", emu.User(), emu.Password()); status != 404 {
+		t.Errorf("GET /server/321 after RemoveServer = %d, want 404", status)
+	}
+	if err := emu.RemoveServer(321); err == nil {
+		t.Error("removing a missing server succeeded")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
@@ -38,10 +39,17 @@ type mixedCluster struct {
 // secretKeyRefs of the Deployment that deploy/ renders. extraEnv is appended.
 func startMixedCluster(t *testing.T, extraEnv ...string) mixedCluster {
 	t.Helper()
+	return startMixed(t, []robotemu.Server{robotServer}, ccmRun{env: extraEnv})
+}
+
+// startMixed is startMixedCluster with the given Robot servers (each registered as a node
+// with InternalIP 10.1.0.<i+5>) and extra args and env for the CCM.
+func startMixed(t *testing.T, robots []robotemu.Server, run ccmRun) mixedCluster {
+	t.Helper()
 	c := harness.Start(t)
 	c.ApplyKustomize(t, deployDir)
 	emu, endpoint := hcloudemu.NewTestServer(t)
-	robot, robotEndpoint := robotemu.NewTestServer(t, robotemu.Seed{Servers: []robotemu.Server{robotServer}})
+	robot, robotEndpoint := robotemu.NewTestServer(t, robotemu.Seed{Servers: robots})
 	cloudID := addServer(t, emu, hcloudemu.ServerSpec{Name: "worker-1", Type: "cx22", Location: "fsn1"})
 
 	if _, err := c.Client().CoreV1().Secrets(ccmNamespace).Create(context.Background(), &corev1.Secret{
@@ -55,8 +63,11 @@ func startMixedCluster(t *testing.T, extraEnv ...string) mixedCluster {
 	env = append(env, "ROBOT_ENABLED=true", "ROBOT_ENDPOINT="+robotEndpoint)
 
 	c.CreateNode(t, "worker-1", "10.244.1.0/24")
-	c.CreateNode(t, robotServer.Name, "10.244.2.0/24", harness.WithInternalIP("10.1.0.5"))
-	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: append(env, extraEnv...)})
+	for i, r := range robots {
+		c.CreateNode(t, r.Name, fmt.Sprintf("10.244.%d.0/24", i+2), harness.WithInternalIP(fmt.Sprintf("10.1.0.%d", i+5)))
+	}
+	run.env = append(env, run.env...)
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), run)
 	return mixedCluster{c: c, emu: emu, robot: robot, ccm: ccm, cloudID: cloudID}
 }
 
@@ -239,5 +250,43 @@ deny contains {"msg": msg, "code": "no_robot_targets"} if {
 	}
 	if lbs := m.emu.LoadBalancers(); len(lbs) != 0 {
 		t.Errorf("%d load balancers after a deny, want 0", len(lbs))
+	}
+}
+
+// TestCCMRobotNodeLifecycle runs the cloud-node-lifecycle controller (--node-monitor-period=1s,
+// ROBOT_CACHE_TIMEOUT=1s) on NotReady Robot nodes: a server whose reset status is "shut off"
+// gets the shutdown taint and is kept; a server gone from the Robot account is deleted.
+func TestCCMRobotNodeLifecycle(t *testing.T) {
+	off := robotemu.Server{Number: 401, Name: "bm-off", IP: "203.0.113.61", DC: "FSN1-DC16"}
+	gone := robotemu.Server{Number: 402, Name: "bm-gone", IP: "203.0.113.62", DC: "FSN1-DC16"}
+	m := startMixed(t, []robotemu.Server{off, gone}, ccmRun{args: []string{"--node-monitor-period=1s"}, env: []string{"ROBOT_CACHE_TIMEOUT=1s"}})
+	waitRobotInitialised(t, m.c, m.ccm, off.Name, off.Number)
+	waitRobotInitialised(t, m.c, m.ccm, gone.Name, gone.Number)
+
+	if err := m.robot.SetOperatingStatus(off.Number, "shut off"); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.robot.RemoveServer(gone.Number); err != nil {
+		t.Fatal(err)
+	}
+	setNodeReady(t, m.c, off.Name, corev1.ConditionUnknown)
+	setNodeReady(t, m.c, gone.Name, corev1.ConditionUnknown)
+	nodes := m.c.Client().CoreV1().Nodes()
+	ctx := context.Background()
+	waitCCM(t, m.ccm, time.Minute, func() (bool, error) {
+		n, err := nodes.Get(ctx, off.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("node %s: %v (want it kept)", off.Name, err)
+		}
+		if !slices.ContainsFunc(n.Spec.Taints, func(taint corev1.Taint) bool { return taint.Key == taintShutdown }) {
+			return false, fmt.Errorf("node %s taints %v, want %s", off.Name, n.Spec.Taints, taintShutdown)
+		}
+		if _, err := nodes.Get(ctx, gone.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("node %s of the removed Robot server still exists (%v)", gone.Name, err)
+		}
+		return true, nil
+	})
+	if n := m.robot.Requests()["GET /reset/{n}"]; n > 5 {
+		t.Errorf("GET /reset/{n} = %d, want at most a few (answers are reused for a minute)", n)
 	}
 }
