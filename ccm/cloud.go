@@ -31,6 +31,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/metadata"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/nodelabels"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/requeue"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/robot"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routes"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
@@ -73,8 +74,10 @@ type Cloud struct {
 	instances *instances.Instances
 	lbs       *loadbalancer.LoadBalancers
 	routes    *routes.Routes
-	decider   policy.Decider
-	plugins   []*plugins.Watched
+	// robot reads Robot servers; nil unless ROBOT_ENABLED with credentials.
+	robot   *robot.Client
+	decider policy.Decider
+	plugins []*plugins.Watched
 	// requeue retries denied Services when the policy input changes; nil without a Kubernetes
 	// client and informers.
 	requeue *requeue.Requeuer
@@ -178,6 +181,11 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 		networkID = network.ID
 	}
 	c.instances = instances.New(cache, c.cfg.Instances, networkID, d.Recorder, labeler)
+	if c.cfg.Robot.Enabled && c.cfg.Robot.HasCredentials() {
+		// No request at start: Robot allows few per hour, and a rate limit must not stop the CCM.
+		c.robot = robot.New(c.cfg.Robot)
+		c.instances.WithRobot(c.robot, c.cfg.Robot)
+	}
 	if labeler != nil && d.Informers != nil && d.Kube != nil {
 		nl, err := nodelabels.New(nodelabels.Options{
 			Client:   d.Kube,
@@ -202,6 +210,13 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 	var lbOpts []loadbalancer.Option
 	if c.requeue != nil {
 		lbOpts = append(lbOpts, loadbalancer.WithDenialTracker(c.requeue))
+	}
+	if c.cfg.Robot.Enabled {
+		var servers loadbalancer.RobotServers // nil interface without credentials
+		if c.robot != nil {
+			servers = c.robot
+		}
+		lbOpts = append(lbOpts, loadbalancer.WithRobot(servers))
 	}
 	c.lbs = loadbalancer.New(loadbalancer.Readers{
 		LoadBalancers: &c.client.LoadBalancer, Networks: &c.client.Network, Certificates: &c.client.Certificate, Types: &c.client.LoadBalancerType,
@@ -306,5 +321,6 @@ func networkLabel(n *hcloud.Network) string {
 // logStart logs the effective configuration once.
 func (c *Cloud) logStart(network *hcloud.Network) {
 	klog.InfoS("hcloud-policy-ccm configured", "version", Version, "network", networkLabel(network),
-		"loadBalancers", c.cfg.LoadBalancer.Enabled, "routes", c.routes != nil, "plugins", len(c.plugins))
+		"loadBalancers", c.cfg.LoadBalancer.Enabled, "routes", c.routes != nil, "plugins", len(c.plugins),
+		"robot", c.cfg.Robot.String()) // String leaves the credentials out
 }

@@ -52,6 +52,11 @@ type Input struct {
 	Final *LoadBalancer `json:"final"`
 	// Route is the route being created or deleted; nil for load balancer mutations.
 	Route *Route `json:"route"`
+	// Target is the target an "add_target" or "remove_target" mutation adds or removes: a
+	// cloud server ({"type": "server", "server_id": ...}) or, for a Robot dedicated server,
+	// an IP target ({"type": "ip", "ip": ...}). Absent (not null) for other operations, so
+	// the schema stays v1: policies that do not know the field are unaffected.
+	Target *LBTarget `json:"target,omitempty"`
 }
 
 // Cluster describes the cluster.

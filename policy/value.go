@@ -9,7 +9,7 @@ import (
 // omitempty fields are left out when zero), built directly: a JSON round trip would cost about
 // a third of a decision. TestInputValue keeps the two in step.
 func inputValue(in Input) (ast.Value, error) {
-	return ast.NewObject(
+	items := [][2]*ast.Term{
 		ast.Item(ast.InternedTerm("version"), ast.StringTerm(in.Version)),
 		ast.Item(ast.InternedTerm("action"), ast.StringTerm(in.Action)),
 		ast.Item(ast.InternedTerm("operation"), ast.StringTerm(in.Operation)),
@@ -19,7 +19,11 @@ func inputValue(in Input) (ast.Value, error) {
 		ast.Item(ast.InternedTerm("current"), loadBalancerTerm(in.Current)),
 		ast.Item(ast.InternedTerm("final"), loadBalancerTerm(in.Final)),
 		ast.Item(ast.InternedTerm("route"), routeTerm(in.Route)),
-	), nil
+	}
+	if in.Target != nil { // omitempty
+		items = append(items, ast.Item(ast.InternedTerm("target"), targetTerm(*in.Target)))
+	}
+	return ast.NewObject(items...), nil
 }
 
 func item(k string, v *ast.Term) [2]*ast.Term { return ast.Item(ast.InternedTerm(k), v) }
@@ -111,15 +115,7 @@ func loadBalancerTerm(lb *LoadBalancer) *ast.Term {
 	if lb.Targets != nil {
 		ts := make([]*ast.Term, len(lb.Targets))
 		for i, t := range lb.Targets {
-			kv := [][2]*ast.Term{item("type", ast.StringTerm(t.Type))}
-			if t.ServerID != 0 {
-				kv = append(kv, item("server_id", intTerm(t.ServerID)))
-			}
-			if t.IP != "" {
-				kv = append(kv, item("ip", ast.StringTerm(t.IP)))
-			}
-			kv = append(kv, item("use_private_ip", ast.BooleanTerm(t.UsePrivateIP)))
-			ts[i] = ast.ObjectTerm(kv...)
+			ts[i] = targetTerm(t)
 		}
 		targets = ast.ArrayTerm(ts...)
 	}
@@ -138,6 +134,19 @@ func loadBalancerTerm(lb *LoadBalancer) *ast.Term {
 		item("protected", ast.BooleanTerm(lb.Protected)),
 	)
 	return ast.ObjectTerm(items...)
+}
+
+// targetTerm is one LBTarget; server_id and ip are omitempty.
+func targetTerm(t LBTarget) *ast.Term {
+	kv := [][2]*ast.Term{item("type", ast.StringTerm(t.Type))}
+	if t.ServerID != 0 {
+		kv = append(kv, item("server_id", intTerm(t.ServerID)))
+	}
+	if t.IP != "" {
+		kv = append(kv, item("ip", ast.StringTerm(t.IP)))
+	}
+	kv = append(kv, item("use_private_ip", ast.BooleanTerm(t.UsePrivateIP)))
+	return ast.ObjectTerm(kv...)
 }
 
 func routeTerm(r *Route) *ast.Term {

@@ -2,7 +2,10 @@
 // official hcloud-cloud-controller-manager (same names, same defaults).
 package config
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Config is the whole configuration of the CCM.
 type Config struct {
@@ -15,10 +18,31 @@ type Config struct {
 	Robot        Robot
 }
 
-// Robot records whether Robot (dedicated server) support was asked for. This CCM does not
-// support Robot; [Config.Validate] rejects Enabled.
+// Robot configures Robot (dedicated server) support.
 type Robot struct {
 	Enabled bool // ROBOT_ENABLED
+	// User and Password are the webservice credentials (ROBOT_USER, ROBOT_PASSWORD or their
+	// _FILE forms); both empty means no Robot API access. Never log them.
+	User     string
+	Password string
+	// CacheTimeout is the lifetime of the cached server list (ROBOT_CACHE_TIMEOUT).
+	CacheTimeout time.Duration
+	// RateLimitWaitTime is how long calls are refused after a rate-limit error
+	// (ROBOT_RATE_LIMIT_WAIT_TIME); 0 disables the wait.
+	RateLimitWaitTime time.Duration
+	// ForwardInternalIPs keeps kubelet InternalIPs on Robot nodes (ROBOT_FORWARD_INTERNAL_IPS);
+	// false whenever Enabled is false.
+	ForwardInternalIPs bool
+	Endpoint           string // ROBOT_ENDPOINT; empty means the public webservice
+}
+
+// HasCredentials reports whether Robot API credentials are configured.
+func (r Robot) HasCredentials() bool { return r.User != "" && r.Password != "" }
+
+// String describes r without its credentials, so the struct is safe to log.
+func (r Robot) String() string {
+	return fmt.Sprintf("{Enabled:%t Credentials:%t CacheTimeout:%s RateLimitWaitTime:%s ForwardInternalIPs:%t Endpoint:%q}",
+		r.Enabled, r.HasCredentials(), r.CacheTimeout, r.RateLimitWaitTime, r.ForwardInternalIPs, r.Endpoint)
 }
 
 // HCloud configures the Hetzner Cloud API client.

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,6 +39,13 @@ func TestRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	missingFile := filepath.Join(t.TempDir(), "missing")
+	robotUserFile := filepath.Join(t.TempDir(), "robot-user")
+	robotPasswordFile := filepath.Join(t.TempDir(), "robot-password")
+	for f, v := range map[string]string{robotUserFile: " file-user\n", robotPasswordFile: "file-password\n"} {
+		if err := os.WriteFile(f, []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	tests := []struct {
 		name    string
@@ -248,9 +256,56 @@ func TestRead(t *testing.T) {
 			},
 		},
 		{
-			name: "ROBOT_ENABLED is read (Validate rejects it)",
+			name: "ROBOT_ENABLED alone enables Robot with the official defaults",
 			env:  map[string]string{"ROBOT_ENABLED": "true"},
-			want: func(c *config.Config) { c.Robot.Enabled = true },
+			want: func(c *config.Config) { c.Robot.Enabled = true; c.Robot.ForwardInternalIPs = true },
+		},
+		{
+			name: "every Robot variable is read",
+			env: map[string]string{
+				"ROBOT_ENABLED": "true", "ROBOT_USER": "u", "ROBOT_PASSWORD": "p",
+				"ROBOT_CACHE_TIMEOUT": "1m", "ROBOT_RATE_LIMIT_WAIT_TIME": "30s",
+				"ROBOT_FORWARD_INTERNAL_IPS": "false", "ROBOT_ENDPOINT": "http://127.0.0.1:1/robot",
+			},
+			want: func(c *config.Config) {
+				c.Robot = config.Robot{Enabled: true, User: "u", Password: "p", CacheTimeout: time.Minute,
+					RateLimitWaitTime: 30 * time.Second, Endpoint: "http://127.0.0.1:1/robot"}
+			},
+		},
+		{
+			name: "ROBOT_USER_FILE and ROBOT_PASSWORD_FILE are read and trimmed",
+			env:  map[string]string{"ROBOT_ENABLED": "1", "ROBOT_USER_FILE": robotUserFile, "ROBOT_PASSWORD_FILE": robotPasswordFile},
+			want: func(c *config.Config) {
+				c.Robot.Enabled, c.Robot.ForwardInternalIPs = true, true
+				c.Robot.User, c.Robot.Password = "file-user", "file-password"
+			},
+		},
+		{
+			name: "ROBOT_USER wins over ROBOT_USER_FILE",
+			env:  map[string]string{"ROBOT_USER": "env-user", "ROBOT_USER_FILE": robotUserFile},
+			want: func(c *config.Config) { c.Robot.User = "env-user" },
+		},
+		{
+			name:    "an unreadable ROBOT_PASSWORD_FILE is an error naming both variables",
+			env:     map[string]string{"ROBOT_PASSWORD_FILE": missingFile},
+			want:    func(c *config.Config) {},
+			wantErr: []string{`reading the file named by "ROBOT_PASSWORD_FILE"`},
+		},
+		{
+			name: "ROBOT_CACHE_TIMEOUT=0 keeps the default, as in the official CCM",
+			env:  map[string]string{"ROBOT_CACHE_TIMEOUT": "0s"},
+			want: func(c *config.Config) {},
+		},
+		{
+			name: "ROBOT_FORWARD_INTERNAL_IPS is off while Robot is off",
+			env:  map[string]string{"ROBOT_FORWARD_INTERNAL_IPS": "true"},
+			want: func(c *config.Config) {},
+		},
+		{
+			name:    "Robot durations that are no durations are errors",
+			env:     map[string]string{"ROBOT_CACHE_TIMEOUT": "5", "ROBOT_RATE_LIMIT_WAIT_TIME": "soon"},
+			want:    func(c *config.Config) {},
+			wantErr: []string{`"ROBOT_CACHE_TIMEOUT": "5"`, `"ROBOT_RATE_LIMIT_WAIT_TIME": "soon"`},
 		},
 		{
 			name:    "ROBOT_ENABLED that is no bool is an error",
@@ -380,9 +435,43 @@ func TestConfig_Validate(t *testing.T) {
 			},
 		},
 		{
-			name:    "Robot is an error telling to unset ROBOT_ENABLED",
-			cfg:     valid(func(c *config.Config) { c.Robot.Enabled = true }),
-			wantErr: []string{"Robot (dedicated servers) is not supported by this CCM; unset ROBOT_ENABLED"},
+			name: "Robot with both credentials is valid",
+			cfg: valid(func(c *config.Config) {
+				c.Robot = config.Robot{Enabled: true, User: "u", Password: "p", CacheTimeout: time.Minute}
+			}),
+		},
+		{
+			name: "Robot without credentials is valid (load balancer targets only), as in the official CCM",
+			cfg:  valid(func(c *config.Config) { c.Robot.Enabled = true }),
+		},
+		{
+			name:    "Robot with a user but no password names ROBOT_PASSWORD",
+			cfg:     valid(func(c *config.Config) { c.Robot = config.Robot{Enabled: true, User: "u"} }),
+			wantErr: []string{`"ROBOT_PASSWORD" is required when "ROBOT_USER" is set`},
+		},
+		{
+			name:    "Robot with a password but no user names ROBOT_USER",
+			cfg:     valid(func(c *config.Config) { c.Robot = config.Robot{Enabled: true, Password: "secret-pw"} }),
+			wantErr: []string{`"ROBOT_USER" is required when "ROBOT_PASSWORD" is set`},
+		},
+		{
+			name: "Robot with routes is an error, as in the official CCM",
+			cfg: valid(func(c *config.Config) {
+				c.Robot = config.Robot{Enabled: true, User: "u", Password: "p"}
+				c.Network = config.Network{NameOrID: "k8s", RoutesEnabled: true}
+			}),
+			wantErr: []string{"using routes with Robot is not supported: set HCLOUD_NETWORK_ROUTES_ENABLED=false or unset ROBOT_ENABLED"},
+		},
+		{
+			name: "bad Robot durations and endpoint are errors",
+			cfg: valid(func(c *config.Config) {
+				c.Robot = config.Robot{Enabled: true, CacheTimeout: -time.Second, RateLimitWaitTime: -time.Second, Endpoint: "robot"}
+			}),
+			wantErr: []string{`"ROBOT_CACHE_TIMEOUT"`, `"ROBOT_RATE_LIMIT_WAIT_TIME"`, `"ROBOT_ENDPOINT": "robot"`},
+		},
+		{
+			name: "Robot settings are not checked while Robot is off",
+			cfg:  valid(func(c *config.Config) { c.Robot = config.Robot{User: "u", Endpoint: "robot"} }),
 		},
 		{
 			name: "every broken rule is reported at once",
@@ -390,9 +479,9 @@ func TestConfig_Validate(t *testing.T) {
 				c.HCloud.Token = ""
 				c.Instances.AddressFamily = "ipv5"
 				c.ServerCache.Mode = "some"
-				c.Robot.Enabled = true
+				c.Robot = config.Robot{Enabled: true, User: "u"}
 			}),
-			wantErr: []string{`"HCLOUD_TOKEN" is required`, `"HCLOUD_INSTANCES_ADDRESS_FAMILY"`, `"HCLOUD_SERVER_CACHE_MODE"`, "ROBOT_ENABLED"},
+			wantErr: []string{`"HCLOUD_TOKEN" is required`, `"HCLOUD_INSTANCES_ADDRESS_FAMILY"`, `"HCLOUD_SERVER_CACHE_MODE"`, `"ROBOT_PASSWORD"`},
 		},
 	}
 	for _, tc := range tests {
@@ -417,6 +506,11 @@ func TestConfig_Warnings(t *testing.T) {
 				"HCLOUD_SERVER_CACHE_MODE=one reads servers one by one; mode all costs one paginated list per refresh",
 			},
 		},
+		{
+			name: "Robot without credentials gives a warning",
+			cfg:  valid(func(c *config.Config) { c.Robot.Enabled = true }),
+			want: []string{"ROBOT_ENABLED=true without ROBOT_USER and ROBOT_PASSWORD: Robot nodes are served as load balancer IP targets through their InternalIP only; node metadata needs the credentials"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -431,8 +525,8 @@ func TestConfig_Warnings(t *testing.T) {
 func TestDefault_matchesOfficialCCM(t *testing.T) {
 	c := config.Default()
 	got := []any{c.Instances.AddressFamily, c.Instances.ZoneLabelEnabled, c.ServerCache.Mode, c.ServerCache.MaxAge,
-		c.Metrics.Enabled, c.Metrics.Address, c.LoadBalancer.Enabled, c.HCloud.Timeout}
-	want := []any{config.AddressFamilyIPv4, true, "all", 10 * time.Second, true, ":8233", true, 15 * time.Second}
+		c.Metrics.Enabled, c.Metrics.Address, c.LoadBalancer.Enabled, c.HCloud.Timeout, c.Robot.Enabled, c.Robot.CacheTimeout, c.Robot.RateLimitWaitTime}
+	want := []any{config.AddressFamilyIPv4, true, "all", 10 * time.Second, true, ":8233", true, 15 * time.Second, false, 5 * time.Minute, time.Duration(0)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Default() mismatch (-want +got):\n%s", diff)
 	}
@@ -457,5 +551,18 @@ func checkErrors(t *testing.T, err error, want []string) {
 	}
 	if n := strings.Count(err.Error(), "\n") + 1; n != len(want) {
 		t.Errorf("error has %d lines, want %d:\n%s", n, len(want), err)
+	}
+}
+
+// TestRobot_String proves the Robot settings can be logged without their credentials.
+func TestRobot_String(t *testing.T) {
+	r := config.Robot{Enabled: true, User: "robot-user-name", Password: "robot-secret", CacheTimeout: time.Minute}
+	for _, s := range []string{r.String(), fmt.Sprintf("%v", r), fmt.Sprintf("%+v", config.Config{Robot: r})} {
+		if strings.Contains(s, "robot-secret") || strings.Contains(s, "robot-user-name") {
+			t.Errorf("formatted Robot config contains a credential: %s", s)
+		}
+		if !strings.Contains(s, "Credentials:true") {
+			t.Errorf("formatted Robot config %q does not say credentials are set", s)
+		}
 	}
 }

@@ -248,10 +248,74 @@ const (
 	// Default: false
 	EnvLoadBalancersUsesProxyProtocol = "HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL"
 
-	// EnvRobotEnabled would enable Robot (dedicated server) support in the official CCM. This
-	// CCM supports cloud servers only: true is a validation error.
+	// EnvRobotEnabled enables Robot (dedicated server) support: nodes with hrobot:// provider
+	// IDs (or the legacy hcloud://bm-) get their metadata from the Robot webservice and become
+	// IP targets of load balancers. It cannot be combined with routes (HCLOUD_NETWORK with
+	// HCLOUD_NETWORK_ROUTES_ENABLED), as in the official CCM.
 	//
 	// Type: bool
 	// Default: false
 	EnvRobotEnabled = "ROBOT_ENABLED"
+
+	// EnvRobotUser is the Robot webservice user. Set both ROBOT_USER and ROBOT_PASSWORD, or
+	// neither: without credentials Robot nodes still become load balancer IP targets through
+	// their InternalIP (use-private-ip), but node metadata is not available. If it is unset,
+	// the file named by ROBOT_USER_FILE is read and trimmed. Never logged.
+	//
+	// Type: string
+	// Default: unset
+	EnvRobotUser = "ROBOT_USER"
+
+	// EnvRobotUserFile names a file holding the Robot webservice user; read only when
+	// ROBOT_USER is unset; surrounding whitespace is trimmed.
+	//
+	// Type: path
+	// Default: unset
+	EnvRobotUserFile = "ROBOT_USER_FILE"
+
+	// EnvRobotPassword is the Robot webservice password (see ROBOT_USER). If it is unset, the
+	// file named by ROBOT_PASSWORD_FILE is read and trimmed. Never logged.
+	//
+	// Type: string
+	// Default: unset
+	EnvRobotPassword = "ROBOT_PASSWORD"
+
+	// EnvRobotPasswordFile names a file holding the Robot webservice password; read only when
+	// ROBOT_PASSWORD is unset; surrounding whitespace is trimmed.
+	//
+	// Type: path
+	// Default: unset
+	EnvRobotPasswordFile = "ROBOT_PASSWORD_FILE"
+
+	// EnvRobotCacheTimeout is how long the Robot server list is cached; every Robot lookup
+	// (by number or by name) is served from it. Robot allows few requests per hour, so keep it
+	// long. 0 means the default, as in the official CCM.
+	//
+	// Type: duration
+	// Default: 5m
+	EnvRobotCacheTimeout = "ROBOT_CACHE_TIMEOUT"
+
+	// EnvRobotRateLimitWaitTime is how long Robot calls are refused after Robot answered with
+	// a rate-limit error (RATE_LIMIT_EXCEEDED or HTTP 403), so the CCM does not extend the
+	// lockout. 0 disables the wait.
+	//
+	// Type: duration
+	// Default: 0
+	EnvRobotRateLimitWaitTime = "ROBOT_RATE_LIMIT_WAIT_TIME"
+
+	// EnvRobotForwardInternalIPs keeps the InternalIP addresses the kubelet reported
+	// (--node-ip) on Robot nodes, dropping those of the wrong address family or equal to an
+	// ExternalIP (MisconfiguredInternalIP event). Effective only with ROBOT_ENABLED.
+	//
+	// Type: bool
+	// Default: true
+	EnvRobotForwardInternalIPs = "ROBOT_FORWARD_INTERNAL_IPS"
+
+	// EnvRobotEndpoint overrides the base URL of the Robot webservice, for example
+	// http://127.0.0.1:4000/robot for the emulator. The official CCM has no such variable
+	// (its tests set the URL in code). This CCM only.
+	//
+	// Type: URL
+	// Default: https://robot-ws.your-server.de
+	EnvRobotEndpoint = "ROBOT_ENDPOINT"
 )

@@ -24,5 +24,5 @@ func ExampleRead() {
 	// Output:
 	// network: k8s routes: true cache: all 10s
 	// invalid value for "HCLOUD_INSTANCES_ADDRESS_FAMILY": "ipv5" (expect one of: ipv4, ipv6, dualstack)
-	// Robot (dedicated servers) is not supported by this CCM; unset ROBOT_ENABLED
+	// using routes with Robot is not supported: set HCLOUD_NETWORK_ROUTES_ENABLED=false or unset ROBOT_ENABLED
 }

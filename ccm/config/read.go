@@ -23,6 +23,7 @@ const (
 	// MinAPIBudgetPerHour is the smallest HCLOUD_API_BUDGET_PER_HOUR: below it the liveness
 	// share (half) would allow a read less often than every 12 minutes.
 	MinAPIBudgetPerHour = 10
+	DefaultRobotCache   = 5 * time.Minute
 )
 
 // Server cache modes of HCLOUD_SERVER_CACHE_MODE.
@@ -48,6 +49,7 @@ func Default() Config {
 		LoadBalancer: LoadBalancer{
 			Enabled: true,
 		},
+		Robot: Robot{CacheTimeout: DefaultRobotCache},
 	}
 }
 
@@ -59,7 +61,7 @@ func Default() Config {
 // joined with [errors.Join]; on error the returned Config holds what could be parsed.
 //
 // HCLOUD_TOKEN falls back to the trimmed content of the file named by HCLOUD_TOKEN_FILE when
-// it is unset. HCLOUD_NETWORK_ROUTES_ENABLED counts only when HCLOUD_NETWORK is set.
+// it is unset; ROBOT_USER and ROBOT_PASSWORD likewise. HCLOUD_NETWORK_ROUTES_ENABLED counts only when HCLOUD_NETWORK is set.
 func Read(lookup func(string) (string, bool)) (Config, error) {
 	r := reader{lookup: lookup}
 	cfg := Default()
@@ -107,7 +109,19 @@ func Read(lookup func(string) (string, bool)) (Config, error) {
 	r.int(EnvLoadBalancersHealthCheckRetries, &lb.HealthCheckRetries)
 	lb.UsesProxyProtocol = r.optionalBool(EnvLoadBalancersUsesProxyProtocol)
 
-	r.bool(EnvRobotEnabled, &cfg.Robot.Enabled)
+	rb := &cfg.Robot
+	r.bool(EnvRobotEnabled, &rb.Enabled)
+	rb.User = r.secret(EnvRobotUser, EnvRobotUserFile)
+	rb.Password = r.secret(EnvRobotPassword, EnvRobotPasswordFile)
+	r.duration(EnvRobotCacheTimeout, &rb.CacheTimeout)
+	if rb.CacheTimeout == 0 {
+		rb.CacheTimeout = DefaultRobotCache // the official CCM treats 0 as unset
+	}
+	r.duration(EnvRobotRateLimitWaitTime, &rb.RateLimitWaitTime)
+	forward := true
+	r.bool(EnvRobotForwardInternalIPs, &forward)
+	rb.ForwardInternalIPs = forward && rb.Enabled
+	r.string(EnvRobotEndpoint, &rb.Endpoint)
 
 	return cfg, errors.Join(r.errs...)
 }

@@ -23,8 +23,8 @@ var (
 // algorithm are known values; durations that pace API calls are positive and the cache max
 // age and health check values are not negative; the API budget is at least
 // MinAPIBudgetPerHour; the metrics address is set when metrics are
-// enabled; location and network zone exclude each other; the private subnet is a CIDR; Robot
-// is not enabled.
+// enabled; location and network zone exclude each other; the private subnet is a CIDR; with
+// Robot enabled, see [Robot.validate].
 func (c Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -94,7 +94,7 @@ func (c Config) Validate() error {
 	}
 
 	if c.Robot.Enabled {
-		errs = append(errs, errors.New("Robot (dedicated servers) is not supported by this CCM; unset ROBOT_ENABLED"))
+		errs = append(errs, c.Robot.validate(c.Network.RoutesEnabled)...)
 	}
 
 	return errors.Join(errs...)
@@ -111,5 +111,37 @@ func (c Config) Warnings() []string {
 	if c.ServerCache.Mode != ServerCacheModeAll {
 		w = append(w, fmt.Sprintf("%s=%s reads servers one by one; mode all costs one paginated list per refresh", EnvHCloudServerCacheMode, c.ServerCache.Mode))
 	}
+	if c.Robot.Enabled && !c.Robot.HasCredentials() {
+		w = append(w, fmt.Sprintf("%s=true without %s and %s: Robot nodes are served as load balancer IP targets through their InternalIP only; node metadata needs the credentials", EnvRobotEnabled, EnvRobotUser, EnvRobotPassword))
+	}
 	return w
+}
+
+// validate checks the Robot rules of the official CCM, plus ours: the credentials are both set
+// or both unset (a missing one is named); Robot and routes exclude each other; the durations
+// are not negative; the endpoint is an http(s) URL. Messages never contain the credentials.
+func (r Robot) validate(routesEnabled bool) []error {
+	var errs []error
+	switch {
+	case r.User != "" && r.Password == "":
+		errs = append(errs, fmt.Errorf("%q is required when %q is set: set it, or %s, to the Robot webservice password (or unset both for Robot without API access)", EnvRobotPassword, EnvRobotUser, EnvRobotPasswordFile))
+	case r.User == "" && r.Password != "":
+		errs = append(errs, fmt.Errorf("%q is required when %q is set: set it, or %s, to the Robot webservice user (or unset both for Robot without API access)", EnvRobotUser, EnvRobotPassword, EnvRobotUserFile))
+	}
+	if routesEnabled {
+		errs = append(errs, fmt.Errorf("using routes with Robot is not supported: set %s=false or unset %s", EnvHCloudNetworkRoutesEnabled, EnvRobotEnabled))
+	}
+	if r.CacheTimeout < 0 {
+		errs = append(errs, fmt.Errorf("invalid value for %q: %q (expect a duration of 0s or more)", EnvRobotCacheTimeout, r.CacheTimeout))
+	}
+	if r.RateLimitWaitTime < 0 {
+		errs = append(errs, fmt.Errorf("invalid value for %q: %q (expect a duration of 0s or more)", EnvRobotRateLimitWaitTime, r.RateLimitWaitTime))
+	}
+	if r.Endpoint != "" {
+		u, err := url.Parse(r.Endpoint)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("invalid value for %q: %q (expect an http or https URL such as https://robot-ws.your-server.de)", EnvRobotEndpoint, r.Endpoint))
+		}
+	}
+	return errs
 }

@@ -204,6 +204,7 @@ func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Pl
 			LoadBalancer: st.LoadBalancer,
 			Current:      st.Current,
 			Final:        st.Final,
+			Target:       policyTarget(st.Mutation),
 		}})
 	}
 	return x.decideAll(ctx, svc, items)
@@ -395,3 +396,13 @@ func nodeRef(name string) runtime.Object {
 
 // errNoLoadBalancer is returned when a mutation needs a load balancer the plan has not got.
 var errNoLoadBalancer = errors.New("no load balancer to change: the plan must start with create")
+
+// policyTarget is the target an add_target or remove_target mutation adds or removes (the
+// policy input's "target"); nil for other mutations.
+func policyTarget(m lbplan.Mutation) *policy.LBTarget {
+	if t, ok := m.(lbplan.TargetMutation); ok {
+		pt := t.PolicyTarget()
+		return &pt
+	}
+	return nil
+}

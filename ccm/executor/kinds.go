@@ -81,6 +81,7 @@ func init() {
 	add(spec[lbplan.RemoveIPTarget]{send: func(ctx context.Context, x *Executor, c call, m lbplan.RemoveIPTarget) (answer, error) {
 		return action(x.lbClient().RemoveIPTarget(ctx, c.ref(), net.ParseIP(m.IP)))
 	}})
+	add(spec[lbplan.AddIPTarget]{send: sendAddIPTarget})
 	add(spec[lbplan.Delete]{send: sendDelete})
 }
 
@@ -260,6 +261,25 @@ func sendAddTarget(ctx context.Context, x *Executor, c call, m lbplan.AddTarget)
 			"load balancer %s has reached its target limit: server %d not added", c.lb.Name, m.Target.ServerID)
 		x.recorder.Eventf(c.svc, corev1.EventTypeWarning, ReasonMaxTargetsReached,
 			"load balancer %s has reached its target limit: server %d (node %s) not added", c.lb.Name, m.Target.ServerID, m.Target.Node)
+		return answer{skipped: true}, nil
+	}
+	return a, err
+}
+
+// sendAddIPTarget adds an IP target (a Robot node). As with server targets, one beyond the
+// type's limit is an outcome (MaxTargetsReached); one a concurrent reconcile of the same
+// Service added first (upstream's node sync runs beside the service sync) is done.
+func sendAddIPTarget(ctx context.Context, x *Executor, c call, m lbplan.AddIPTarget) (answer, error) {
+	a, err := action(x.lbClient().AddIPTarget(ctx, c.ref(), hcloud.LoadBalancerAddIPTargetOpts{IP: net.ParseIP(m.Target.IP)}))
+	switch {
+	case hcloud.IsError(err, hcloud.ErrorCodeTargetAlreadyDefined):
+		klog.InfoS("IP target already defined", "loadBalancer", c.lb.Name, "ip", m.Target.IP)
+		return answer{}, nil
+	case hcloud.IsError(err, hcloud.ErrorCodeResourceLimitExceeded):
+		x.recorder.Eventf(nodeRef(m.Target.Node), corev1.EventTypeWarning, ReasonMaxTargetsReached,
+			"load balancer %s has reached its target limit: IP %s not added", c.lb.Name, m.Target.IP)
+		x.recorder.Eventf(c.svc, corev1.EventTypeWarning, ReasonMaxTargetsReached,
+			"load balancer %s has reached its target limit: IP %s (node %s) not added", c.lb.Name, m.Target.IP, m.Target.Node)
 		return answer{skipped: true}, nil
 	}
 	return a, err

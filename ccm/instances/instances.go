@@ -1,4 +1,5 @@
-// Package instances implements cloudprovider.InstancesV2 for Hetzner Cloud servers: it tells
+// Package instances implements cloudprovider.InstancesV2 for Hetzner Cloud servers and, with
+// Robot enabled, Robot dedicated servers (robot.go): it tells
 // the upstream node controllers whether a node's server exists, whether it is shut down, and
 // its metadata (provider ID, type, region, zone, addresses, labels), exactly as the official
 // hcloud-cloud-controller-manager does, plus labels from an optional node_labels plugin.
@@ -20,6 +21,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/compatmetrics"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/providerid"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/robot"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 )
@@ -46,6 +48,9 @@ type Instances struct {
 	networkID int64
 	recorder  record.EventRecorder
 	labeler   NodeLabeler
+	// robot serves Robot nodes; nil without Robot API access (see WithRobot).
+	robot              RobotServers
+	forwardInternalIPs bool
 }
 
 var _ cloudprovider.InstancesV2 = (*Instances)(nil)
@@ -64,9 +69,10 @@ func New(cache *servercache.Cache, cfg config.Instances, networkID int64, record
 
 // InstanceExists returns true if the server of the node exists.
 //
-// It looks the server up by node.spec.providerID (hcloud://<id>) or, when that is empty, by
-// the node's name. A provider ID that is not a cloud server's (including Robot's hrobot://
-// and hcloud://bm-) is an error, so the node is never deleted by mistake.
+// It looks the server up by node.spec.providerID (hcloud://<id>, or with Robot hrobot://<n>
+// and the legacy hcloud://bm-<n>) or, when that is empty, by the node's name among cloud
+// servers and, with Robot, Robot servers. An unknown provider ID, a Robot one without Robot
+// access, and a name found in both APIs are errors, so the node is never deleted by mistake.
 func (i *Instances) InstanceExists(ctx context.Context, node *corev1.Node) (bool, error) {
 	compatmetrics.Operation(compatmetrics.OpInstanceExists)
 	const op = "instances.InstanceExists"
@@ -74,10 +80,11 @@ func (i *Instances) InstanceExists(ctx context.Context, node *corev1.Node) (bool
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}
-	return s != nil, nil
+	return s.found(), nil
 }
 
-// InstanceShutdown returns true if the server of the node is off (status "off").
+// InstanceShutdown returns true if the server of the node is off: status "off" for a cloud
+// server, reset operating status "shut off" for a Robot server (robot.ResetStatusMaxAge).
 //
 // # Errors
 //
@@ -89,10 +96,17 @@ func (i *Instances) InstanceShutdown(ctx context.Context, node *corev1.Node) (bo
 	if err != nil {
 		return false, fmt.Errorf("%s: %w", op, err)
 	}
-	if s == nil {
+	if !s.found() {
 		return false, fmt.Errorf("%s: no server for node %q: %w", op, node.Name, cloudprovider.InstanceNotFound)
 	}
-	return s.Status == hcloud.ServerStatusOff, nil
+	if s.robot != nil {
+		off, err := i.robotShutdown(ctx, s.robot)
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", op, err)
+		}
+		return off, nil
+	}
+	return s.cloud.Status == hcloud.ServerStatusOff, nil
 }
 
 // InstanceMetadata returns the metadata of the node's server.
@@ -113,13 +127,17 @@ func (i *Instances) InstanceShutdown(ctx context.Context, node *corev1.Node) (bo
 func (i *Instances) InstanceMetadata(ctx context.Context, node *corev1.Node) (*cloudprovider.InstanceMetadata, error) {
 	compatmetrics.Operation(compatmetrics.OpInstanceMetadata)
 	const op = "instances.InstanceMetadata"
-	s, err := i.lookup(ctx, node)
+	found, err := i.lookup(ctx, node)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
-	if s == nil {
+	if !found.found() {
 		return nil, fmt.Errorf("%s: no server for node %q: %w", op, node.Name, cloudprovider.InstanceNotFound)
 	}
+	if found.robot != nil {
+		return i.robotMetadata(node, found.robot), nil
+	}
+	s := found.cloud
 
 	md := &cloudprovider.InstanceMetadata{
 		ProviderID:       providerid.FromServerID(s.ID),
@@ -140,19 +158,47 @@ func (i *Instances) InstanceMetadata(ctx context.Context, node *corev1.Node) (*c
 	return md, nil
 }
 
-// lookup finds the node's server: by provider ID if set, else by name; nil if there is none.
-func (i *Instances) lookup(ctx context.Context, node *corev1.Node) (*hcloud.Server, error) {
+// server is the result of lookup: a cloud server, a Robot server, or neither.
+type server struct {
+	cloud *hcloud.Server
+	robot *robot.Server
+}
+
+func (s server) found() bool { return s.cloud != nil || s.robot != nil }
+
+// lookup finds the node's server: by provider ID if set, else by name among cloud servers
+// and (with Robot) Robot servers; neither if there is none. A name found in both APIs is an
+// error with an InstanceLookupFailed event, as in the official CCM.
+func (i *Instances) lookup(ctx context.Context, node *corev1.Node) (server, error) {
 	if node == nil {
-		return nil, fmt.Errorf("nil node")
+		return server{}, fmt.Errorf("nil node")
 	}
-	if node.Spec.ProviderID == "" {
-		return i.cache.ByName(ctx, node.Name)
+	if providerid.IsRobot(node.Spec.ProviderID) {
+		s, err := i.lookupRobot(ctx, node)
+		return server{robot: s}, err
 	}
-	id, err := providerid.ToServerID(node.Spec.ProviderID)
+	if node.Spec.ProviderID != "" {
+		id, err := providerid.ToServerID(node.Spec.ProviderID)
+		if err != nil {
+			return server{}, fmt.Errorf("node %q: %w", node.Name, err)
+		}
+		s, err := i.cache.ByID(ctx, id)
+		return server{cloud: s}, err
+	}
+	cloud, err := i.cache.ByName(ctx, node.Name)
 	if err != nil {
-		return nil, fmt.Errorf("node %q: %w", node.Name, err)
+		return server{}, err
 	}
-	return i.cache.ByID(ctx, id)
+	rs, err := i.robotByName(ctx, node, cloud == nil)
+	if err != nil {
+		return server{}, err
+	}
+	if cloud != nil && rs != nil {
+		i.recorder.Eventf(node, corev1.EventTypeWarning, EventInstanceLookupFailed,
+			"Node %s could not be uniquely associated with a Cloud or Robot server, as a server with this name exists in both APIs", node.Name)
+		return server{}, fmt.Errorf("node %q: found both a cloud server (%d) and a robot server (%d) with this name", node.Name, cloud.ID, rs.Number)
+	}
+	return server{cloud: cloud, robot: rs}, nil
 }
 
 // addresses returns the node addresses of s. It does not modify s (it is shared by the cache).

@@ -196,7 +196,7 @@ func TestInstances_errors(t *testing.T) {
 		{name: "a missing server by name is InstanceNotFound", node: newNode("gone"),
 			wantErr: "instance not found", wantNotFound: true},
 		{name: "a Robot provider ID is an error", node: newNode("robot", withProviderID("hrobot://1")),
-			wantErr: `node "robot": invalid provider ID "hrobot://1": robot (dedicated server) nodes are not supported by this CCM`},
+			wantErr: `node "robot" has provider ID "hrobot://1": no robot client configured`},
 		{name: "a foreign provider ID is an error", node: newNode("aws", withProviderID("aws:///i-1")),
 			wantErr: "unknown prefix"},
 	}

@@ -35,11 +35,14 @@ const LabelExcludeFromLB = "node.kubernetes.io/exclude-from-external-load-balanc
 // warning).
 const DefaultType = "lb11"
 
-// Node is a Kubernetes node already resolved to its Hetzner server by the caller.
+// Node is a Kubernetes node already resolved to its Hetzner server by the caller: a cloud
+// server (ServerID) or a Robot dedicated server (Robot, ServerID 0), which becomes an IP
+// target.
 type Node struct {
 	Name     string
 	ServerID int64
 	Labels   map[string]string
+	Robot    *RobotNode
 }
 
 // ClusterNetwork is the cluster's private network (HCLOUD_NETWORK).
@@ -103,6 +106,11 @@ type Desired struct {
 	IPv4RDNS, IPv6RDNS *string
 	Services           []Service // sorted by ListenPort
 	Targets            []Target  // sorted by ServerID
+	// IPTargets are the targets of Robot nodes, sorted by IP.
+	IPTargets []IPTarget
+	// TargetProblems are Robot nodes left out of IPTargets or targeted on another IP than
+	// wanted, for the caller's Warning events.
+	TargetProblems []TargetProblem
 	// ManagedCertificate is set for https with certificate-type managed.
 	ManagedCertificate *ManagedCertificate
 	// UnsupportedPorts are Service ports with another protocol than TCP (not load balanced).
@@ -417,6 +425,7 @@ func desiredTargets(d *Desired, in Input) error {
 		d.Targets = append(d.Targets, Target{ServerID: n.ServerID, UsePrivateIP: usePrivate, Node: n.Name})
 	}
 	slices.SortFunc(d.Targets, func(a, b Target) int { return cmpInt(a.ServerID, b.ServerID) })
+	desiredIPTargets(d, in, usePrivate, sel)
 	return nil
 }
 

@@ -281,8 +281,8 @@ func (m RemoveTarget) Apply(a *Actual) *Actual {
 	return a.with(func(c *Actual) { c.Targets = removeTarget(c.Targets, m.Target.ServerID) })
 }
 
-// RemoveIPTarget removes an IP target. The official CCM removes every IP target of a load
-// balancer it manages (they belong to Robot servers, which this CCM does not serve).
+// RemoveIPTarget removes an IP target: one no Robot node wants (as the official CCM, every IP
+// target of a load balancer it manages that is not a selected Robot node's address).
 type RemoveIPTarget struct {
 	update
 	IP string

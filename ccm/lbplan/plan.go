@@ -48,6 +48,8 @@ type Plan struct {
 	Mutations []Mutation
 	// SkippedTargets are wanted targets beyond the type's max_targets (MaxTargetsReached).
 	SkippedTargets []Target
+	// SkippedIPTargets are wanted IP targets (Robot nodes) beyond max_targets.
+	SkippedIPTargets []IPTarget
 	// IPv6 is the policy view's ipv6 flag (IPv6 in the Service status).
 	IPv6 bool
 	// network is the cluster network; its range fills the policy view of an attachment the
@@ -195,12 +197,12 @@ func Compute(d Desired, actual *Actual) (Plan, error) {
 	}
 	add(planNetwork(d, actual)...)
 	add(planDNSPtr(d, actual)...)
-	removes, adds, skipped := planTargets(d, actual)
+	removes, adds, skipped, skippedIP := planTargets(d, actual)
 	add(removes...)
 	add(planCertificate(d)...)
 	add(planServices(d, actual)...)
 	add(adds...)
-	p.SkippedTargets = skipped
+	p.SkippedTargets, p.SkippedIPTargets = skipped, skippedIP
 	if public != nil && !*public && actual.PublicInterface {
 		add(DisablePublicInterface{})
 	}
@@ -244,9 +246,9 @@ func planCreate(d Desired, p Plan) (Plan, error) {
 	for _, s := range d.Services {
 		p.Mutations = append(p.Mutations, AddService{Service: s})
 	}
-	_, adds, skipped := planTargets(d, &Actual{})
+	_, adds, skipped, skippedIP := planTargets(d, &Actual{})
 	p.Mutations = append(p.Mutations, adds...)
-	p.SkippedTargets = skipped
+	p.SkippedTargets, p.SkippedIPTargets = skipped, skippedIP
 	if c.PublicInterface && !d.PublicInterfaceOnCreate() {
 		p.Mutations = append(p.Mutations, DisablePublicInterface{})
 	}
@@ -322,8 +324,9 @@ func planDNSPtr(d Desired, a *Actual) []Mutation {
 }
 
 // planTargets removes unwanted targets and those whose use_private_ip flips (remove + add),
-// and adds wanted ones up to max_targets; the rest are skipped.
-func planTargets(d Desired, a *Actual) (removes, adds []Mutation, skipped []Target) {
+// and adds wanted ones up to max_targets, server targets first, then IP targets (Robot
+// nodes, planIPTargets); the rest are skipped.
+func planTargets(d Desired, a *Actual) (removes, adds []Mutation, skipped []Target, skippedIP []IPTarget) {
 	want := map[int64]Target{}
 	for _, t := range d.Targets {
 		want[t.ServerID] = t
@@ -337,14 +340,11 @@ func planTargets(d Desired, a *Actual) (removes, adds []Mutation, skipped []Targ
 		}
 		removes = append(removes, RemoveTarget{Target: t})
 	}
-	for _, ip := range a.IPTargets {
-		removes = append(removes, RemoveIPTarget{IP: ip})
-	}
 	limit := d.MaxTargets
 	if limit == 0 {
 		limit = a.MaxTargets
 	}
-	count := len(have) + a.OtherTargets
+	count := len(have) + a.OtherTargets + keptIPTargets(d, a) // as the official CCM counts
 	for _, t := range d.Targets {
 		if have[t.ServerID] {
 			continue
@@ -356,7 +356,8 @@ func planTargets(d Desired, a *Actual) (removes, adds []Mutation, skipped []Targ
 		adds = append(adds, AddTarget{Target: t})
 		count++
 	}
-	return removes, adds, skipped
+	ipRemoves, ipAdds, skippedIP := planIPTargets(d, a, count, limit)
+	return append(removes, ipRemoves...), append(adds, ipAdds...), skipped, skippedIP
 }
 
 // planServices deletes listeners on ports no longer wanted, updates those that differ and

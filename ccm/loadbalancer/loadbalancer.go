@@ -88,9 +88,10 @@ type LoadBalancerTypeLister interface {
 
 // LoadBalancers implements cloudprovider.LoadBalancer.
 type LoadBalancers struct {
-	read Readers
-	exec *executor.Executor
-	cfg  config.LoadBalancer
+	read  Readers
+	robot *robotTargets // nil without ROBOT_ENABLED (WithRobot)
+	exec  *executor.Executor
+	cfg   config.LoadBalancer
 	// network is the cluster network (nil: none), re-read when a subnet is not found in it.
 	network  atomic.Pointer[hcloud.Network]
 	recorder record.EventRecorder
@@ -316,8 +317,12 @@ func (l *LoadBalancers) reconcile(ctx context.Context, clusterName string, svc *
 	if err != nil {
 		return nil, lbplan.Desired{}, err
 	}
+	targets, err := l.targetNodes(ctx, svc, nodes)
+	if err != nil {
+		return nil, lbplan.Desired{}, err
+	}
 	in := lbplan.Input{
-		Service: svc, Name: name, Rename: rename, Nodes: l.targetNodes(svc, nodes),
+		Service: svc, Name: name, Rename: rename, Nodes: targets,
 		Defaults: l.cfg, CertificateIDs: certs, ManagedCertificateID: managed,
 	}
 	in.Network = clusterNetwork(l.network.Load())
@@ -360,6 +365,7 @@ func (l *LoadBalancers) reconcile(ctx context.Context, clusterName string, svc *
 		l.recorder.Event(nodeRef(t.Node), corev1.EventTypeWarning, ReasonMaxTargetsReached, msg)
 		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonMaxTargetsReached, msg)
 	}
+	l.reportTargetProblems(svc, name, d, plan.SkippedIPTargets)
 	state, err := l.exec.Run(ctx, svc, plan)
 	return state, d, err
 }
@@ -413,11 +419,22 @@ func (l *LoadBalancers) checkType(ctx context.Context, svc *corev1.Service, d *l
 }
 
 // targetNodes resolves nodes to servers; nodes without a cloud provider ID are skipped with an
-// event (UnknownProviderIDPrefix), as the official CCM does.
-func (l *LoadBalancers) targetNodes(svc *corev1.Service, nodes []*corev1.Node) []lbplan.Node {
+// event (UnknownProviderIDPrefix), as the official CCM does. Robot nodes are resolved by
+// robotNodes with WithRobot, and skipped without an event otherwise (official).
+func (l *LoadBalancers) targetNodes(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node) ([]lbplan.Node, error) {
+	robots, err := l.robotNodes(ctx, svc, nodes)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]lbplan.Node, 0, len(nodes))
 	for _, n := range nodes {
 		if n == nil {
+			continue
+		}
+		if providerid.IsRobot(n.Spec.ProviderID) {
+			if rn := robots[n.Name]; rn != nil {
+				out = append(out, lbplan.Node{Name: n.Name, Labels: n.Labels, Robot: rn})
+			}
 			continue
 		}
 		id, err := providerid.ToServerID(n.Spec.ProviderID)
@@ -428,7 +445,7 @@ func (l *LoadBalancers) targetNodes(svc *corev1.Service, nodes []*corev1.Node) [
 		}
 		out = append(out, lbplan.Node{Name: n.Name, ServerID: id, Labels: n.Labels})
 	}
-	return out
+	return out, nil
 }
 
 // certificates resolves the http-certificates annotation: numeric entries are IDs (no

@@ -33,8 +33,8 @@ func TestToServerID(t *testing.T) {
 		{name: "a negative server ID is an error", providerID: "hcloud://-1", wantErr: "not a decimal number"},
 		{name: "server ID zero is an error", providerID: "hcloud://0", wantErr: "out of range"},
 		{name: "a server ID beyond int64 is an error", providerID: "hcloud://9223372036854775808", wantErr: "out of range"},
-		{name: "a Robot provider ID is unsupported", providerID: "hrobot://123", wantErr: "robot (dedicated server) nodes are not supported", wantUnsupported: true},
-		{name: "the legacy Robot provider ID is unsupported", providerID: "hcloud://bm-123", wantErr: "robot (dedicated server) nodes are not supported", wantUnsupported: true},
+		{name: "a Robot provider ID is recognised as not a cloud server's", providerID: "hrobot://123", wantErr: "a robot (dedicated server) provider ID", wantUnsupported: true},
+		{name: "the legacy Robot provider ID is recognised as not a cloud server's", providerID: "hcloud://bm-123", wantErr: "a robot (dedicated server) provider ID", wantUnsupported: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,6 +89,57 @@ func FuzzToServerID(f *testing.F) {
 		// Leading zeros are accepted (as by the official CCM), so compare IDs, not strings.
 		if back, err := providerid.ToServerID(providerid.FromServerID(id)); err != nil || back != id {
 			t.Fatalf("ToServerID(%q) = %d, but the round trip gives %d, %v", s, id, back, err)
+		}
+	})
+}
+
+func TestToRobotServerNumber(t *testing.T) {
+	tests := []struct {
+		name       string
+		providerID string
+		want       int
+		wantErr    string
+	}{
+		{name: "hrobot:// gives the server number", providerID: "hrobot://321", want: 321},
+		{name: "the legacy hcloud://bm- gives the server number", providerID: "hcloud://bm-321", want: 321},
+		{name: "a cloud provider ID is an error", providerID: "hcloud://321", wantErr: "not a robot provider ID"},
+		{name: "an empty provider ID is an error", providerID: "", wantErr: "not a robot provider ID"},
+		{name: "a missing number is an error", providerID: "hrobot://", wantErr: "not a decimal number"},
+		{name: "a non-numeric number is an error", providerID: "hcloud://bm-x1", wantErr: "not a decimal number"},
+		{name: "number zero is an error", providerID: "hrobot://0", wantErr: "out of range"},
+		{name: "a number beyond int32 is an error", providerID: "hrobot://2147483648", wantErr: "out of range"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := providerid.ToRobotServerNumber(tc.providerID)
+			if tc.wantErr == "" {
+				if err != nil || got != tc.want {
+					t.Fatalf("ToRobotServerNumber(%q) = %d, %v, want %d", tc.providerID, got, err, tc.want)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("ToRobotServerNumber(%q) error = %v, want one containing %q", tc.providerID, err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func FuzzRoundTripRobot(f *testing.F) {
+	for _, n := range []int{1, 321, 2147483647} {
+		f.Add(n)
+	}
+	f.Fuzz(func(t *testing.T, n int) {
+		if n <= 0 || n > 2147483647 {
+			return
+		}
+		id := providerid.FromRobotServerNumber(n)
+		got, err := providerid.ToRobotServerNumber(id)
+		if err != nil || got != n || !providerid.IsRobot(id) {
+			t.Fatalf("round trip of %d via %q = %d, %v", n, id, got, err)
+		}
+		if _, err := providerid.ToServerID(id); !errors.Is(err, providerid.ErrUnsupported) {
+			t.Fatalf("ToServerID(%q) error = %v, want ErrUnsupported", id, err)
 		}
 	})
 }

@@ -7,7 +7,8 @@
 //   - etcd and kube-apiserver, from --kube-bin-dir (built by `make kube-bins`), through
 //     test/e2e/harness as the end-to-end tests do;
 //   - the emulator (internal/hcloudemu, in process) seeded with --seed
-//     (examples/emulator/seed.yaml: network k8s and five servers, one of them off);
+//     (examples/emulator/seed.yaml: network k8s and five servers, one of them off), and beside
+//     it the Robot webservice emulator (internal/robotemu) with the seed's one dedicated server;
 //   - `kubectl apply -k deploy/`: ServiceAccount, RBAC and the policy ConfigMap
 //     kube-system/hcloud-ccm-policies (the example policies of examples/policies);
 //   - bin/hcloud-policy-ccm as that ServiceAccount with the container args of deploy/'s
@@ -15,6 +16,10 @@
 //     HCLOUD_NETWORK=k8s, and HCLOUD_NETWORK_ROUTES_ENABLED=false with --configure-cloud-routes=false
 //     (deploy/ runs no route controller; the flag keeps the upstream route controller from
 //     warning that the cloud has no routes).
+//
+// With ROBOT_ENABLED=true and the Robot emulator's credentials, the cluster is mixed: the
+// dedicated server is a node too (provider ID hrobot://<n>) and an IP target of the public
+// load balancer.
 //
 // Then it registers a Node for each running seeded server, as a kubelet with
 // --cloud-provider=external does, and creates three Services of type LoadBalancer:
@@ -79,6 +84,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/robotemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
 )
 
@@ -199,8 +205,8 @@ func run(r *runner, cfg config, out io.Writer) (bool, *harness.Process) {
 	c := harness.Start(r)
 
 	// 2. The Hetzner API emulator.
-	emu, endpoint := startEmulator(r, cfg.emulatorListen, seed)
-	r.Logf("Hetzner API emulator on %s", endpoint)
+	emu, robot, endpoint := startEmulator(r, cfg.emulatorListen, seed)
+	r.Logf("Hetzner API emulator on %s, Robot webservice emulator on %s", endpoint, robotemu.EndpointBeside(endpoint))
 
 	// 3. deploy/ and the Nodes of the running seeded servers (registered before the CCM starts,
 	// so that on exit the CCM stops before the Nodes are deleted).
@@ -214,10 +220,16 @@ func run(r *runner, cfg config, out io.Writer) (bool, *harness.Process) {
 		c.CreateNode(r, s.Name, fmt.Sprintf("%s.%d.0/24", podCIDRBase, len(nodes)+1))
 		nodes = append(nodes, s.Name)
 	}
+	if seed.Robot != nil {
+		for _, s := range seed.Robot.Servers { // dedicated servers: a mixed cluster
+			c.CreateNode(r, s.Name, fmt.Sprintf("%s.%d.0/24", podCIDRBase, len(nodes)+1))
+			nodes = append(nodes, s.Name)
+		}
+	}
 	r.Logf("registered nodes %s", strings.Join(nodes, ", "))
 
 	// 4. The CCM, as the ServiceAccount of deploy/, with the Deployment's args.
-	ccm, metricsAddr := startCCM(r, c, cfg, plugins, endpoint, emu.Token())
+	ccm, metricsAddr := startCCM(r, c, cfg, plugins, endpoint, emu.Token(), robot)
 	r.Logf("started hcloud-policy-ccm (log %s)", ccm.LogPath)
 
 	// 5. The Services.
@@ -226,6 +238,7 @@ func run(r *runner, cfg config, out io.Writer) (bool, *harness.Process) {
 	// 6. Convergence, then the report.
 	r.Logf("waiting up to %s for the CCM", cfg.timeout)
 	st, converged := waitConverged(r, c, emu, ccm, nodes, services, cfg.timeout)
+	st.robotRequests = robot.Requests()
 	env := exploreEnv{
 		kubectl:     harness.Bin(r, "kubectl"),
 		kubeconfig:  c.Kubeconfig,
@@ -251,28 +264,37 @@ func pluginFile(r *runner, dir, name string) string {
 	return ""
 }
 
-// startEmulator serves the emulator seeded with seed on listen until the demo exits, and returns
-// it with its endpoint (http://ADDR/v1).
-func startEmulator(r *runner, listen string, seed hcloudemu.Seed) (*hcloudemu.Emulator, string) {
+// startEmulator serves the emulator seeded with seed on listen until the demo exits, with the
+// Robot webservice emulator (seed.Robot) under /robot on the same listener, and returns both
+// with the cloud endpoint (http://ADDR/v1).
+func startEmulator(r *runner, listen string, seed hcloudemu.Seed) (*hcloudemu.Emulator, *robotemu.Emulator, string) {
 	emu := hcloudemu.New(hcloudemu.WithToken(emulatorToken), hcloudemu.WithSeed(seed), hcloudemu.WithLogf(r.Logf))
 	if err := emu.SeedError(); err != nil {
+		r.Fatalf("emulator seed: %v", err)
+	}
+	var robotSeed robotemu.Seed
+	if seed.Robot != nil {
+		robotSeed = *seed.Robot
+	}
+	robot, err := robotemu.New(robotSeed)
+	if err != nil {
 		r.Fatalf("emulator seed: %v", err)
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		r.Fatalf("emulator: listen on %s: %v", listen, err)
 	}
-	srv := &http.Server{Handler: emu.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: robotemu.Beside(emu.Handler(), robot), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }() // ends with Close
 	r.Cleanup(func() { _ = srv.Close() })
-	return emu, "http://" + ln.Addr().String() + "/v1"
+	return emu, robot, "http://" + ln.Addr().String() + "/v1"
 }
 
 // startCCM runs the CCM out of cluster like test/e2e's startCCM: the container args of the
 // Deployment of cfg.deployDir, plus the ServiceAccount's kubeconfig for the API and delegated
 // authn/authz, a free secure port on loopback, the plugins, and the emulator in place of the
 // Secret. It returns the process and the metrics address.
-func startCCM(r *runner, c *harness.Cluster, cfg config, plugins map[string]string, endpoint, token string) (*harness.Process, string) {
+func startCCM(r *runner, c *harness.Cluster, cfg config, plugins map[string]string, endpoint, token string, robot *robotemu.Emulator) (*harness.Process, string) {
 	args := deploymentArgs(r, cfg.deployDir)
 	kubeconfig := c.ServiceAccountKubeconfig(r, ccmNamespace, ccmServiceAccount)
 	metricsAddr := "127.0.0.1:" + strconv.Itoa(harness.FreePort(r))
@@ -302,6 +324,11 @@ func startCCM(r *runner, c *harness.Cluster, cfg config, plugins map[string]stri
 		"HCLOUD_LOAD_BALANCERS_LOCATION=" + lbLocation,
 		"HCLOUD_LOAD_BALANCERS_TYPE=lb11",
 		"HCLOUD_METRICS_ADDRESS=" + metricsAddr,
+		// Robot (dedicated servers), as the official CCM reads it; only the endpoint is ours.
+		"ROBOT_ENABLED=true",
+		"ROBOT_USER=" + robot.User(),
+		"ROBOT_PASSWORD=" + robot.Password(),
+		"ROBOT_ENDPOINT=" + robotemu.EndpointBeside(endpoint),
 	}
 	return harness.StartProcess(r, "hcloud-policy-ccm", cfg.ccmBin, args, env), metricsAddr
 }
@@ -357,6 +384,9 @@ func createServices(r *runner, c *harness.Cluster) []demoService {
 			annotations: map[string]string{
 				"load-balancer.hetzner.cloud/disable-public-network": "true",
 				"load-balancer.hetzner.cloud/use-private-ip":         "true",
+				// Cloud nodes only: the dedicated server has no IP in the network (no vSwitch), and
+				// a load balancer without public interface cannot reach its public IP.
+				"load-balancer.hetzner.cloud/node-selector": "instance.hetzner.cloud/provided-by=cloud",
 			}},
 	}
 	var out []demoService

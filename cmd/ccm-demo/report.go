@@ -32,6 +32,8 @@ type state struct {
 	// has the mutating ones per route ("POST /v1/load_balancers").
 	requests, mutating int
 	mutatingRoutes     map[string]int
+	// robotRequests counts the Robot webservice emulator's requests per path pattern.
+	robotRequests map[string]int
 	// pending says what has not converged yet; empty when the demo converged.
 	pending []string
 }
@@ -43,11 +45,13 @@ type nodeState struct {
 
 type serviceState struct {
 	demoService
-	ingress  []string
-	lbName   string
-	lbID     int64
-	denial   string // message of the latest PolicyDenied event
-	warnings []string
+	ingress []string
+	lbName  string
+	lbID    int64
+	// ipTargets are the load balancer's IP targets: the Robot nodes.
+	ipTargets []string
+	denial    string // message of the latest PolicyDenied event
+	warnings  []string
 }
 
 // waitConverged collects the state every half second until it has converged or timeout passes,
@@ -124,7 +128,7 @@ func collect(c *harness.Cluster, emu *hcloudemu.Emulator, nodes []string, servic
 		switch {
 		case ns.providerID == "" || tainted:
 			st.pending = append(st.pending, fmt.Sprintf("node %s is not initialised (providerID %q)", name, ns.providerID))
-		case len(ns.pluginLabels) == 0:
+		case len(ns.pluginLabels) == 0 && n.Labels["instance.hetzner.cloud/provided-by"] != "robot": // the plugin serves cloud servers
 			st.pending = append(st.pending, fmt.Sprintf("node %s has no %s* labels from the node-labels plugin", name, pluginLabelPrefix))
 		}
 		st.nodes = append(st.nodes, ns)
@@ -145,6 +149,11 @@ func collect(c *harness.Cluster, emu *hcloudemu.Emulator, nodes []string, servic
 		for _, lb := range lbs {
 			if lb.Labels[lbplan.LabelServiceUID] == string(svc.UID) {
 				ss.lbName, ss.lbID = lb.Name, lb.ID
+				for _, t := range lb.Targets {
+					if t.Type == "ip" && t.IP != nil {
+						ss.ipTargets = append(ss.ipTargets, t.IP.IP)
+					}
+				}
 			}
 		}
 		if denials := eventMessages(ctx, c, s, executor.ReasonPolicyDenied); len(denials) > 0 {
@@ -302,6 +311,9 @@ func writeReport(out io.Writer, st state, converged bool, took time.Duration, en
 		if s.denied {
 			what += ": denied by policy"
 		}
+		if len(s.ipTargets) > 0 {
+			what += "; IP targets (dedicated servers) " + strings.Join(s.ipTargets, ",")
+		}
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", s.key(), ip, dash(s.lbName), id, what)
 	}
 	_ = w.Flush()
@@ -342,6 +354,13 @@ func writeReport(out io.Writer, st state, converged bool, took time.Duration, en
 		fmt.Fprintf(w, "  %s\t%d\n", route, st.mutatingRoutes[route])
 	}
 	_ = w.Flush()
+	if len(st.robotRequests) > 0 {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(st.robotRequests)) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, st.robotRequests[k]))
+		}
+		p("Robot webservice (emulator): %s (server list cached for ROBOT_CACHE_TIMEOUT)", strings.Join(parts, ", "))
+	}
 
 	emuBase := strings.TrimSuffix(env.endpoint, "/v1")
 	p("")

@@ -5,7 +5,8 @@
 //	hcloud-emulator -listen 127.0.0.1:4000 -token TOKEN -seed examples/emulator/seed.yaml
 //
 // It prints the endpoint to export as HCLOUD_ENDPOINT and serves until
-// SIGINT or SIGTERM.
+// SIGINT or SIGTERM. The Robot webservice emulator (internal/robotemu, seeded from the seed
+// file's robot: section) is served on the same listener under /robot (ROBOT_ENDPOINT).
 package main
 
 import (
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/robotemu"
 )
 
 func main() {
@@ -71,15 +73,23 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(endpoint 
 			opts = append(opts, hcloudemu.WithCommandDelay(cmd, d))
 		}
 	}
+	var robotSeed robotemu.Seed
 	if *seed != "" {
 		s, err := hcloudemu.LoadSeedFile(*seed)
 		if err != nil {
 			return err
 		}
 		opts = append(opts, hcloudemu.WithSeed(s))
+		if s.Robot != nil {
+			robotSeed = *s.Robot
+		}
 	}
 	emu := hcloudemu.New(opts...)
 	if err := emu.SeedError(); err != nil {
+		return fmt.Errorf("apply seed %s: %w", *seed, err)
+	}
+	robot, err := robotemu.New(robotSeed)
+	if err != nil {
 		return fmt.Errorf("apply seed %s: %w", *seed, err)
 	}
 
@@ -93,11 +103,13 @@ func run(ctx context.Context, args []string, out io.Writer, ready func(endpoint 
 	endpoint := "http://" + ln.Addr().String() + "/v1"
 	fmt.Fprintf(out, "hcloud emulator listening\nexport HCLOUD_ENDPOINT=%s\nexport HCLOUD_TOKEN=%s\nexport HCLOUD_METADATA_ENDPOINT=%s\n",
 		endpoint, *token, hcloudemu.MetadataEndpoint(endpoint))
+	fmt.Fprintf(out, "export ROBOT_ENDPOINT=%s\nexport ROBOT_USER=%s\nexport ROBOT_PASSWORD=%s\n",
+		robotemu.EndpointBeside(endpoint), robot.User(), robot.Password())
 	if ready != nil {
 		ready(endpoint)
 	}
 
-	srv := &http.Server{Handler: emu.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: robotemu.Beside(emu.Handler(), robot), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

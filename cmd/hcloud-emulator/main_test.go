@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -64,6 +65,25 @@ func TestRun_ServesTheExampleSeedOnLoopback(t *testing.T) {
 	mc := metadata.NewClient(metadata.WithEndpoint(metadataEndpoint), metadata.WithTimeout(2*time.Second))
 	if id, err := mc.InstanceIDWithContext(ctx); err != nil || id != servers[0].ID {
 		t.Errorf("metadata instance-id = %d, %v; want %d (-metadata-server control-plane-1)", id, err, servers[0].ID)
+	}
+
+	robotEndpoint := strings.TrimSuffix(endpoint, "/v1") + "/robot"
+	if !strings.Contains(out.String(), "ROBOT_ENDPOINT="+robotEndpoint) || !strings.Contains(out.String(), "ROBOT_USER=robot-user") {
+		t.Errorf("output does not print the Robot endpoint and user: %q", out.String())
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, robotEndpoint+"/server/321", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.SetBasicAuth("robot-user", "robot-password")
+	resp2, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp2.Body)
+	_ = resp2.Body.Close()
+	if resp2.StatusCode != 200 || !strings.Contains(string(body), `"server_name":"dedicated-1"`) {
+		t.Errorf("GET %s/server/321 = %d %s, want the seeded dedicated-1", robotEndpoint, resp2.StatusCode, body)
 	}
 
 	cancel()

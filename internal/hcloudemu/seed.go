@@ -6,6 +6,8 @@ import (
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
 	"sigs.k8s.io/yaml"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/robotemu"
 )
 
 // Seed is initial state, loadable from YAML or JSON (LoadSeedFile). Catalog
@@ -33,6 +35,9 @@ type Seed struct {
 	// MetadataServer is the name or ID of the server the metadata service
 	// answers for (see SetMetadataServer); "" leaves it as it is.
 	MetadataServer string `json:"metadata_server,omitempty"`
+	// Robot seeds the Robot webservice emulator served beside this one (package robotemu);
+	// this emulator ignores it.
+	Robot *robotemu.Seed `json:"robot,omitempty"`
 }
 
 // LoadSeedFile reads a seed from a YAML or JSON file; unknown fields are

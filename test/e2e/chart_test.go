@@ -337,7 +337,7 @@ func TestChartRefusesWhatItCannotHonour(t *testing.T) {
 	tests := []struct {
 		set, want string
 	}{
-		{"robot.enabled=true", "robot.enabled: Robot (dedicated servers) is not supported"},
+		{"robot.enabled=true,networking.enabled=true", "robot.enabled with networking.enabled: Robot and routes exclude each other"},
 		{"kind=StatefulSet", `kind: "StatefulSet" is not supported; set it to Deployment or DaemonSet`},
 		{"policy.mode=audit", `policy.mode: "audit" is not supported; set it to enforce or dryrun`},
 		{"policy.failureMode=maybe", `policy.failureMode: "maybe" is not supported; set it to closed or open`},

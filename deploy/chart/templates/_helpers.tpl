@@ -56,8 +56,11 @@ message that names the value and the fix, instead of a CCM that exits at start-u
 {{- if not (has .Values.kind (list "Deployment" "DaemonSet")) -}}
 {{- fail (printf "kind: %q is not supported; set it to Deployment or DaemonSet" (toString .Values.kind)) -}}
 {{- end -}}
-{{- if .Values.robot.enabled -}}
-{{- fail "robot.enabled: Robot (dedicated servers) is not supported by hcloud-policy-ccm; set robot.enabled=false (cloud servers only)" -}}
+{{- if and .Values.robot.enabled .Values.networking.enabled -}}
+{{- $routes := dig "HCLOUD_NETWORK_ROUTES_ENABLED" "value" "" .Values.env | toString -}}
+{{- if not (has $routes (list "false" "0" "f" "F" "FALSE" "False")) -}}
+{{- fail "robot.enabled with networking.enabled: Robot and routes exclude each other (the CCM would exit with \"using routes with Robot is not supported\"); set env.HCLOUD_NETWORK_ROUTES_ENABLED.value=\"false\" or robot.enabled=false" -}}
+{{- end -}}
 {{- end -}}
 {{- if not (has .Values.policy.mode (list "enforce" "dryrun")) -}}
 {{- fail (printf "policy.mode: %q is not supported; set it to enforce or dryrun" (toString .Values.policy.mode)) -}}
@@ -195,6 +198,10 @@ spec:
         {{- if not .Values.monitoring.enabled }}
         - name: HCLOUD_METRICS_ENABLED
           value: "false"
+        {{- end }}
+        {{- if .Values.robot.enabled }}
+        - name: ROBOT_ENABLED
+          value: "true"
         {{- end }}
       ports:
         {{- $port := include "hcloud-policy-ccm.securePort" . | int }}

@@ -1,0 +1,185 @@
+package lbplan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+)
+
+// Event reasons of Robot targets, as the official CCM names them. They MUST not change.
+const (
+	// ReasonInternalIPNotConfigured: use-private-ip is wanted but a Robot node has no
+	// InternalIP (Warning on the Service).
+	ReasonInternalIPNotConfigured = "InternalIPNotConfigured"
+	// ReasonServerNotFound: a Robot node's server is not in the Robot account, or there is no
+	// Robot API access to find its IP (Warning on the Node).
+	ReasonServerNotFound = "ServerNotFound"
+)
+
+// RobotNode is what the planner knows of a Robot dedicated server node (provider ID
+// hrobot://<n>); the caller resolves it with the Robot API, if it has access.
+type RobotNode struct {
+	// Number is the Robot server number.
+	Number int
+	// NoAPI is set when the CCM has no Robot credentials (ROBOT_ENABLED without ROBOT_USER
+	// and ROBOT_PASSWORD): only InternalIP can be used.
+	NoAPI bool
+	// PublicIP is the server's server_ip from the Robot API; "" with NoAPI or when the
+	// account has no such server.
+	PublicIP string
+	// InternalIP is the node's first InternalIP address; "" when it has none.
+	InternalIP string
+}
+
+// IPTarget is an IP target: the address of a Robot node.
+type IPTarget struct {
+	IP   string
+	Node string // node name, for events; not compared
+}
+
+// TargetProblem is a Robot node that is not an IP target, or not with the IP wanted, as the
+// official CCM reports it: Reason is ReasonInternalIPNotConfigured (an event on the Service)
+// or ReasonServerNotFound (an event on the Node).
+type TargetProblem struct {
+	Node    string
+	Reason  string
+	Message string
+}
+
+// robotTarget returns the IP target of Robot node n, or "" with a problem, by the official
+// CCM's rules (internal/hcops ReconcileHCLBTargets): with Robot API access the server's
+// server_ip, or with use-private-ip the node's InternalIP (falling back to server_ip with
+// InternalIPNotConfigured); without API access only the InternalIP, with use-private-ip.
+func robotTarget(name string, n RobotNode, usePrivate bool) (string, *TargetProblem) {
+	serverNotFound := &TargetProblem{Node: name, Reason: ReasonServerNotFound,
+		Message: fmt.Sprintf("No server with id %d was found in Robot", n.Number)}
+	switch {
+	case n.NoAPI && usePrivate && n.InternalIP == "":
+		return "", &TargetProblem{Node: name, Reason: ReasonInternalIPNotConfigured,
+			Message: fmt.Sprintf("no InternalIP found for Robot node %s (id=%d), cannot add as LB target without Robot credentials; skipping", name, n.Number)}
+	case n.NoAPI && usePrivate:
+		return n.InternalIP, nil
+	case n.NoAPI, n.PublicIP == "":
+		return "", serverNotFound
+	case usePrivate && n.InternalIP == "":
+		return n.PublicIP, &TargetProblem{Node: name, Reason: ReasonInternalIPNotConfigured,
+			Message: fmt.Sprintf("use-private-ip is set, but no InternalIP found for node %s: continuing with ExternalIP %s", name, n.PublicIP)}
+	case usePrivate:
+		return n.InternalIP, nil
+	}
+	return n.PublicIP, nil
+}
+
+// desiredIPTargets adds the IP targets of the Robot nodes among in.Nodes that sel selects
+// and that are not excluded, sorted by IP; one IP is wanted once.
+func desiredIPTargets(d *Desired, in Input, usePrivate bool, sel labels.Selector) {
+	seen := map[string]bool{}
+	for _, n := range in.Nodes {
+		if n.Robot == nil || !sel.Matches(labels.Set(n.Labels)) {
+			continue
+		}
+		if _, excluded := n.Labels[LabelExcludeFromLB]; excluded {
+			continue
+		}
+		ip, problem := robotTarget(n.Name, *n.Robot, usePrivate)
+		if problem != nil {
+			d.TargetProblems = append(d.TargetProblems, *problem)
+		}
+		if ip == "" || seen[ip] {
+			continue
+		}
+		seen[ip] = true
+		d.IPTargets = append(d.IPTargets, IPTarget{IP: ip, Node: n.Name})
+	}
+	slices.SortFunc(d.IPTargets, func(a, b IPTarget) int { return strings.Compare(a.IP, b.IP) })
+}
+
+// keptIPTargets counts the IP targets of a that d wants.
+func keptIPTargets(d Desired, a *Actual) int {
+	n := 0
+	for _, ip := range a.IPTargets {
+		if slices.ContainsFunc(d.IPTargets, func(t IPTarget) bool { return t.IP == ip }) {
+			n++
+		}
+	}
+	return n
+}
+
+// planIPTargets removes every IP target that is not wanted (also those of Robot nodes that
+// left, or that switched to another IP), and adds the wanted ones missing, while count (the
+// targets the load balancer has after the removals and the server targets' adds, kept IP
+// targets included) is below limit (0: no limit).
+func planIPTargets(d Desired, a *Actual, count, limit int) (removes, adds []Mutation, skipped []IPTarget) {
+	want := map[string]bool{}
+	for _, t := range d.IPTargets {
+		want[t.IP] = true
+	}
+	have := map[string]bool{}
+	for _, ip := range a.IPTargets {
+		if want[ip] {
+			have[ip] = true
+			continue
+		}
+		removes = append(removes, RemoveIPTarget{IP: ip})
+	}
+	for _, t := range d.IPTargets {
+		if have[t.IP] {
+			continue
+		}
+		if limit > 0 && count >= limit {
+			skipped = append(skipped, t)
+			continue
+		}
+		adds = append(adds, AddIPTarget{Target: t})
+		count++
+	}
+	return removes, adds, skipped
+}
+
+// AddIPTarget adds an IP target (a Robot node).
+type AddIPTarget struct {
+	update
+	Target IPTarget
+}
+
+func (AddIPTarget) Operation() string { return OpAddTarget }
+func (m AddIPTarget) Label() string   { return fmt.Sprintf("add_target(ip:%s)", m.Target.IP) }
+
+// Apply adds the address to the IP targets (kept sorted; an address already there stays once).
+func (m AddIPTarget) Apply(a *Actual) *Actual {
+	return a.with(func(c *Actual) {
+		if i, found := slices.BinarySearch(c.IPTargets, m.Target.IP); !found {
+			c.IPTargets = slices.Insert(c.IPTargets, i, m.Target.IP)
+		}
+	})
+}
+
+// TargetMutation is implemented by the mutations that add or remove one target; PolicyTarget
+// is that target as the policy input's "target" shows it.
+type TargetMutation interface {
+	Mutation
+	PolicyTarget() policy.LBTarget
+}
+
+var _ = []TargetMutation{AddTarget{}, RemoveTarget{}, AddIPTarget{}, RemoveIPTarget{}}
+
+// PolicyTarget is the server target added.
+func (m AddTarget) PolicyTarget() policy.LBTarget { return policyTarget(m.Target) }
+
+// PolicyTarget is the server target removed.
+func (m RemoveTarget) PolicyTarget() policy.LBTarget { return policyTarget(m.Target) }
+
+// PolicyTarget is the IP target added.
+func (m AddIPTarget) PolicyTarget() policy.LBTarget {
+	return policy.LBTarget{Type: string(hcloud.LoadBalancerTargetTypeIP), IP: m.Target.IP}
+}
+
+// PolicyTarget is the IP target removed.
+func (m RemoveIPTarget) PolicyTarget() policy.LBTarget {
+	return policy.LBTarget{Type: string(hcloud.LoadBalancerTargetTypeIP), IP: m.IP}
+}

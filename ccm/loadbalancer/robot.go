@@ -1,0 +1,102 @@
+package loadbalancer
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/providerid"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/robot"
+)
+
+// Event reasons of Robot targets (official CCM names). They MUST not change.
+const (
+	ReasonInternalIPNotConfigured = lbplan.ReasonInternalIPNotConfigured
+	ReasonServerNotFound          = lbplan.ReasonServerNotFound
+)
+
+// RobotServers is what load balancers need from the Robot webservice; *robot.Client
+// implements it.
+type RobotServers interface {
+	Servers(ctx context.Context) ([]robot.Server, error)
+}
+
+var _ RobotServers = (*robot.Client)(nil)
+
+// robotTargets resolves Robot nodes (ROBOT_ENABLED).
+type robotTargets struct {
+	// servers is nil without Robot credentials: only InternalIPs can be targets then.
+	servers RobotServers
+}
+
+// WithRobot makes the Service's Robot nodes (provider ID hrobot://<n> or hcloud://bm-<n>) IP
+// targets of its load balancer, as the official CCM does with ROBOT_ENABLED. servers is the
+// Robot API, nil without credentials (then only use-private-ip with the node's InternalIP
+// works). Without this option Robot nodes are no targets and IP targets are removed.
+func WithRobot(servers RobotServers) Option {
+	return func(l *LoadBalancers) { l.robot = &robotTargets{servers: servers} }
+}
+
+// robotNodes resolves the Robot nodes among nodes: the Robot server list is read (from the
+// client's cache) only when there is one. It returns nil without WithRobot.
+func (l *LoadBalancers) robotNodes(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node) (map[string]*lbplan.RobotNode, error) {
+	if l.robot == nil {
+		return nil, nil
+	}
+	out := map[string]*lbplan.RobotNode{}
+	for _, n := range nodes {
+		if n == nil || !providerid.IsRobot(n.Spec.ProviderID) {
+			continue
+		}
+		num, err := providerid.ToRobotServerNumber(n.Spec.ProviderID)
+		if err != nil {
+			l.recorder.Eventf(n, corev1.EventTypeWarning, ReasonUnknownProviderIDPrefix,
+				"Node could not be added to Load Balancer for service %s because the provider ID does not match any known format: %v", svc.Name, err)
+			continue
+		}
+		out[n.Name] = &lbplan.RobotNode{Number: num, NoAPI: l.robot.servers == nil, InternalIP: firstInternalIP(n)}
+	}
+	if len(out) == 0 || l.robot.servers == nil {
+		return out, nil
+	}
+	servers, err := l.robot.servers.Servers(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("robot server list for the load balancer's IP targets: %w", err)
+	}
+	ips := make(map[int]string, len(servers))
+	for _, s := range servers {
+		ips[s.Number] = s.IP
+	}
+	for _, rn := range out {
+		rn.PublicIP = ips[rn.Number]
+	}
+	return out, nil
+}
+
+func firstInternalIP(n *corev1.Node) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	return ""
+}
+
+// reportTargetProblems emits the official CCM's Warning events for Robot nodes that are no
+// target or not on the IP wanted, and MaxTargetsReached for IP targets beyond max_targets.
+func (l *LoadBalancers) reportTargetProblems(svc *corev1.Service, name string, d lbplan.Desired, skipped []lbplan.IPTarget) {
+	for _, p := range d.TargetProblems {
+		if p.Reason == ReasonInternalIPNotConfigured {
+			l.recorder.Event(svc, corev1.EventTypeWarning, p.Reason, p.Message)
+			continue
+		}
+		l.recorder.Event(nodeRef(p.Node), corev1.EventTypeWarning, p.Reason, p.Message)
+	}
+	for _, t := range skipped {
+		msg := fmt.Sprintf("load balancer %s reached max_targets %d of type %s: node %s (IP %s) not added", name, d.MaxTargets, d.Type, t.Node, t.IP)
+		l.recorder.Event(nodeRef(t.Node), corev1.EventTypeWarning, ReasonMaxTargetsReached, msg)
+		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonMaxTargetsReached, msg)
+	}
+}
