@@ -58,14 +58,14 @@ type Namer interface {
 // &client.LoadBalancerType), and none has a mutating method: this package cannot write to
 // Hetzner, every write is a plan the executor runs (the compiler keeps that wall).
 type Readers struct {
-	LoadBalancers LoadBalancerReader
+	LoadBalancers Reader
 	Networks      NetworkReader
 	Certificates  CertificateReader
-	Types         LoadBalancerTypeLister
+	Types         TypeLister
 }
 
-// LoadBalancerReader finds load balancers by name and by label.
-type LoadBalancerReader interface {
+// Reader finds load balancers by name and by label.
+type Reader interface {
 	GetByName(ctx context.Context, name string) (*hcloud.LoadBalancer, *hcloud.Response, error)
 	List(ctx context.Context, opts hcloud.LoadBalancerListOpts) ([]*hcloud.LoadBalancer, *hcloud.Response, error)
 }
@@ -81,8 +81,8 @@ type CertificateReader interface {
 	List(ctx context.Context, opts hcloud.CertificateListOpts) ([]*hcloud.Certificate, *hcloud.Response, error)
 }
 
-// LoadBalancerTypeLister lists the load balancer types.
-type LoadBalancerTypeLister interface {
+// TypeLister lists the load balancer types.
+type TypeLister interface {
 	All(ctx context.Context) ([]*hcloud.LoadBalancerType, error)
 }
 

@@ -13,7 +13,7 @@ import (
 
 // typeCache holds the load balancer type list for maxAge (one paginated list per hour).
 type typeCache struct {
-	list    LoadBalancerTypeLister
+	list    TypeLister
 	maxAge  time.Duration
 	now     func() time.Time
 	mu      sync.Mutex

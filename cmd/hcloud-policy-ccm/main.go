@@ -153,7 +153,7 @@ func mustNewCloud(c *cloudconfig.CompletedConfig, o *ccm.Options) *ccm.Cloud {
 // a Node). Updates from cached objects keep the stored managedFields: the API server keeps them
 // when an update omits them. It must run before any informer is requested.
 func newInformerFactory(c *cloudconfig.CompletedConfig) informers.SharedInformerFactory {
-	resync := time.Duration(float64(c.ComponentConfig.Generic.MinResyncPeriod.Nanoseconds()) * (rand.Float64() + 1))
+	resync := time.Duration(float64(c.ComponentConfig.Generic.MinResyncPeriod.Nanoseconds()) * (rand.Float64() + 1)) //nolint:gosec // jitter of a resync period, not a secret
 	return informers.NewSharedInformerFactoryWithOptions(c.VersionedClient, resync,
 		informers.WithTransform(stripManagedFields))
 }

@@ -380,7 +380,7 @@ func withPolicies(sizes []size, mode string) ([]size, error) {
 // a GC first) to path.
 func saveHeapProfile(t *testing.T, port int, path string) {
 	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the CCM's self-signed serving certificate, on 127.0.0.1
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
 	}}
 	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/heap?gc=1", port))
 	if err != nil {

@@ -282,7 +282,7 @@ func TestCCMRobotNodeLifecycle(t *testing.T) {
 			return false, fmt.Errorf("node %s taints %v, want %s", off.Name, n.Spec.Taints, taintShutdown)
 		}
 		if _, err := nodes.Get(ctx, gone.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-			return false, fmt.Errorf("node %s of the removed Robot server still exists (%v)", gone.Name, err)
+			return false, fmt.Errorf("node %s of the removed Robot server still exists (%w)", gone.Name, err)
 		}
 		return true, nil
 	})
