@@ -161,6 +161,12 @@ func TestCache_live(t *testing.T) {
 	if p, single := lists(emu); p != pages || single != 2 {
 		t.Errorf("deletion detection cost %d pages and %d reads, want 0 and 2", p-pages, single)
 	}
+
+	// Periodic lookups do not take the deleted server from the older list either.
+	clock.advance(servercache.MinMissRefreshInterval)
+	if s, err := c.ByID(ctx, ids[0]); err != nil || s != nil {
+		t.Errorf("ByID() after the live read found the deletion = %v, %v, want nil, nil", s, err)
+	}
 }
 
 // Live reads spend at most half the budget: a bucket of budget/2, refilled at budget/2 per

@@ -353,7 +353,8 @@ func (c *Cache) decideLocked(key string, find func(*snapshot) *hcloud.Server, li
 		}
 	}
 	if c.snap != nil && now.Sub(c.snap.at) <= maxAge {
-		if s := find(c.snap); s != nil {
+		// A server read as missing after the list is not taken from the list.
+		if s := find(c.snap); s != nil && !(hasEntry && e.server == nil) {
 			return s, true, false
 		}
 		// Missing from fresh data: a new server, or a deleted one. Look again only if no
