@@ -354,7 +354,8 @@ func (c *Cache) decideLocked(key string, find func(*snapshot) *hcloud.Server, li
 	}
 	if c.snap != nil && now.Sub(c.snap.at) <= maxAge {
 		// A server read as missing after the list is not taken from the list.
-		if s := find(c.snap); s != nil && !(hasEntry && e.server == nil) {
+		readMissing := hasEntry && e.server == nil
+		if s := find(c.snap); s != nil && !readMissing {
 			return s, true, false
 		}
 		// Missing from fresh data: a new server, or a deleted one. Look again only if no
