@@ -99,24 +99,7 @@ func secretEnv(t *testing.T, c *harness.Cluster, d *appsv1.Deployment, names ...
 // uninitialized taint.
 func waitRobotInitialised(t *testing.T, c *harness.Cluster, ccm *harness.Process, name string, n int) *corev1.Node {
 	t.Helper()
-	want := fmt.Sprintf("hrobot://%d", n)
-	var node *corev1.Node
-	harness.WaitFor(t, 2*time.Minute, func() (bool, error) {
-		if exited, err := ccm.Exited(); exited {
-			t.Fatalf("%s exited (%v) before node %s was initialised", ccm.Name, err, name)
-		}
-		var err error
-		node, err = c.Client().CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		tainted := slices.ContainsFunc(node.Spec.Taints, func(taint corev1.Taint) bool { return taint.Key == harness.TaintUninitialized })
-		if node.Spec.ProviderID != want || tainted {
-			return false, fmt.Errorf("node %s: providerID %q (want %q), taints %v", name, node.Spec.ProviderID, want, node.Spec.Taints)
-		}
-		return true, nil
-	})
-	return node
+	return waitProviderID(t, c, ccm, name, fmt.Sprintf("hrobot://%d", n))
 }
 
 // TestCCMRobotMixedCluster: with ROBOT_ENABLED=true and the credentials from the official

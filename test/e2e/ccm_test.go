@@ -227,7 +227,13 @@ func TestCCMLeaderFailover(t *testing.T) {
 // uninitialized taint gone. It fails at once if ccm exits meanwhile.
 func waitInitialised(t *testing.T, c *harness.Cluster, ccm *harness.Process, name string, id int64) *corev1.Node {
 	t.Helper()
-	want := fmt.Sprintf("hcloud://%d", id)
+	return waitProviderID(t, c, ccm, name, fmt.Sprintf("hcloud://%d", id))
+}
+
+// waitProviderID waits until node name has providerID want and no uninitialized taint. It
+// fails at once if ccm exits meanwhile.
+func waitProviderID(t *testing.T, c *harness.Cluster, ccm *harness.Process, name, want string) *corev1.Node {
+	t.Helper()
 	var node *corev1.Node
 	harness.WaitFor(t, 2*time.Minute, func() (bool, error) {
 		if exited, err := ccm.Exited(); exited {
