@@ -2,7 +2,6 @@ package servercache_test
 
 import (
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,34 +13,16 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
 )
 
-// fakeClock is a clock the test moves by hand.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (f *fakeClock) now() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.t
-}
-
-func (f *fakeClock) advance(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.t = f.t.Add(d)
-}
-
 // maxAge is the cache's max age in the budget tests, the default of HCLOUD_SERVER_CACHE_MAX_AGE.
 const maxAge = 10 * time.Second
 
 // newBudgetEnv returns an emulator with n servers and a mode-all cache with a 10s max age and
 // the given budget, on a fake clock.
-func newBudgetEnv(t *testing.T, n, budget int) (*hcloudemu.Emulator, *servercache.Cache, []int64, *fakeClock) {
+func newBudgetEnv(t *testing.T, n, budget int) (*hcloudemu.Emulator, *servercache.Cache, []int64, *hcloudemu.FakeClock) {
 	t.Helper()
 	emu, c, ids := newCacheEnv(t, n, config.ServerCache{Mode: config.ServerCacheModeAll, MaxAge: maxAge, BudgetPerHour: budget})
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	servercache.SetClock(c, clock.now)
+	clock := hcloudemu.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	servercache.SetClock(c, clock.Now)
 	return emu, c, ids, clock
 }
 
@@ -88,12 +69,12 @@ func TestCache_budgetListAge(t *testing.T) {
 			if want := (tt.servers + 49) / 50; first != want {
 				t.Fatalf("first lookup read %d pages, want %d", first, want)
 			}
-			clock.advance(tt.keep)
+			clock.Advance(tt.keep)
 			lookup()
 			if got, _ := lists(emu); got != first {
 				t.Errorf("a lookup %s after the list read %d more pages, want none", tt.keep, got-first)
 			}
-			clock.advance(time.Second)
+			clock.Advance(time.Second)
 			lookup()
 			if got, _ := lists(emu); got != 2*first {
 				t.Errorf("a lookup %s after the list read %d more pages, want a new list of %d", tt.keep+time.Second, got-first, first)
@@ -114,7 +95,7 @@ func TestCache_live(t *testing.T) {
 	pages, _ := lists(emu)
 
 	// Within the max age of the list: answered from it.
-	clock.advance(maxAge)
+	clock.Advance(maxAge)
 	if s, err := c.ByID(live, ids[0]); err != nil || s == nil || s.Status != hcloud.ServerStatusRunning {
 		t.Fatalf("live ByID() = %v, %v", s, err)
 	}
@@ -126,7 +107,7 @@ func TestCache_live(t *testing.T) {
 	if err := emu.SetServerStatus(ids[0], "off"); err != nil {
 		t.Fatal(err)
 	}
-	clock.advance(time.Second)
+	clock.Advance(time.Second)
 	if s, err := c.ByID(live, ids[0]); err != nil || s == nil || s.Status != hcloud.ServerStatusOff {
 		t.Fatalf("live ByID() after shutdown = %v, %v, want status off", s, err)
 	}
@@ -142,7 +123,7 @@ func TestCache_live(t *testing.T) {
 	if err := emu.DeleteServer(ids[0]); err != nil {
 		t.Fatal(err)
 	}
-	clock.advance(maxAge + time.Second)
+	clock.Advance(maxAge + time.Second)
 	if s, err := c.ByID(live, ids[0]); err != nil || s != nil {
 		t.Fatalf("live ByID() after deletion = %v, %v, want nil, nil", s, err)
 	}
@@ -163,7 +144,7 @@ func TestCache_live(t *testing.T) {
 	}
 
 	// Periodic lookups do not take the deleted server from the older list either.
-	clock.advance(servercache.MinMissRefreshInterval)
+	clock.Advance(servercache.MinMissRefreshInterval)
 	if s, err := c.ByID(ctx, ids[0]); err != nil || s != nil {
 		t.Errorf("ByID() after the live read found the deletion = %v, %v, want nil, nil", s, err)
 	}
@@ -184,7 +165,7 @@ func TestCache_liveBudget(t *testing.T) {
 	reads := func() int { _, single := lists(emu); return single }
 	deferred := testutil.Metric(t, "hcloud_ccm_server_cache_budget_deferred_total", nil)
 	for i := range 8 {
-		clock.advance(maxAge + time.Second)
+		clock.Advance(maxAge + time.Second)
 		s, err := c.ByID(live, ids[1])
 		if err != nil || s == nil {
 			t.Fatalf("live ByID() #%d = %v, %v", i, s, err)
@@ -201,7 +182,7 @@ func TestCache_liveBudget(t *testing.T) {
 		t.Errorf("stale live answer = %v, want the last read (off)", s)
 	}
 	// After an hour the bucket is refilled.
-	clock.advance(time.Hour)
+	clock.Advance(time.Hour)
 	if _, err := c.ByID(live, ids[1]); err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +209,7 @@ func TestCache_missReadsAlone(t *testing.T) {
 	}
 	want := []struct{ pages, single int }{{3, 1}, {3, 2}, {6, 2}}
 	for i, id := range added {
-		clock.advance(servercache.MinMissRefreshInterval)
+		clock.Advance(servercache.MinMissRefreshInterval)
 		if s, err := c.ByID(ctx, id); err != nil || s == nil || s.ID != id {
 			t.Fatalf("ByID(new %d) = %v, %v", i, s, err)
 		}
@@ -252,7 +233,7 @@ func TestCache_singleReadInAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock.advance(servercache.MinMissRefreshInterval)
+	clock.Advance(servercache.MinMissRefreshInterval)
 	if s, err := c.ByName(ctx, "new"); err != nil || s == nil {
 		t.Fatalf("ByName(new) = %v, %v", s, err)
 	}
