@@ -7,6 +7,14 @@ BIN := $(CURDIR)/bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/policy-ccm/hcloud-policy-ccm/ccm.Version=$(VERSION)
 
+# Build tags of every go command here (exported as GOFLAGS, so the builds inside the e2e and bench
+# tests get them too). grpcnotrace keeps golang.org/x/net/trace, and with it html/template, out of
+# the binary: the template engine calls reflect.Value.MethodByName, which turns off the linker's
+# dead-code elimination of methods (a third of the binary and of its resident memory; see
+# docs/performance.md § Memory). `make dce-check` fails if something brings such a call back.
+GO_BUILD_TAGS := grpcnotrace
+export GOFLAGS := $(strip $(GOFLAGS) -tags=$(GO_BUILD_TAGS))
+
 # kube-apiserver, etcd and kubectl are built once from the Go module proxy (test/tools, a module
 # of its own) and cached outside the work tree, so fresh clones on the same machine (CI) reuse
 # the build (about 8-10 minutes cold on 2 cores).
@@ -35,7 +43,7 @@ LINT_BIN ?= $(LINT_DIR)/golangci-lint
 GO_TEST_FLAGS ?= -count=1
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build test unit race vet lint lint-bin fmt-check policy-test kube-bins helm-bin chart-test e2e e2e-versions bench bench-smoke demo clean
+.PHONY: all build dce-check test unit race vet lint lint-bin fmt-check policy-test kube-bins helm-bin chart-test e2e e2e-versions bench bench-smoke demo clean
 
 all: build
 
@@ -44,6 +52,12 @@ include plugins/plugins.mk
 build:
 	mkdir -p $(BIN)
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+
+# The linker's dead-code elimination of methods is on for the CCM binary: no function that calls
+# reflect's Method or MethodByName with a non-constant argument is reachable from main (cmd/
+# hcloud-policy-ccm/linker_test.go prints the call path and the fix when one is).
+dce-check:
+	go test $(GO_TEST_FLAGS) -tags $(GO_BUILD_TAGS),dce -run TestLinkerDeadCodeElimination ./cmd/hcloud-policy-ccm/
 
 vet:
 	go vet ./...
@@ -107,7 +121,7 @@ e2e-versions: helm-bin build plugins
 			go test $(GO_TEST_FLAGS) -tags e2e -timeout $(E2E_TIMEOUT) ./test/e2e/...; \
 	done
 
-test: fmt-check vet lint build plugins-fixtures-check unit race policy-test chart-test e2e bench-smoke
+test: fmt-check vet lint build dce-check plugins-fixtures-check unit race policy-test chart-test e2e bench-smoke
 
 # The demo: local kube-apiserver + etcd + Hetzner API emulator + this CCM with the example
 # policies and plugins (cmd/ccm-demo). Ctrl-C stops everything.
