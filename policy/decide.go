@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -38,7 +39,7 @@ func (e *Engine) Decide(ctx context.Context, in Input) Decision {
 		})
 		d = Decision{Allowed: true}
 	default:
-		d = e.eval(ctx, c, in)
+		d = e.evalOnOwnStack(ctx, c, in)
 	}
 	elapsed := time.Since(start)
 	decisionDuration.WithLabelValues(in.Action).Observe(elapsed.Seconds())
@@ -47,6 +48,41 @@ func (e *Engine) Decide(ctx context.Context, in Input) Decision {
 	logDecision(in, d, result, elapsed)
 	return d
 }
+
+// evalOnOwnStack runs eval on a goroutine of its own, at most cap(e.evalSlots) at once, and
+// waits for it. OPA's evaluator recurses deeply: it grows the stack of the goroutine it runs on
+// to 16-32 KiB, and a goroutine keeps a grown stack until a garbage collection finds it mostly
+// unused. The callers are many and long-lived (the route controller starts one goroutine per
+// route, 500 at once at 500 nodes, each waiting for its action afterwards), so evaluating on
+// their stacks cost megabytes at start; an evaluation goroutine returns its stack when it ends.
+// The deadline of Options.Timeout starts when the evaluation does, not while it waits for a
+// slot; ctx bounds both. A panic in the evaluator is a failed evaluation, not a crash.
+func (e *Engine) evalOnOwnStack(ctx context.Context, c *compiled, in Input) Decision {
+	done := make(chan Decision, 1)
+	go func() {
+		d := Decision{Revision: c.revision}
+		defer func() {
+			if r := recover(); r != nil {
+				d.Allowed = e.opts.FailureMode == FailOpen
+				d.Err = fmt.Errorf("policy revision %s: decide %s: evaluator panicked: %v", c.revision, in.Action, r)
+			}
+			done <- d
+		}()
+		select {
+		case e.evalSlots <- struct{}{}:
+			defer func() { <-e.evalSlots }()
+		case <-ctx.Done():
+			d.Allowed = e.opts.FailureMode == FailOpen
+			d.Err = fmt.Errorf("policy revision %s: decide %s: waiting to evaluate: %w", c.revision, in.Action, ctx.Err())
+			return
+		}
+		d = e.eval(ctx, c, in)
+	}()
+	return <-done
+}
+
+// newEvalSlots returns the semaphore of evalOnOwnStack: GOMAXPROCS slots.
+func newEvalSlots() chan struct{} { return make(chan struct{}, max(1, runtime.GOMAXPROCS(0))) }
 
 func (e *Engine) eval(ctx context.Context, c *compiled, in Input) Decision {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)

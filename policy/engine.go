@@ -130,6 +130,10 @@ type Engine struct {
 	lastRejected *LoadError
 
 	noPolicyOnce sync.Once
+
+	// evalSlots bounds the evaluations that run at once (see evalOnOwnStack): GOMAXPROCS, as
+	// an evaluation only computes.
+	evalSlots chan struct{}
 }
 
 var _ Decider = (*Engine)(nil)
@@ -149,7 +153,7 @@ type compiled struct {
 // validation error.
 func NewEngine(o Options) *Engine {
 	registerMetrics()
-	e := &Engine{opts: o, optsErr: o.Validate()}
+	e := &Engine{opts: o, optsErr: o.Validate(), evalSlots: newEvalSlots()}
 	if e.opts.Mode == "" {
 		e.opts.Mode = ModeEnforce
 	}
