@@ -45,11 +45,12 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 )
 
-// defaultGCPercent is the garbage collector's target heap growth when GOGC is not set: 50%
+// defaultGCPercent is the garbage collector's target heap growth when GOGC is not set: 25%
 // instead of Go's 100%. The live heap is small (about 15 MiB at 500 nodes), so collecting
-// earlier costs little CPU and cut the peak anonymous memory at 500 nodes from 47 to 36 MiB
-// (docs/performance.md). GOGC in the environment (including GOGC=100) wins.
-const defaultGCPercent = 50
+// earlier costs little CPU: at 500 nodes the peak anonymous memory was 47 MiB with 100, 36 with
+// 50 and 28 with 25, CPU seconds equal within the noise of the runs (docs/performance.md § Memory).
+// GOGC in the environment (including GOGC=100) wins.
+const defaultGCPercent = 25
 
 func main() {
 	setGCPercent(os.LookupEnv)
