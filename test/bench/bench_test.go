@@ -16,7 +16,8 @@
 //	              flags: every mutation allowed) or both (each size twice) (default on)
 //	BENCH_PPROF   a directory: the CCM serves /debug/pprof on its secure port and the bench
 //	              saves a heap profile there at the end of each phase (default: none)
-//	CCM_BIN       the CCM binary (default: go build ./cmd/hcloud-policy-ccm)
+//	CCM_BIN       the CCM binary (default: go build -tags grpcnotrace ./cmd/hcloud-policy-ccm,
+//	              as the Makefile builds it)
 //	KUBE_BIN_DIR  kube-apiserver, etcd, kubectl (see test/e2e/harness)
 package bench
 
@@ -530,14 +531,18 @@ func envOr(key, def string) string {
 	return def
 }
 
-// ccmBinary returns $CCM_BIN, or a go build of ./cmd/hcloud-policy-ccm.
+// ccmBuildTags are the build tags of the Makefile (GO_BUILD_TAGS): the bench measures the binary
+// that ships.
+const ccmBuildTags = "grpcnotrace"
+
+// ccmBinary returns $CCM_BIN, or a go build of ./cmd/hcloud-policy-ccm with ccmBuildTags.
 func ccmBinary(t *testing.T) string {
 	if bin := os.Getenv("CCM_BIN"); bin != "" {
 		return bin
 	}
 	path := filepath.Join(t.TempDir(), "hcloud-policy-ccm")
-	if out, err := exec.Command("go", "build", "-o", path, "../../cmd/hcloud-policy-ccm").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/hcloud-policy-ccm: %v\n%s", err, out)
+	if out, err := exec.Command("go", "build", "-tags", ccmBuildTags, "-o", path, "../../cmd/hcloud-policy-ccm").CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags %s ./cmd/hcloud-policy-ccm: %v\n%s", ccmBuildTags, err, out)
 	}
 	return path
 }
