@@ -51,7 +51,7 @@ func (e *Engine) Decide(ctx context.Context, in Input) Decision {
 
 // evalOnOwnStack runs eval on a goroutine of its own, at most cap(e.evalSlots) at once, and
 // waits for it. OPA's evaluator recurses deeply: it grows the stack of the goroutine it runs on
-// to 16-32 KiB, and a goroutine keeps a grown stack until a garbage collection finds it mostly
+// to tens of KiB (64 KiB in TestDecide_leavesCallerStacksSmall), and a goroutine keeps a grown stack until a garbage collection finds it mostly
 // unused. The callers are many and long-lived (the route controller starts one goroutine per
 // route, 500 at once at 500 nodes, each waiting for its action afterwards), so evaluating on
 // their stacks cost megabytes at start; an evaluation goroutine returns its stack when it ends.
@@ -60,11 +60,10 @@ func (e *Engine) Decide(ctx context.Context, in Input) Decision {
 func (e *Engine) evalOnOwnStack(ctx context.Context, c *compiled, in Input) Decision {
 	done := make(chan Decision, 1)
 	go func() {
-		d := Decision{Revision: c.revision}
+		var d Decision
 		defer func() {
 			if r := recover(); r != nil {
-				d.Allowed = e.opts.FailureMode == FailOpen
-				d.Err = fmt.Errorf("policy revision %s: decide %s: evaluator panicked: %v", c.revision, in.Action, r)
+				d = e.failed(c, in, fmt.Errorf("evaluator panicked: %v", r))
 			}
 			done <- d
 		}()
@@ -72,13 +71,22 @@ func (e *Engine) evalOnOwnStack(ctx context.Context, c *compiled, in Input) Deci
 		case e.evalSlots <- struct{}{}:
 			defer func() { <-e.evalSlots }()
 		case <-ctx.Done():
-			d.Allowed = e.opts.FailureMode == FailOpen
-			d.Err = fmt.Errorf("policy revision %s: decide %s: waiting to evaluate: %w", c.revision, in.Action, ctx.Err())
+			d = e.failed(c, in, fmt.Errorf("waiting to evaluate: %w", ctx.Err()))
 			return
 		}
 		d = e.eval(ctx, c, in)
 	}()
 	return <-done
+}
+
+// failed is the decision for an evaluation of revision c that failed with err: allowed only
+// with FailOpen, no messages.
+func (e *Engine) failed(c *compiled, in Input, err error) Decision {
+	return Decision{
+		Revision: c.revision,
+		Allowed:  e.opts.FailureMode == FailOpen,
+		Err:      fmt.Errorf("policy revision %s: decide %s: %w", c.revision, in.Action, err),
+	}
 }
 
 // newEvalSlots returns the semaphore of evalOnOwnStack: GOMAXPROCS slots.
@@ -87,13 +95,11 @@ func newEvalSlots() chan struct{} { return make(chan struct{}, max(1, runtime.GO
 func (e *Engine) eval(ctx context.Context, c *compiled, in Input) Decision {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()
-	d := Decision{Revision: c.revision}
 	deny, warn, err := evalQuery(ctx, c.pq, in)
 	if err != nil {
-		d.Allowed = e.opts.FailureMode == FailOpen
-		d.Err = fmt.Errorf("policy revision %s: decide %s: %w", c.revision, in.Action, err)
-		return d
+		return e.failed(c, in, err)
 	}
+	d := Decision{Revision: c.revision}
 	d.Deny, d.Warn = deny, warn
 	d.Allowed = len(deny) == 0 || e.opts.Mode == ModeDryRun
 	d.DryRun = len(deny) > 0 && e.opts.Mode == ModeDryRun
