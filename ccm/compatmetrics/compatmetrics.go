@@ -26,9 +26,10 @@ const (
 	OpInstanceExists            = "hcloud/instancesv2.InstanceExists"
 	OpInstanceShutdown          = "hcloud/instancesv2.InstanceShutdown"
 	OpInstanceMetadata          = "hcloud/instancesv2.InstanceMetadata"
-	OpListRoutes                = "hcloud/routes.ListRoutes"
-	OpCreateRoute               = "hcloud/routes.CreateRoute"
-	OpDeleteRoute               = "hcloud/routes.DeleteRoute"
+	// The official route operations have no "routes." part (its hcloud/routes.go).
+	OpListRoutes  = "hcloud/ListRoutes"
+	OpCreateRoute = "hcloud/CreateRoute"
+	OpDeleteRoute = "hcloud/DeleteRoute"
 )
 
 // Cache results and subsystems, as the official CCM labels them.

@@ -29,6 +29,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/compatmetrics"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/providerid"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
@@ -143,6 +144,7 @@ func New(o Options) (*Routes, error) {
 // InstancesV2), each shared by concurrent callers.
 func (r *Routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Route, error) {
 	const op = "routes.ListRoutes"
+	compatmetrics.Operation(compatmetrics.OpListRoutes)
 	routes, err := r.networkRoutes(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -195,6 +197,7 @@ func (r *Routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rou
 // node's InternalIPs, or a failed run (wrapped; a policy denial wraps policy.ErrDenied).
 func (r *Routes) CreateRoute(ctx context.Context, _ string, _ string, route *cloudprovider.Route) error {
 	const op = "routes.CreateRoute"
+	compatmetrics.Operation(compatmetrics.OpCreateRoute)
 	if route == nil {
 		return fmt.Errorf("%s: nil route", op)
 	}
@@ -261,6 +264,7 @@ func (r *Routes) ensure(ctx context.Context, want routeplan.Route, nodeName stri
 // An invalid destination, or a failed run (wrapped; a policy denial wraps policy.ErrDenied).
 func (r *Routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider.Route) error {
 	const op = "routes.DeleteRoute"
+	compatmetrics.Operation(compatmetrics.OpDeleteRoute)
 	if route == nil {
 		return fmt.Errorf("%s: nil route", op)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routes"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
@@ -511,6 +512,49 @@ func TestNew_clusterCIDR(t *testing.T) {
 			}
 			if got := len(e.recorder.Events) == 1; got != tc.wantEvent {
 				t.Errorf("warning event = %v, want %v", got, tc.wantEvent)
+			}
+		})
+	}
+}
+
+// TestRoutes_operationsCounted: each route method counts one call in the official
+// cloud_controller_manager_operations_total series, under the official operation name, also
+// when it fails or costs no request.
+func TestRoutes_operationsCounted(t *testing.T) {
+	const series = "cloud_controller_manager_operations_total"
+	e := newEnv(t)
+	tests := []struct {
+		name string
+		op   string
+		call func() error
+	}{
+		{"ListRoutes", "hcloud/ListRoutes", func() error {
+			_, err := e.routes.ListRoutes(t.Context(), "c")
+			return err
+		}},
+		{"CreateRoute", "hcloud/CreateRoute", func() error {
+			return e.routes.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"})
+		}},
+		{"CreateRoute refused before any request", "hcloud/CreateRoute", func() error {
+			err := e.routes.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "fd00::/64"})
+			if err == nil {
+				return errors.New("an IPv6 route was accepted")
+			}
+			return nil
+		}},
+		{"DeleteRoute", "hcloud/DeleteRoute", func() error {
+			return e.routes.DeleteRoute(t.Context(), "c", &cloudprovider.Route{DestinationCIDR: "10.244.1.0/24", TargetNode: "node-1"})
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			labels := map[string]string{"op": tc.op}
+			before := testutil.Metric(t, series, labels)
+			if err := tc.call(); err != nil {
+				t.Fatal(err)
+			}
+			if got := testutil.Metric(t, series, labels); got != before+1 {
+				t.Errorf("%s{op=%q} = %v, want %v", series, tc.op, got, before+1)
 			}
 		})
 	}
