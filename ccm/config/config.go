@@ -16,6 +16,9 @@ type Config struct {
 	Metrics      Metrics
 	LoadBalancer LoadBalancer
 	Robot        Robot
+
+	// warnings are Read's notes on values it accepted or replaced (see [Config.Warnings]).
+	warnings []string
 }
 
 // Robot configures Robot (dedicated server) support.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 )
@@ -52,6 +53,8 @@ func TestRead(t *testing.T) {
 		env     map[string]string
 		want    func(*config.Config)
 		wantErr []string
+		// wantWarn are substrings of Warnings(), one each.
+		wantWarn []string
 	}{
 		{
 			name: "no variables give the official defaults",
@@ -107,16 +110,12 @@ func TestRead(t *testing.T) {
 		{
 			name: "every malformed duration is reported at once",
 			env: map[string]string{
-				"HCLOUD_POLL_INTERVAL": "fast", "HCLOUD_RETRY_INTERVAL": "1", "HCLOUD_HTTP_TIMEOUT": "x",
 				"HCLOUD_SERVER_CACHE_MAX_AGE": "old", "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL": "often",
 				"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT": "long",
 			},
 			want: func(c *config.Config) {},
 			wantErr: []string{
-				`invalid value for "HCLOUD_POLL_INTERVAL": "fast" (expect a duration such as 500ms, 10s or 1m)`,
-				`invalid value for "HCLOUD_RETRY_INTERVAL": "1"`,
-				`invalid value for "HCLOUD_HTTP_TIMEOUT": "x"`,
-				`invalid value for "HCLOUD_SERVER_CACHE_MAX_AGE": "old"`,
+				`invalid value for "HCLOUD_SERVER_CACHE_MAX_AGE": "old" (expect a duration such as 500ms, 10s or 1m)`,
 				`invalid value for "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL": "often"`,
 				`invalid value for "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT": "long"`,
 			},
@@ -137,10 +136,24 @@ func TestRead(t *testing.T) {
 			want: func(c *config.Config) {},
 		},
 		{
-			name:    "HCLOUD_NETWORK_ROUTES_ENABLED that is no bool is an error",
-			env:     map[string]string{"HCLOUD_NETWORK_ROUTES_ENABLED": "on"},
-			want:    func(c *config.Config) {},
+			name: "malformed or non-positive durations of this CCM's own variables keep the default, with a warning",
+			env:  map[string]string{"HCLOUD_POLL_INTERVAL": "fast", "HCLOUD_RETRY_INTERVAL": "1", "HCLOUD_HTTP_TIMEOUT": "-1s"},
+			want: func(c *config.Config) {},
+			wantWarn: []string{
+				`ignoring HCLOUD_POLL_INTERVAL="fast": expect a positive duration such as 500ms, 10s or 1m; using the default 250ms`,
+				`ignoring HCLOUD_RETRY_INTERVAL="1"`, `ignoring HCLOUD_HTTP_TIMEOUT="-1s"`,
+			},
+		},
+		{
+			name:    "HCLOUD_NETWORK_ROUTES_ENABLED that is no bool is an error with a network",
+			env:     map[string]string{"HCLOUD_NETWORK": "k8s", "HCLOUD_NETWORK_ROUTES_ENABLED": "on"},
+			want:    func(c *config.Config) { c.Network.NameOrID = "k8s"; c.Network.RoutesEnabled = true },
 			wantErr: []string{`invalid value for "HCLOUD_NETWORK_ROUTES_ENABLED": "on"`},
+		},
+		{
+			name: "HCLOUD_NETWORK_ROUTES_ENABLED is not read without a network, as in the official CCM",
+			env:  map[string]string{"HCLOUD_NETWORK_ROUTES_ENABLED": "on"},
+			want: func(c *config.Config) {},
 		},
 		{
 			name: "HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK is a bool",
@@ -180,10 +193,16 @@ func TestRead(t *testing.T) {
 			want: func(c *config.Config) { c.ServerCache.BudgetPerHour = 120 },
 		},
 		{
-			name:    "HCLOUD_API_BUDGET_PER_HOUR must be an integer",
-			env:     map[string]string{"HCLOUD_API_BUDGET_PER_HOUR": "60/h"},
-			want:    func(c *config.Config) {},
-			wantErr: []string{`invalid value for "HCLOUD_API_BUDGET_PER_HOUR": "60/h" (expect an integer)`},
+			name:     "HCLOUD_API_BUDGET_PER_HOUR that is no integer keeps the default, with a warning",
+			env:      map[string]string{"HCLOUD_API_BUDGET_PER_HOUR": "60/h"},
+			want:     func(c *config.Config) {},
+			wantWarn: []string{`ignoring HCLOUD_API_BUDGET_PER_HOUR="60/h": expect an integer of 10 or more requests per hour; using the default 60`},
+		},
+		{
+			name:     "HCLOUD_API_BUDGET_PER_HOUR below the minimum is raised to it, with a warning",
+			env:      map[string]string{"HCLOUD_API_BUDGET_PER_HOUR": "3"},
+			want:     func(c *config.Config) { c.ServerCache.BudgetPerHour = config.MinAPIBudgetPerHour },
+			wantWarn: []string{`HCLOUD_API_BUDGET_PER_HOUR=3 is below the minimum; using 10 requests per hour`},
 		},
 		{
 			name: "HCLOUD_METRICS_ENABLED and HCLOUD_METRICS_ADDRESS are read",
@@ -320,8 +339,14 @@ func TestRead(t *testing.T) {
 			checkErrors(t, err, tc.wantErr)
 			want := config.Default()
 			tc.want(&want)
-			if diff := cmp.Diff(want, got); diff != "" {
+			if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(config.Config{})); diff != "" {
 				t.Errorf("Read() mismatch (-want +got):\n%s", diff)
+			}
+			warnings := strings.Join(got.Warnings(), "\n")
+			for _, w := range tc.wantWarn {
+				if !strings.Contains(warnings, w) {
+					t.Errorf("Warnings() = %q, want one containing %q", got.Warnings(), w)
+				}
 			}
 		})
 	}
@@ -395,9 +420,8 @@ func TestConfig_Validate(t *testing.T) {
 			cfg:  valid(func(c *config.Config) { c.ServerCache.BudgetPerHour = 10 }),
 		},
 		{
-			name:    "an empty metrics address with metrics enabled is an error",
-			cfg:     valid(func(c *config.Config) { c.Metrics.Address = "" }),
-			wantErr: []string{`"HCLOUD_METRICS_ADDRESS" is empty while metrics are enabled`},
+			name: "an empty metrics address with metrics enabled is valid: the server is not started, as the official CCM starts anyway",
+			cfg:  valid(func(c *config.Config) { c.Metrics.Address = "" }),
 		},
 		{
 			name: "an empty metrics address with metrics disabled is valid",
@@ -422,17 +446,16 @@ func TestConfig_Validate(t *testing.T) {
 			wantErr: []string{`invalid value for "HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE": "10.0.0.0" (expect a CIDR such as 10.0.0.0/24)`},
 		},
 		{
-			name: "negative health check values are errors",
+			name: "negative health check values are valid, as in the official CCM (the API refuses them later)",
 			cfg: valid(func(c *config.Config) {
 				c.LoadBalancer.HealthCheckInterval = -time.Second
 				c.LoadBalancer.HealthCheckTimeout = -time.Second
 				c.LoadBalancer.HealthCheckRetries = -1
 			}),
-			wantErr: []string{
-				`invalid value for "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL": "-1s"`,
-				`invalid value for "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT": "-1s"`,
-				`invalid value for "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES": "-1" (expect an integer of 0 or more)`,
-			},
+		},
+		{
+			name: "an algorithm in upper case is valid, as in the official CCM",
+			cfg:  valid(func(c *config.Config) { c.LoadBalancer.AlgorithmType = " Least_Connections " }),
 		},
 		{
 			name: "Robot with both credentials is valid",
@@ -463,11 +486,11 @@ func TestConfig_Validate(t *testing.T) {
 			wantErr: []string{"using routes with Robot is not supported: set HCLOUD_NETWORK_ROUTES_ENABLED=false or unset ROBOT_ENABLED"},
 		},
 		{
-			name: "bad Robot durations and endpoint are errors",
+			name: "negative Robot durations are valid, as in the official CCM; a bad endpoint is an error",
 			cfg: valid(func(c *config.Config) {
 				c.Robot = config.Robot{Enabled: true, CacheTimeout: -time.Second, RateLimitWaitTime: -time.Second, Endpoint: "robot"}
 			}),
-			wantErr: []string{`"ROBOT_CACHE_TIMEOUT"`, `"ROBOT_RATE_LIMIT_WAIT_TIME"`, `"ROBOT_ENDPOINT": "robot"`},
+			wantErr: []string{`invalid value for "ROBOT_ENDPOINT": "robot"`},
 		},
 		{
 			name: "Robot settings are not checked while Robot is off",

@@ -40,6 +40,8 @@ const (
 	// EnvHCloudPollInterval is the first wait before an action's status is polled. Each later
 	// wait doubles, up to 2s (or this value, if it is larger). The official CCM polls every
 	// 500ms; the exponential wait needs fewer polls for actions that take seconds. This CCM only.
+	// A malformed or non-positive value is ignored with a warning (the official CCM ignores the
+	// variable, so it never stops the start).
 	//
 	// Type: duration
 	// Default: 250ms
@@ -47,13 +49,16 @@ const (
 
 	// EnvHCloudRetryInterval is the first wait before a failed request is retried (conflict,
 	// rate limit, gateway errors, timeouts). Each later wait doubles, with jitter, up to 1m;
-	// at most 5 retries. This CCM only.
+	// at most 5 retries. This CCM only. A malformed or non-positive value is ignored with a
+	// warning (the official CCM ignores the variable, so it never stops the start).
 	//
 	// Type: duration
 	// Default: 1s
 	EnvHCloudRetryInterval = "HCLOUD_RETRY_INTERVAL"
 
-	// EnvHCloudHTTPTimeout is the timeout of one HTTP request to the API. This CCM only.
+	// EnvHCloudHTTPTimeout is the timeout of one HTTP request to the API. This CCM only. A
+	// malformed or non-positive value is ignored with a warning (the official CCM ignores the
+	// variable, so it never stops the start).
 	//
 	// Type: duration
 	// Default: 15s
@@ -77,14 +82,17 @@ const (
 
 	// EnvHCloudMetadataEndpoint overrides the base URL of the metadata service used by the
 	// attached-network check, for example http://127.0.0.1:4000/hetzner/v1/metadata for the
-	// emulator. The official CCM has no such variable. This CCM only.
+	// emulator. The official CCM has no such variable. This CCM only. A value that is not an
+	// http(s) URL is ignored with a warning.
 	//
 	// Type: URL
 	// Default: http://169.254.169.254/hetzner/v1/metadata
 	EnvHCloudMetadataEndpoint = "HCLOUD_METADATA_ENDPOINT"
 
-	// EnvHCloudNetworkRoutesEnabled enables the route controller's cloud side. It only has an
-	// effect when HCLOUD_NETWORK is set.
+	// EnvHCloudNetworkRoutesEnabled enables the route controller's cloud side. It is read only
+	// when HCLOUD_NETWORK is set (without a network any value is ignored, as in the official
+	// CCM). Routes also need --cluster-cidr to be one CIDR: an empty, malformed or dual-stack
+	// list disables them with a logged error, as in the official CCM.
 	//
 	// Type: bool
 	// Default: true
@@ -92,7 +100,7 @@ const (
 
 	// EnvHCloudInstancesAddressFamily selects which public IPs become ExternalIP node addresses:
 	// ipv4 (the public IPv4), ipv6 (the first address of the server's /64) or dualstack (both,
-	// IPv4 first).
+	// IPv4 first). Empty means ipv4, as in the official CCM.
 	//
 	// Type: ipv4 | ipv6 | dualstack
 	// Default: ipv4
@@ -115,6 +123,8 @@ const (
 	// EnvHCloudServerCacheMaxAge is how long a cached server is served before it is read again,
 	// at least: in mode all, HCLOUD_API_BUDGET_PER_HOUR keeps the server list longer in large
 	// projects. A server missing from a fresh cache triggers at most one extra read per second.
+	// A negative value is taken as 0s (read again on every lookup, as the official CCM does
+	// with it), with a warning.
 	//
 	// Type: duration
 	// Default: 10s
@@ -129,7 +139,9 @@ const (
 	// its shutdown or deletion is then seen within HCLOUD_SERVER_CACHE_MAX_AGE while that half lasts (a bucket of
 	// budget/2), within n × 1h / (budget/2) for n NotReady nodes once it is spent. Requests
 	// caused by changes (new nodes, Services, routes) are not limited by it. At least 10. The
-	// official CCM has no such variable. This CCM only.
+	// official CCM has no such variable. This CCM only. A malformed value keeps the default and
+	// a smaller one is raised to 10, each with a warning. The default makes server data staler
+	// than the official CCM's; 3600 restores its freshness (docs/reference/differences.md).
 	//
 	// Type: integer (requests per hour)
 	// Default: 60
@@ -146,7 +158,9 @@ const (
 
 	// EnvHCloudMetricsAddress is the listen address of the metrics server (path /metrics).
 	// The default listens on every interface (node interfaces under hostNetwork); bind
-	// 127.0.0.1:8233 to keep it inside the pod.
+	// 127.0.0.1:8233 to keep it inside the pod. An address that cannot be listened on (in use,
+	// malformed) is logged and the CCM runs without the extra server, as the official CCM. An
+	// empty value is logged and not served (the official CCM would listen on :80).
 	//
 	// Type: string (host:port)
 	// Default: :8233
@@ -179,7 +193,9 @@ const (
 	// Default: lb11
 	EnvLoadBalancersType = "HCLOUD_LOAD_BALANCERS_TYPE"
 
-	// EnvLoadBalancersAlgorithmType is the default load balancing algorithm.
+	// EnvLoadBalancersAlgorithmType is the default load balancing algorithm. Any case is
+	// accepted, as in the official CCM, and sent in lower case (with a warning); empty means
+	// unset.
 	//
 	// Type: round_robin | least_connections
 	// Default: round_robin
@@ -221,21 +237,25 @@ const (
 	EnvLoadBalancersPrivateSubnetIPRange = "HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE"
 
 	// EnvLoadBalancersHealthCheckInterval is the default health check interval; sent only when
-	// set, otherwise the API default applies.
+	// set, otherwise the API default applies. Empty means unset, as in the official CCM; a
+	// negative value is accepted with a warning (the API refuses it when it is sent).
 	//
 	// Type: duration
 	// Default: 10s
 	EnvLoadBalancersHealthCheckInterval = "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL"
 
 	// EnvLoadBalancersHealthCheckTimeout is the default health check timeout; sent only when
-	// set, otherwise the API default applies.
+	// set, otherwise the API default applies. Empty means unset, as in the official CCM; a
+	// negative value is accepted with a warning (the API refuses it when it is sent).
 	//
 	// Type: duration
 	// Default: 15s
 	EnvLoadBalancersHealthCheckTimeout = "HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT"
 
 	// EnvLoadBalancersHealthCheckRetries is the default number of health check retries; sent
-	// only when set and not zero, otherwise the API default applies.
+	// only when set and not zero, otherwise the API default applies. Empty means unset, as in
+	// the official CCM; a negative value is accepted with a warning, and load balancers that
+	// would use it fail to reconcile.
 	//
 	// Type: int
 	// Default: 3
@@ -289,7 +309,8 @@ const (
 
 	// EnvRobotCacheTimeout is how long the Robot server list is cached; every Robot lookup
 	// (by number or by name) is served from it. Robot allows few requests per hour, so keep it
-	// long. 0 means the default, as in the official CCM.
+	// long. Empty or 0 means the default, as in the official CCM; a negative value disables
+	// the cache, as there, with a warning.
 	//
 	// Type: duration
 	// Default: 5m
@@ -297,7 +318,8 @@ const (
 
 	// EnvRobotRateLimitWaitTime is how long Robot calls are refused after Robot answered with
 	// a rate-limit error (RATE_LIMIT_EXCEEDED or HTTP 403), so the CCM does not extend the
-	// lockout. 0 disables the wait.
+	// lockout. 0 disables the wait; empty means 0 and a negative value acts as 0, as in the
+	// official CCM (with a warning).
 	//
 	// Type: duration
 	// Default: 0
@@ -313,7 +335,8 @@ const (
 
 	// EnvRobotEndpoint overrides the base URL of the Robot webservice, for example
 	// http://127.0.0.1:4000/robot for the emulator. The official CCM has no such variable
-	// (its tests set the URL in code). This CCM only.
+	// (its tests set the URL in code). This CCM only. A value that is not an http(s) URL is
+	// ignored with a warning.
 	//
 	// Type: URL
 	// Default: https://robot-ws.your-server.de

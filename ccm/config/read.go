@@ -3,7 +3,9 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -56,12 +58,27 @@ func Default() Config {
 // Read parses the environment through lookup (use [os.LookupEnv] in production) into a
 // Config. Unset variables keep their default (see [Default]).
 //
-// Read only parses: a value of the wrong type (a bool, duration, integer) is an error, a
-// value outside the allowed set is left to [Config.Validate]. Every problem is reported,
-// joined with [errors.Join]; on error the returned Config holds what could be parsed.
+// Every value the official CCM accepts is accepted here with the official meaning; the table
+// in TestRead_officialParity (one row per variable) enforces it and names each deliberate
+// difference. In particular, as in the official CCM:
+//   - an empty HCLOUD_INSTANCES_ADDRESS_FAMILY means ipv4, and an empty
+//     HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL, _TIMEOUT, _RETRIES, ROBOT_CACHE_TIMEOUT or
+//     ROBOT_RATE_LIMIT_WAIT_TIME means unset; other empty booleans and durations are errors;
+//   - HCLOUD_NETWORK_ROUTES_ENABLED is read only when HCLOUD_NETWORK is set;
+//   - negative durations and retries are kept (with a warning where the API will refuse them).
+//
+// A value of this CCM's own variables (those the official CCM does not have) that is malformed
+// or out of range never stops the CCM: the default is used and a warning names the variable
+// and the fix, because the official CCM ignores these variables. [Config.Warnings] returns the
+// warnings.
+//
+// Read only parses: a value of the wrong type for a variable the official CCM has (a bool,
+// duration, integer) is an error, a value outside the allowed set is left to
+// [Config.Validate]. Every problem is reported, joined with [errors.Join]; on error the
+// returned Config holds what could be parsed.
 //
 // HCLOUD_TOKEN falls back to the trimmed content of the file named by HCLOUD_TOKEN_FILE when
-// it is unset; ROBOT_USER and ROBOT_PASSWORD likewise. HCLOUD_NETWORK_ROUTES_ENABLED counts only when HCLOUD_NETWORK is set.
+// it is unset; ROBOT_USER and ROBOT_PASSWORD likewise.
 func Read(lookup func(string) (string, bool)) (Config, error) {
 	r := reader{lookup: lookup}
 	cfg := Default()
@@ -69,26 +86,32 @@ func Read(lookup func(string) (string, bool)) (Config, error) {
 	cfg.HCloud.Token = r.secret(EnvHCloudToken, EnvHCloudTokenFile)
 	r.string(EnvHCloudEndpoint, &cfg.HCloud.Endpoint)
 	r.bool(EnvHCloudDebug, &cfg.HCloud.Debug)
-	r.duration(EnvHCloudPollInterval, &cfg.HCloud.PollInterval)
-	r.duration(EnvHCloudRetryInterval, &cfg.HCloud.RetryInterval)
-	r.duration(EnvHCloudHTTPTimeout, &cfg.HCloud.Timeout)
+	r.ownDuration(EnvHCloudPollInterval, &cfg.HCloud.PollInterval)
+	r.ownDuration(EnvHCloudRetryInterval, &cfg.HCloud.RetryInterval)
+	r.ownDuration(EnvHCloudHTTPTimeout, &cfg.HCloud.Timeout)
 
 	r.string(EnvHCloudNetwork, &cfg.Network.NameOrID)
 	r.bool(EnvHCloudNetworkDisableAttachedCheck, &cfg.Network.DisableAttachedCheck)
-	r.string(EnvHCloudMetadataEndpoint, &cfg.Network.MetadataEndpoint)
-	routes := true
-	r.bool(EnvHCloudNetworkRoutesEnabled, &routes)
-	cfg.Network.RoutesEnabled = routes && cfg.Network.NameOrID != ""
+	r.ownURL(EnvHCloudMetadataEndpoint, &cfg.Network.MetadataEndpoint, "http://169.254.169.254/hetzner/v1/metadata")
+	if cfg.Network.NameOrID != "" { // the official CCM does not read it without a network
+		routes := true
+		r.bool(EnvHCloudNetworkRoutesEnabled, &routes)
+		cfg.Network.RoutesEnabled = routes
+	}
 
-	var family string
-	if r.string(EnvHCloudInstancesAddressFamily, &family) {
+	if family, _ := r.lookup(EnvHCloudInstancesAddressFamily); family != "" {
 		cfg.Instances.AddressFamily = AddressFamily(family)
 	}
 	r.bool(EnvHCloudInstancesZoneLabelEnabled, &cfg.Instances.ZoneLabelEnabled)
 
 	r.string(EnvHCloudServerCacheMode, &cfg.ServerCache.Mode)
 	r.duration(EnvHCloudServerCacheMaxAge, &cfg.ServerCache.MaxAge)
-	r.int(EnvHCloudAPIBudgetPerHour, &cfg.ServerCache.BudgetPerHour)
+	if cfg.ServerCache.MaxAge < 0 {
+		r.warn("%s=%s is negative: servers are read again on every lookup, as 0s does (the official CCM does the same with a negative age); "+
+			"set 0s or more", EnvHCloudServerCacheMaxAge, cfg.ServerCache.MaxAge)
+		cfg.ServerCache.MaxAge = 0
+	}
+	r.ownBudget(&cfg.ServerCache.BudgetPerHour)
 
 	r.bool(EnvHCloudMetricsEnabled, &cfg.Metrics.Enabled)
 	r.string(EnvHCloudMetricsAddress, &cfg.Metrics.Address)
@@ -99,37 +122,69 @@ func Read(lookup func(string) (string, bool)) (Config, error) {
 	r.string(EnvLoadBalancersNetworkZone, &lb.NetworkZone)
 	r.string(EnvLoadBalancersType, &lb.Type)
 	r.string(EnvLoadBalancersAlgorithmType, &lb.AlgorithmType)
+	if a := lb.AlgorithmType; a != "" && a != strings.ToLower(strings.TrimSpace(a)) && slices.Contains(algorithmTypes, strings.ToLower(strings.TrimSpace(a))) {
+		r.warn("%s=%q is accepted as %q; write it in lower case (the official CCM accepts it too but sends it as written, which the API refuses)",
+			EnvLoadBalancersAlgorithmType, a, strings.ToLower(strings.TrimSpace(a)))
+	}
 	lb.DisablePublicNetwork = r.optionalBool(EnvLoadBalancersDisablePublicNetwork)
 	r.bool(EnvLoadBalancersDisablePrivateIngress, &lb.DisablePrivateIngress)
 	r.bool(EnvLoadBalancersUsePrivateIP, &lb.UsePrivateIP)
 	r.bool(EnvLoadBalancersDisableIPv6, &lb.DisableIPv6)
 	r.string(EnvLoadBalancersPrivateSubnetIPRange, &lb.PrivateSubnetIPRange)
-	r.duration(EnvLoadBalancersHealthCheckInterval, &lb.HealthCheckInterval)
-	r.duration(EnvLoadBalancersHealthCheckTimeout, &lb.HealthCheckTimeout)
-	r.int(EnvLoadBalancersHealthCheckRetries, &lb.HealthCheckRetries)
+	r.durationEmptyUnset(EnvLoadBalancersHealthCheckInterval, &lb.HealthCheckInterval)
+	r.durationEmptyUnset(EnvLoadBalancersHealthCheckTimeout, &lb.HealthCheckTimeout)
+	r.intEmptyUnset(EnvLoadBalancersHealthCheckRetries, &lb.HealthCheckRetries)
+	for _, d := range []struct {
+		name string
+		neg  bool
+		v    any
+	}{
+		{EnvLoadBalancersHealthCheckInterval, lb.HealthCheckInterval < 0, lb.HealthCheckInterval},
+		{EnvLoadBalancersHealthCheckTimeout, lb.HealthCheckTimeout < 0, lb.HealthCheckTimeout},
+		{EnvLoadBalancersHealthCheckRetries, lb.HealthCheckRetries < 0, lb.HealthCheckRetries},
+	} {
+		if d.neg {
+			r.warn("%s=%v is negative: load balancers without the matching annotation will fail to reconcile, "+
+				"as with the official CCM (the API refuses it); set a positive value or unset it", d.name, d.v)
+		}
+	}
 	lb.UsesProxyProtocol = r.optionalBool(EnvLoadBalancersUsesProxyProtocol)
 
 	rb := &cfg.Robot
 	r.bool(EnvRobotEnabled, &rb.Enabled)
 	rb.User = r.secret(EnvRobotUser, EnvRobotUserFile)
 	rb.Password = r.secret(EnvRobotPassword, EnvRobotPasswordFile)
-	r.duration(EnvRobotCacheTimeout, &rb.CacheTimeout)
+	r.durationEmptyUnset(EnvRobotCacheTimeout, &rb.CacheTimeout)
 	if rb.CacheTimeout == 0 {
 		rb.CacheTimeout = DefaultRobotCache // the official CCM treats 0 as unset
 	}
-	r.duration(EnvRobotRateLimitWaitTime, &rb.RateLimitWaitTime)
+	if rb.CacheTimeout < 0 {
+		r.warn("%s=%s is negative: the Robot server list is not cached and every Robot lookup reads it, as in the official CCM; "+
+			"Robot allows few requests per hour, so set a positive duration such as 5m", EnvRobotCacheTimeout, rb.CacheTimeout)
+	}
+	r.durationEmptyUnset(EnvRobotRateLimitWaitTime, &rb.RateLimitWaitTime)
+	if rb.RateLimitWaitTime < 0 {
+		r.warn("%s=%s is negative: it disables the wait, as 0s does (and as in the official CCM); set 0s or more",
+			EnvRobotRateLimitWaitTime, rb.RateLimitWaitTime)
+	}
 	forward := true
 	r.bool(EnvRobotForwardInternalIPs, &forward)
 	rb.ForwardInternalIPs = forward && rb.Enabled
-	r.string(EnvRobotEndpoint, &rb.Endpoint)
+	r.ownURL(EnvRobotEndpoint, &rb.Endpoint, "https://robot-ws.your-server.de")
 
+	cfg.warnings = r.warnings
 	return cfg, errors.Join(r.errs...)
 }
 
-// reader parses variables and collects every error.
+// reader parses variables and collects every error and warning.
 type reader struct {
-	lookup func(string) (string, bool)
-	errs   []error
+	lookup   func(string) (string, bool)
+	errs     []error
+	warnings []string
+}
+
+func (r *reader) warn(format string, args ...any) {
+	r.warnings = append(r.warnings, fmt.Sprintf(format, args...))
 }
 
 func (r *reader) invalid(name, value, expect string) {
@@ -184,9 +239,18 @@ func (r *reader) duration(name string, dst *time.Duration) {
 	*dst = d
 }
 
-func (r *reader) int(name string, dst *int) {
-	v, ok := r.lookup(name)
-	if !ok {
+// durationEmptyUnset is duration, except that an empty value means unset (the official CCM
+// reads these variables with os.Getenv).
+func (r *reader) durationEmptyUnset(name string, dst *time.Duration) {
+	if v, _ := r.lookup(name); v != "" {
+		r.duration(name, dst)
+	}
+}
+
+// intEmptyUnset parses an integer; an empty value means unset, as in the official CCM.
+func (r *reader) intEmptyUnset(name string, dst *int) {
+	v, _ := r.lookup(name)
+	if v == "" {
 		return
 	}
 	n, err := strconv.Atoi(v)
@@ -195,6 +259,60 @@ func (r *reader) int(name string, dst *int) {
 		return
 	}
 	*dst = n
+}
+
+// ownDuration reads a positive duration of a variable the official CCM does not have: a
+// malformed or non-positive value keeps the default, with a warning. Empty means unset.
+func (r *reader) ownDuration(name string, dst *time.Duration) {
+	v, _ := r.lookup(name)
+	if v == "" {
+		return
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		r.warn("ignoring %s=%q: expect a positive duration such as 500ms, 10s or 1m; using the default %s", name, v, *dst)
+		return
+	}
+	*dst = d
+}
+
+// ownURL reads an http(s) URL of a variable the official CCM does not have: another value
+// keeps the default (def, for the message), with a warning. Empty means unset.
+func (r *reader) ownURL(name string, dst *string, def string) {
+	v, _ := r.lookup(name)
+	if v == "" {
+		return
+	}
+	if !isHTTPURL(v) {
+		r.warn("ignoring %s=%q: expect an http or https URL such as %s; using the default %s", name, v, def, def)
+		return
+	}
+	*dst = v
+}
+
+// ownBudget reads HCLOUD_API_BUDGET_PER_HOUR: a malformed value keeps the default, one below
+// MinAPIBudgetPerHour is raised to it, each with a warning. Empty means unset.
+func (r *reader) ownBudget(dst *int) {
+	v, _ := r.lookup(EnvHCloudAPIBudgetPerHour)
+	if v == "" {
+		return
+	}
+	n, err := strconv.Atoi(v)
+	switch {
+	case err != nil:
+		r.warn("ignoring %s=%q: expect an integer of %d or more requests per hour; using the default %d", EnvHCloudAPIBudgetPerHour, v, MinAPIBudgetPerHour, *dst)
+	case n < MinAPIBudgetPerHour:
+		r.warn("%s=%d is below the minimum; using %d requests per hour", EnvHCloudAPIBudgetPerHour, n, MinAPIBudgetPerHour)
+		*dst = MinAPIBudgetPerHour
+	default:
+		*dst = n
+	}
+}
+
+// isHTTPURL reports whether s is an absolute http or https URL with a host.
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // secret returns name's value or, when name is unset, the trimmed content of the file that

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"slices"
 	"strings"
 )
@@ -19,12 +18,14 @@ var (
 // Validate checks the rules between and within values. Every violated rule is reported,
 // joined with [errors.Join]; each message names the variable and the fix.
 //
-// Rules: the token is set; the endpoint is an http(s) URL; the address family, cache mode and
-// algorithm are known values; durations that pace API calls are positive and the cache max
-// age and health check values are not negative; the API budget is at least
-// MinAPIBudgetPerHour; the metrics address is set when metrics are
-// enabled; location and network zone exclude each other; the private subnet is a CIDR; with
-// Robot enabled, see [Robot.validate].
+// The rules are the official CCM's (it refuses to start on them too): the token is set; the
+// address family and cache mode are known values; the algorithm is known, in any case;
+// location and network zone exclude each other; the private subnet is a CIDR; with Robot
+// enabled, see [Robot.validate]. The other rules check this CCM's own fields (endpoints,
+// intervals, the API budget) and the cache max age; on a Config from [Read] they never fail,
+// because Read replaces such values by the default with a warning, but they guard Configs
+// built in code. The API endpoint is one exception: the official CCM fails its start-up API
+// call on a value that is not an http(s) URL, so refusing it early changes only the message.
 func (c Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -38,8 +39,7 @@ func (c Config) Validate() error {
 		add("%q is required: set it, or %s, to an API token with read and write access", EnvHCloudToken, EnvHCloudTokenFile)
 	}
 	if c.HCloud.Endpoint != "" {
-		u, err := url.Parse(c.HCloud.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if !isHTTPURL(c.HCloud.Endpoint) {
 			add("invalid value for %q: %q (expect an http or https URL such as https://api.hetzner.cloud/v1)", EnvHCloudEndpoint, c.HCloud.Endpoint)
 		}
 	}
@@ -67,32 +67,18 @@ func (c Config) Validate() error {
 		add("invalid value for %q: \"%d\" (expect an integer of %d or more requests per hour, such as the default %d)", EnvHCloudAPIBudgetPerHour, c.ServerCache.BudgetPerHour, MinAPIBudgetPerHour, DefaultAPIBudgetPerHour)
 	}
 
-	if c.Metrics.Enabled && c.Metrics.Address == "" {
-		add("%q is empty while metrics are enabled: set it to a listen address such as :8233, or set %s=false", EnvHCloudMetricsAddress, EnvHCloudMetricsEnabled)
-	}
-
 	lb := c.LoadBalancer
 	if lb.Location != "" && lb.NetworkZone != "" {
 		add("%q and %q exclude each other: set only one of them", EnvLoadBalancersLocation, EnvLoadBalancersNetworkZone)
 	}
-	if lb.AlgorithmType != "" {
-		oneOf(EnvLoadBalancersAlgorithmType, lb.AlgorithmType, algorithmTypes)
+	if lb.AlgorithmType != "" { // any case and surrounding space, as in the official CCM
+		oneOf(EnvLoadBalancersAlgorithmType, strings.ToLower(strings.TrimSpace(lb.AlgorithmType)), algorithmTypes)
 	}
 	if lb.PrivateSubnetIPRange != "" {
 		if _, _, err := net.ParseCIDR(lb.PrivateSubnetIPRange); err != nil {
 			add("invalid value for %q: %q (expect a CIDR such as 10.0.0.0/24)", EnvLoadBalancersPrivateSubnetIPRange, lb.PrivateSubnetIPRange)
 		}
 	}
-	if lb.HealthCheckInterval < 0 {
-		add("invalid value for %q: %q (expect a duration of 0s or more)", EnvLoadBalancersHealthCheckInterval, lb.HealthCheckInterval)
-	}
-	if lb.HealthCheckTimeout < 0 {
-		add("invalid value for %q: %q (expect a duration of 0s or more)", EnvLoadBalancersHealthCheckTimeout, lb.HealthCheckTimeout)
-	}
-	if lb.HealthCheckRetries < 0 {
-		add("invalid value for %q: \"%d\" (expect an integer of 0 or more)", EnvLoadBalancersHealthCheckRetries, lb.HealthCheckRetries)
-	}
-
 	if c.Robot.Enabled {
 		errs = append(errs, c.Robot.validate(c.Network.RoutesEnabled)...)
 	}
@@ -100,11 +86,12 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Warnings returns problems that do not stop the CCM, for the caller to log: a token that is
-// not 64 characters long, and server cache settings that differ from the defaults (the
-// official CCM calls them experimental).
+// Warnings returns problems that do not stop the CCM, for the caller to log: Read's notes on
+// values it accepted or replaced (each names the variable and the fix), a token that is not
+// 64 characters long, and server cache settings that differ from the defaults (the official
+// CCM calls them experimental).
 func (c Config) Warnings() []string {
-	var w []string
+	w := slices.Clone(c.warnings)
 	if c.HCloud.Token != "" && len(c.HCloud.Token) != 64 {
 		w = append(w, fmt.Sprintf("%s is %d characters long; Hetzner Cloud API tokens have 64", EnvHCloudToken, len(c.HCloud.Token)))
 	}
@@ -117,9 +104,10 @@ func (c Config) Warnings() []string {
 	return w
 }
 
-// validate checks the Robot rules of the official CCM, plus ours: the credentials are both set
-// or both unset (a missing one is named); Robot and routes exclude each other; the durations
-// are not negative; the endpoint is an http(s) URL. Messages never contain the credentials.
+// validate checks the Robot rules of the official CCM: the credentials are both set or both
+// unset (a missing one is named); Robot and routes exclude each other; plus ours: the endpoint
+// is an http(s) URL. Negative durations are accepted, as in the official CCM (Read warns).
+// Messages never contain the credentials.
 func (r Robot) validate(routesEnabled bool) []error {
 	var errs []error
 	switch {
@@ -131,15 +119,8 @@ func (r Robot) validate(routesEnabled bool) []error {
 	if routesEnabled {
 		errs = append(errs, fmt.Errorf("using routes with Robot is not supported: set %s=false or unset %s", EnvHCloudNetworkRoutesEnabled, EnvRobotEnabled))
 	}
-	if r.CacheTimeout < 0 {
-		errs = append(errs, fmt.Errorf("invalid value for %q: %q (expect a duration of 0s or more)", EnvRobotCacheTimeout, r.CacheTimeout))
-	}
-	if r.RateLimitWaitTime < 0 {
-		errs = append(errs, fmt.Errorf("invalid value for %q: %q (expect a duration of 0s or more)", EnvRobotRateLimitWaitTime, r.RateLimitWaitTime))
-	}
 	if r.Endpoint != "" {
-		u, err := url.Parse(r.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if !isHTTPURL(r.Endpoint) {
 			errs = append(errs, fmt.Errorf("invalid value for %q: %q (expect an http or https URL such as https://robot-ws.your-server.de)", EnvRobotEndpoint, r.Endpoint))
 		}
 	}
