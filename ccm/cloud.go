@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync/atomic"
 
@@ -119,9 +120,7 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 		return nil, fmt.Errorf("ccm.New: %w", err)
 	}
 	if cfg.Metrics.Enabled {
-		if err := serveMetrics(cfg.Metrics.Address); err != nil {
-			return nil, err
-		}
+		serveMetrics(cfg.Metrics.Address) // a failure is logged; the CCM runs on, as the official
 	}
 	c := &Cloud{cfg: cfg, client: client}
 	var onLoad func(string)
@@ -222,13 +221,7 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 		LoadBalancers: &c.client.LoadBalancer, Networks: &c.client.Network, Certificates: &c.client.Certificate, Types: &c.client.LoadBalancerType,
 	}, exec, c.cfg.LoadBalancer, network, d.Recorder, namer, lbOpts...)
 
-	if network != nil && c.cfg.Network.RoutesEnabled && d.ClusterCIDR == "" {
-		// Upstream's route controller refuses to start without a cluster CIDR and takes the
-		// whole controller manager down with it; without one there is nothing to route.
-		klog.Warning("Routes disabled: HCLOUD_NETWORK is set but --cluster-cidr is empty (pass --cluster-cidr, " +
-			"usually with --allocate-node-cidrs, to route pod CIDRs through the network, or set HCLOUD_NETWORK_ROUTES_ENABLED=false to silence this)")
-	}
-	if network != nil && c.cfg.Network.RoutesEnabled && d.ClusterCIDR != "" && d.Informers != nil {
+	if network != nil && c.cfg.Network.RoutesEnabled && d.Informers != nil && routesClusterCIDR(d.ClusterCIDR) {
 		r, err := routes.New(routes.Options{
 			Networks:    &c.client.Network,
 			Network:     network,
@@ -244,6 +237,27 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 		c.routes = r
 	}
 	return nil
+}
+
+// routesClusterCIDR reports whether --cluster-cidr lets routes run, and logs why not. The rule
+// is the official CCM's: routes run only when the whole value parses as one CIDR (IPv4 or
+// IPv6, net.ParseCIDR); an empty, malformed or dual-stack ("a,b") value disables them, and the
+// CCM starts without routes instead of failing (the official logs "create routes provider",
+// and upstream's route controller then reports that the provider does not support routes).
+// TestNew covers each case.
+func routesClusterCIDR(cidr string) bool {
+	if cidr == "" {
+		klog.Warning("Routes disabled: HCLOUD_NETWORK is set but --cluster-cidr is empty (pass --cluster-cidr, " +
+			"usually with --allocate-node-cidrs, to route pod CIDRs through the network, or set HCLOUD_NETWORK_ROUTES_ENABLED=false to silence this)")
+		return false
+	}
+	if _, _, err := net.ParseCIDR(cidr); err != nil {
+		klog.ErrorS(err, "Routes disabled: --cluster-cidr is not one CIDR, as the official CCM requires for routes "+
+			"(a dual-stack list such as 10.244.0.0/16,fd00::/56 disables them there too). Pass the IPv4 pod CIDR alone "+
+			"to route it through the network, or set HCLOUD_NETWORK_ROUTES_ENABLED=false to silence this", "clusterCIDR", cidr)
+		return false
+	}
+	return true
 }
 
 // clusterView is the cluster as policies see it.
@@ -284,7 +298,8 @@ func (c *Cloud) Zones() (cloudprovider.Zones, bool) { return nil, false }
 func (c *Cloud) Clusters() (cloudprovider.Clusters, bool) { return nil, false }
 
 // Routes returns the routes implementation when HCLOUD_NETWORK is set,
-// HCLOUD_NETWORK_ROUTES_ENABLED is not false and --cluster-cidr is set.
+// HCLOUD_NETWORK_ROUTES_ENABLED is not false and --cluster-cidr is one CIDR (see
+// routesClusterCIDR).
 func (c *Cloud) Routes() (cloudprovider.Routes, bool) {
 	if c.routes == nil {
 		return nil, false

@@ -58,7 +58,8 @@ func TestNew(t *testing.T) {
 		opts       func(*ccm.Options)
 		wantErr    []string
 		wantRoutes bool
-		// cidr is --cluster-cidr: "" means 10.244.0.0/16, "-" means empty.
+		// cidr is --cluster-cidr: "" means 10.244.0.0/16, "-" means empty, anything else is
+		// passed as it is.
 		cidr string
 	}{
 		{name: "a valid environment without a network builds a provider without routes"},
@@ -71,6 +72,36 @@ func TestNew(t *testing.T) {
 			name: "a network without a cluster CIDR disables routes instead of failing the start",
 			env:  func(e map[string]string) { e["HCLOUD_NETWORK"] = "k8s" },
 			cidr: "-",
+		},
+		{
+			name: "a dual-stack cluster CIDR disables routes, as in the official CCM, instead of failing the start",
+			env:  func(e map[string]string) { e["HCLOUD_NETWORK"] = "k8s" },
+			cidr: "10.244.0.0/16,fd00::/56",
+		},
+		{
+			name: "a malformed cluster CIDR disables routes instead of failing the start",
+			env:  func(e map[string]string) { e["HCLOUD_NETWORK"] = "k8s" },
+			cidr: "10.244.0.0",
+		},
+		{
+			name:       "an IPv6 cluster CIDR alone enables routes, as in the official CCM (the IPv6 routes then fail)",
+			env:        func(e map[string]string) { e["HCLOUD_NETWORK"] = "k8s" },
+			cidr:       "fd00::/56",
+			wantRoutes: true,
+		},
+		{
+			name: "an empty metrics address starts without the extra metrics server",
+			env: func(e map[string]string) {
+				e["HCLOUD_METRICS_ENABLED"] = "true"
+				e["HCLOUD_METRICS_ADDRESS"] = ""
+			},
+		},
+		{
+			name: "a metrics address that cannot be listened on starts without the extra metrics server",
+			env: func(e map[string]string) {
+				e["HCLOUD_METRICS_ENABLED"] = "true"
+				e["HCLOUD_METRICS_ADDRESS"] = "not-an-address"
+			},
 		},
 		{
 			name: "routes can be switched off",
@@ -159,8 +190,11 @@ func TestNew(t *testing.T) {
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			cidr := "10.244.0.0/16"
-			if tc.cidr == "-" {
+			cidr := tc.cidr
+			switch cidr {
+			case "":
+				cidr = "10.244.0.0/16"
+			case "-":
 				cidr = ""
 			}
 			kube := fake.NewClientset()

@@ -12,6 +12,7 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/instances"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
@@ -126,11 +127,24 @@ func (c *Cloud) pluginReloaded(hook string) {
 }
 
 // serveMetrics serves the metrics registry on addr (HCLOUD_METRICS_ADDRESS), as the official
-// CCM does on :8233. Listening happens before New returns, so a busy address fails startup.
-func serveMetrics(addr string) error {
+// CCM does on :8233, and returns the address it listens on, or nil.
+//
+// As in the official CCM, an address it cannot listen on (in use, malformed) is logged and the
+// CCM runs on without the extra server; the same metrics stay on the secure port. An empty
+// address is logged and not served: the official CCM would listen on :80 (net/http's default
+// for an empty address), which under hostNetwork takes the node's HTTP port; that difference
+// is deliberate and listed in docs/reference/differences.md. TestServeMetrics enforces both.
+func serveMetrics(addr string) net.Addr {
+	if addr == "" {
+		klog.ErrorS(nil, "Metrics server not started: "+config.EnvHCloudMetricsAddress+" is empty (the official CCM would listen on :80). "+
+			"Set it to a listen address such as :8233, or set "+config.EnvHCloudMetricsEnabled+"=false; the secure port's /metrics serves the same metrics")
+		return nil
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("invalid value for HCLOUD_METRICS_ADDRESS: cannot listen on %q: %w (pick a free address or set HCLOUD_METRICS_ENABLED=false)", addr, err)
+		klog.ErrorS(err, "Metrics server not started: cannot listen on "+config.EnvHCloudMetricsAddress+"; running on without it "+
+			"(pick a free address, or set "+config.EnvHCloudMetricsEnabled+"=false; the secure port's /metrics serves the same metrics)", "address", addr)
+		return nil
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", legacyregistry.Handler())
@@ -145,5 +159,5 @@ func serveMetrics(addr string) error {
 		klog.InfoS("The metrics server has no authentication and listens beyond loopback: anyone who reaches it reads every metric. Set HCLOUD_METRICS_ENABLED=false and scrape the secure port's /metrics, or bind HCLOUD_METRICS_ADDRESS to 127.0.0.1",
 			"address", ln.Addr().String())
 	}
-	return nil
+	return ln.Addr()
 }
