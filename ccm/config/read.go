@@ -123,7 +123,7 @@ func Read(lookup func(string) (string, bool)) (Config, error) {
 	r.string(EnvLoadBalancersType, &lb.Type)
 	r.string(EnvLoadBalancersAlgorithmType, &lb.AlgorithmType)
 	if a := lb.AlgorithmType; a != "" && a != strings.ToLower(strings.TrimSpace(a)) && slices.Contains(algorithmTypes, strings.ToLower(strings.TrimSpace(a))) {
-		r.warn("%s=%q is accepted as %q; write it in lower case (the official CCM accepts it too but sends it as written, which the API refuses)",
+		r.warn("%s=%q is accepted as %q; write it in lower case (the official CCM accepts it too but sends it as written; the API's values are lower-case)",
 			EnvLoadBalancersAlgorithmType, a, strings.ToLower(strings.TrimSpace(a)))
 	}
 	lb.DisablePublicNetwork = r.optionalBool(EnvLoadBalancersDisablePublicNetwork)
