@@ -123,8 +123,8 @@ const (
 	// EnvHCloudServerCacheMaxAge is how long a cached server is served before it is read again,
 	// at least: in mode all, HCLOUD_API_BUDGET_PER_HOUR keeps the server list longer in large
 	// projects. A server missing from a fresh cache triggers at most one extra read per second.
-	// A negative value is taken as 0s (read again on every lookup, as the official CCM does
-	// with it), with a warning.
+	// A negative value is taken as 0s, the shortest max age, with a warning (the official CCM
+	// reads again on every lookup with it).
 	//
 	// Type: duration
 	// Default: 10s

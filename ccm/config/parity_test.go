@@ -45,7 +45,8 @@ type parityRow struct {
 // environment") lists them.
 const (
 	whyOwnVariable = "this CCM only: the official CCM ignores it, so a bad value is replaced by the default with a warning, never refused"
-	whyNegativeAge = "a negative age means \"read again on every lookup\" in both; this CCM's cache takes 0s for that"
+	whyNegativeAge = "the official CCM reads again on every lookup with a negative age; this CCM's cache takes the shortest age it has, 0s " +
+		"(in mode all HCLOUD_API_BUDGET_PER_HOUR still paces the list)"
 	whyMetricsAddr = "an empty address makes the official CCM listen on :80 (net/http's default), which under hostNetwork takes the node's HTTP port; " +
 		"this CCM logs an error and serves the metrics on the secure port only"
 )

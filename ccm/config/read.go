@@ -107,8 +107,8 @@ func Read(lookup func(string) (string, bool)) (Config, error) {
 	r.string(EnvHCloudServerCacheMode, &cfg.ServerCache.Mode)
 	r.duration(EnvHCloudServerCacheMaxAge, &cfg.ServerCache.MaxAge)
 	if cfg.ServerCache.MaxAge < 0 {
-		r.warn("%s=%s is negative: servers are read again on every lookup, as 0s does (the official CCM does the same with a negative age); "+
-			"set 0s or more", EnvHCloudServerCacheMaxAge, cfg.ServerCache.MaxAge)
+		r.warn("%s=%s is negative: taken as 0s, the shortest max age (the official CCM reads servers again on every lookup with it; "+
+			"here %s still paces the full list in mode all); set 0s or more", EnvHCloudServerCacheMaxAge, cfg.ServerCache.MaxAge, EnvHCloudAPIBudgetPerHour)
 		cfg.ServerCache.MaxAge = 0
 	}
 	r.ownBudget(&cfg.ServerCache.BudgetPerHour)
