@@ -153,3 +153,59 @@ func seedRoute(t *testing.T, emu *hcloudemu.Emulator, endpoint string, netID int
 		t.Fatalf("seed route %s via %s: %v", dest, gateway, err)
 	}
 }
+
+// TestCCMClusterCIDRNotOneDisablesRoutes is issue 19's item 3: with HCLOUD_NETWORK, a
+// --cluster-cidr that is not one CIDR (a dual-stack list, a malformed value) disables routes,
+// as in the official CCM, instead of stopping the CCM or starting a route controller whose
+// IPv6 routes fail. The CCM initialises nodes, logs why routes are off, upstream starts no
+// route controller, and no route is written within two route reconcile periods.
+func TestCCMClusterCIDRNotOneDisablesRoutes(t *testing.T) {
+	tests := []struct {
+		name, cidr string
+	}{
+		{"dual-stack", "10.244.0.0/16,fd00::/56"},
+		{"malformed", "10.244.0.0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := harness.Start(t)
+			c.ApplyKustomize(t, deployDir+"/networks")
+			emu, endpoint := hcloudemu.NewTestServer(t)
+			netID, err := emu.AddNetwork(hcloudemu.NetworkSpec{
+				Name: "k8s", IPRange: "10.0.0.0/8",
+				Subnets: []hcloudemu.SubnetSpec{{IPRange: "10.0.0.0/16", NetworkZone: "eu-central"}},
+			})
+			if err != nil {
+				t.Fatalf("add network: %v", err)
+			}
+			id, err := emu.AddServer(hcloudemu.ServerSpec{Name: "worker-1", Networks: []hcloudemu.ServerNetwork{{NetworkID: netID, IP: "10.0.0.2"}}})
+			if err != nil {
+				t.Fatalf("add server: %v", err)
+			}
+			c.CreateNode(t, "worker-1", "10.244.1.0/24", harness.WithInternalIP("10.0.0.2"))
+			ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{
+				deploy: deployDir + "/networks",
+				env:    []string{"HCLOUD_NETWORK=k8s"},
+				args:   []string{"--cluster-cidr=" + tc.cidr},
+			})
+			waitInitialised(t, c, ccm, "worker-1", id)
+			for _, want := range []string{"Routes disabled: --cluster-cidr is not one CIDR", "cloud provider does not support routes"} {
+				harness.WaitFor(t, 30*time.Second, func() (bool, error) {
+					if strings.Contains(ccm.Logs(), want) {
+						return true, nil
+					}
+					return false, fmt.Errorf("no %q in the CCM's log yet", want)
+				})
+			}
+			time.Sleep(20 * time.Second) // two route reconcile periods (10 s)
+			if exited, err := ccm.Exited(); exited {
+				t.Fatalf("the CCM exited (%v); want it running without routes:\n%s", err, ccm.Tail(30))
+			}
+			network, _ := emu.Network(netID)
+			if len(network.Routes) != 0 || emu.Counts()["POST /v1/networks/{id}/actions/add_route"] != 0 {
+				t.Errorf("routes = %+v, add_route requests = %d; want none: routes are disabled",
+					network.Routes, emu.Counts()["POST /v1/networks/{id}/actions/add_route"])
+			}
+		})
+	}
+}
