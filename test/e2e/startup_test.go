@@ -1,0 +1,56 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
+)
+
+// TestCCMMetricsAddressUnusable is issue 19's item 4 for the metrics server: with metrics
+// enabled, an HCLOUD_METRICS_ADDRESS already in use, or an empty one, is logged and the CCM
+// runs on and initialises nodes, as the official CCM does (it logs "create metrics service").
+func TestCCMMetricsAddressUnusable(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = busy.Close() })
+	tests := []struct {
+		name, addr, wantLog string
+	}{
+		{"in use", busy.Addr().String(), "Metrics server not started: cannot listen on HCLOUD_METRICS_ADDRESS"},
+		{"empty", "", "Metrics server not started: HCLOUD_METRICS_ADDRESS is empty"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := harness.Start(t)
+			c.ApplyKustomize(t, deployDir)
+			emu, endpoint := hcloudemu.NewTestServer(t)
+			id, err := emu.AddServer(hcloudemu.ServerSpec{Name: "worker-1"})
+			if err != nil {
+				t.Fatalf("add server: %v", err)
+			}
+			c.CreateNode(t, "worker-1", "")
+			ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{
+				env: []string{"HCLOUD_METRICS_ENABLED=true", "HCLOUD_METRICS_ADDRESS=" + tc.addr},
+			})
+			waitInitialised(t, c, ccm, "worker-1", id)
+			harness.WaitFor(t, 10*time.Second, func() (bool, error) {
+				if strings.Contains(ccm.Logs(), tc.wantLog) {
+					return true, nil
+				}
+				return false, fmt.Errorf("no %q in the CCM's log yet", tc.wantLog)
+			})
+			if exited, err := ccm.Exited(); exited {
+				t.Fatalf("the CCM exited (%v), want it running:\n%s", err, ccm.Tail(30))
+			}
+		})
+	}
+}
