@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
 )
@@ -52,5 +54,47 @@ func TestCCMMetricsAddressUnusable(t *testing.T) {
 				t.Fatalf("the CCM exited (%v), want it running:\n%s", err, ccm.Tail(30))
 			}
 		})
+	}
+}
+
+// TestCCMStartsWithValuesTheOfficialAccepts is issue 19's item 4 end to end: the CCM binary
+// starts with every value of the issue that the official CCM accepts, set at once, and gives
+// them the official meaning (an empty address family is ipv4: the node gets its public IPv4
+// as ExternalIP and no IPv6).
+func TestCCMStartsWithValuesTheOfficialAccepts(t *testing.T) {
+	c := harness.Start(t)
+	c.ApplyKustomize(t, deployDir)
+	emu, endpoint := hcloudemu.NewTestServer(t)
+	id, err := emu.AddServer(hcloudemu.ServerSpec{Name: "worker-1"})
+	if err != nil {
+		t.Fatalf("add server: %v", err)
+	}
+	c.CreateNode(t, "worker-1", "")
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: []string{
+		"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL=",
+		"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT=-1s",
+		"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES=",
+		"ROBOT_CACHE_TIMEOUT=",
+		"ROBOT_RATE_LIMIT_WAIT_TIME=",
+		"HCLOUD_INSTANCES_ADDRESS_FAMILY=",
+		"HCLOUD_METRICS_ENABLED=true",
+		"HCLOUD_METRICS_ADDRESS=",
+		"HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE=ROUND_ROBIN",
+		"HCLOUD_NETWORK_ROUTES_ENABLED=junk", // no HCLOUD_NETWORK: not read
+	}})
+	node := waitInitialised(t, c, ccm, "worker-1", id)
+	var external []string
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeExternalIP {
+			external = append(external, a.Address)
+		}
+	}
+	if len(external) != 1 || net.ParseIP(external[0]).To4() == nil {
+		t.Errorf("ExternalIPs = %v, want the public IPv4 alone (an empty HCLOUD_INSTANCES_ADDRESS_FAMILY is ipv4)", external)
+	}
+	for _, want := range []string{"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT=-1s is negative", `HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE="ROUND_ROBIN" is accepted as "round_robin"`} {
+		if !strings.Contains(ccm.Logs(), want) {
+			t.Errorf("no warning %q in the CCM's log", want)
+		}
 	}
 }
