@@ -65,7 +65,10 @@ func Default() Config {
 //     HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL, _TIMEOUT, _RETRIES, ROBOT_CACHE_TIMEOUT or
 //     ROBOT_RATE_LIMIT_WAIT_TIME means unset; other empty booleans and durations are errors;
 //   - HCLOUD_NETWORK_ROUTES_ENABLED is read only when HCLOUD_NETWORK is set;
-//   - negative durations and retries are kept (with a warning where the API will refuse them).
+//   - negative durations and retries are kept, with a warning. The Robot client gives the
+//     negative Robot durations the official meaning (no cache, no wait; ccm/robot
+//     TestClient_negativeDurations); negative health check values fail when a load balancer
+//     uses them, as there.
 //
 // A value of this CCM's own variables (those the official CCM does not have) that is malformed
 // or out of range never stops the CCM: the default is used and a warning names the variable

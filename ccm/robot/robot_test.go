@@ -261,3 +261,31 @@ func TestClient_badAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestClient_negativeDurations: negative ROBOT_CACHE_TIMEOUT and ROBOT_RATE_LIMIT_WAIT_TIME,
+// which the configuration accepts as the official CCM does, mean what they mean there: no
+// cache (every call lists), and no wait after a rate-limit error (the next call asks again).
+func TestClient_negativeDurations(t *testing.T) {
+	s := seed
+	s.RateLimit = 1
+	c, emu, _ := newClient(t, s, config.Robot{CacheTimeout: -time.Second, RateLimitWaitTime: -time.Second})
+	ctx := context.Background()
+	steps := []struct {
+		name      string
+		wantErr   bool
+		wantLists int
+	}{
+		{"the first call lists", false, 1},
+		{"a second call at the same instant lists again: nothing is cached", true, 2},
+		{"after the rate-limit error the next call asks Robot at once: there is no wait", true, 3},
+	}
+	for _, st := range steps {
+		_, err := c.Servers(ctx)
+		if (err != nil) != st.wantErr || (err != nil && !errors.Is(err, robot.ErrRateLimited)) {
+			t.Errorf("%s: error = %v, want rate-limited %t", st.name, err, st.wantErr)
+		}
+		if got := emu.Requests()["GET /server"]; got != st.wantLists {
+			t.Errorf("%s: GET /server = %d, want %d", st.name, got, st.wantLists)
+		}
+	}
+}
