@@ -8,7 +8,8 @@
 //
 // Our own, more detailed series (hcloud_ccm_*) are registered next to them. The official CCM
 // counts operations at the top of nearly every internal function; we count the entry points
-// (the cloudprovider methods), which is what dashboards plot.
+// (the cloudprovider methods it counts: all but GetLoadBalancerName), which is what dashboards
+// plot.
 package compatmetrics
 
 import (
@@ -19,7 +20,6 @@ import (
 // Operation names of the official CCM. They MUST not change: dashboards match on them.
 const (
 	OpGetLoadBalancer           = "hcloud/loadBalancers.GetLoadBalancer"
-	OpGetLoadBalancerName       = "hcloud/loadBalancers.GetLoadBalancerName"
 	OpEnsureLoadBalancer        = "hcloud/loadBalancers.EnsureLoadBalancer"
 	OpUpdateLoadBalancer        = "hcloud/loadBalancers.UpdateLoadBalancer"
 	OpEnsureLoadBalancerDeleted = "hcloud/loadBalancers.EnsureLoadBalancerDeleted"

@@ -163,7 +163,6 @@ func (l *LoadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *core
 // failing plugin raises a Warning event PluginFailed and the default is used.
 // Implementations must treat the *v1.Service parameter as read-only and not modify it.
 func (l *LoadBalancers) GetLoadBalancerName(ctx context.Context, clusterName string, svc *corev1.Service) string {
-	compatmetrics.Operation(compatmetrics.OpGetLoadBalancerName)
 	name, _ := l.name(ctx, clusterName, svc)
 	return name
 }
