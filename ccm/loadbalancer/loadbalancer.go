@@ -391,31 +391,56 @@ func (l *LoadBalancers) warnTypeUnconfigured(svc *corev1.Service) {
 		annotation.LBType, "HCLOUD_LOAD_BALANCERS_TYPE")
 }
 
-// checkType validates a type that is set against the type list (names are case-sensitive), warns about a
-// deprecated one and sets the max_targets the planner respects.
+// checkType looks up the type the Service asks for (annotation, HCLOUD_LOAD_BALANCERS_TYPE or
+// DefaultType) in the cached type list on every reconcile, as the official CCM does: a deprecated
+// type raises LoadBalancerTypeDeprecated (the official's message), a type that can no longer be
+// ordered is refused before any write, also when the load balancer already has it (the official
+// refuses it there too). A type that is set and unknown is refused (names are case-sensitive). It
+// sets the max_targets the planner respects: the load balancer's own when its type does not change.
 func (l *LoadBalancers) checkType(ctx context.Context, svc *corev1.Service, d *lbplan.Desired, lb *hcloud.LoadBalancer) error {
-	if lb != nil && (!d.TypeSet || lb.LoadBalancerType != nil && lb.LoadBalancerType.Name == d.Type) { // the type does not change
+	unchanged := lb != nil && (!d.TypeSet || lb.LoadBalancerType != nil && lb.LoadBalancerType.Name == d.Type)
+	t, known, err := l.types.get(ctx, d.Type)
+	if err != nil {
+		return fmt.Errorf("load balancer types: %w", err)
+	}
+	field := string(annotation.LBType)
+	if _, ok := annotation.LBType.Value(svc); !ok && d.TypeSet {
+		field = "HCLOUD_LOAD_BALANCERS_TYPE"
+	}
+	if t != nil {
+		msg, unavailable := typeDeprecation(t, l.types.now())
+		if unavailable {
+			return fmt.Errorf("%s: set %q to a type that can be ordered", msg, field)
+		}
+		if msg != "" {
+			l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerTypeDeprecated, msg)
+		}
+	}
+	if unchanged {
 		if lb.LoadBalancerType != nil {
 			d.MaxTargets = lb.LoadBalancerType.MaxTargets
 		}
 		return nil
 	}
-	t, known, err := l.types.get(ctx, d.Type)
-	if err != nil {
-		return fmt.Errorf("load balancer types: %w", err)
-	}
 	if t == nil {
-		field := string(annotation.LBType)
-		if _, ok := annotation.LBType.Value(svc); !ok {
-			field = "HCLOUD_LOAD_BALANCERS_TYPE"
-		}
 		return l.invalid(svc, annotation.Usagef(field, "invalid value for %q: %q is not a load balancer type (known, case-sensitive: %s)", field, d.Type, strings.Join(known, ", ")))
-	}
-	if t.IsDeprecated() {
-		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonLoadBalancerTypeDeprecated, "load balancer type %s is deprecated", t.Name)
 	}
 	d.MaxTargets = t.MaxTargets
 	return nil
+}
+
+// typeDeprecation is the official CCM's deprecation message for t at now (hcloud-go's
+// deprecationutil.LoadBalancerTypeMessage, with the clock passed in): "" for a type that is not
+// deprecated; unavailable when it can no longer be ordered.
+func typeDeprecation(t *hcloud.LoadBalancerType, now time.Time) (msg string, unavailable bool) {
+	if !t.IsDeprecated() {
+		return "", false
+	}
+	if now.After(t.UnavailableAfter()) {
+		return fmt.Sprintf("Load Balancer Type %q is unavailable and can no longer be ordered", t.Name), true
+	}
+	return fmt.Sprintf("Load Balancer Type %q is deprecated and will no longer be available for order as of %s",
+		t.Name, t.UnavailableAfter().Format(time.DateOnly)), false
 }
 
 // targetNodes resolves nodes to servers; nodes without a cloud provider ID are skipped with an
