@@ -110,7 +110,7 @@ func TestWrapAPIError(t *testing.T) {
 	tests := []struct {
 		name  string
 		label string
-		err   error
+		err   hcloud.Error
 		want  string
 	}{
 		{"fields and annotation", "update_service(443)", hcloud.Error{Code: hcloud.ErrorCodeInvalidInput, Message: "invalid input in field 'http.timeout_idle'", Details: hcloud.ErrorDetailsInvalidInput{
@@ -127,7 +127,7 @@ func TestWrapAPIError(t *testing.T) {
 				t.Errorf("wrapAPIError() = %q\nwant %q", err, tc.want)
 			}
 			var herr hcloud.Error
-			if !errors.As(err, &herr) || herr.Code != tc.err.(hcloud.Error).Code {
+			if !errors.As(err, &herr) || herr.Code != tc.err.Code {
 				t.Errorf("wrapAPIError() does not wrap the API error")
 			}
 		})
