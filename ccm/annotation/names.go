@@ -129,7 +129,10 @@ const (
 	// LBType is the load balancer type, case-sensitive (LB21 is refused). The annotation or
 	// HCLOUD_LOAD_BALANCERS_TYPE changes the type of an existing load balancer; without both,
 	// the type is left as it is (lb11 on create) and every reconcile raises the Warning
-	// LoadBalancerTypeUnconfigured, as with the official CCM. An empty value counts as unset.
+	// LoadBalancerTypeUnconfigured, as with the official CCM. An empty value counts as no type
+	// at all: it hides HCLOUD_LOAD_BALANCERS_TYPE (lb11, LoadBalancerTypeUnconfigured), as in
+	// the official CCM. A deprecated type raises LoadBalancerTypeDeprecated on every reconcile;
+	// a type that can no longer be ordered is refused, also on a load balancer that has it.
 	//
 	// Type: string (a load balancer type name, e.g. lb11)
 	// Default: lb11 (HCLOUD_LOAD_BALANCERS_TYPE)
