@@ -330,7 +330,7 @@ func (l *LoadBalancers) reconcile(ctx context.Context, clusterName string, svc *
 	if err != nil {
 		return nil, lbplan.Desired{}, err
 	}
-	targets, unknown, err := l.targetNodes(ctx, svc, nodes)
+	targets, unknown, err := l.targetNodes(ctx, nodes)
 	if err != nil {
 		return nil, lbplan.Desired{}, err
 	}
@@ -549,12 +549,11 @@ func typeDeprecation(t *hcloud.LoadBalancerType, now time.Time) (msg string, una
 // targetNodes resolves nodes to servers; nodes without a cloud provider ID are skipped and
 // returned for the UnknownProviderIDPrefix warning (advisoryWarnings), as the official CCM does. Robot nodes are resolved by
 // robotNodes with WithRobot, and skipped without an event otherwise (official).
-func (l *LoadBalancers) targetNodes(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node) ([]lbplan.Node, []unknownNode, error) {
-	robots, err := l.robotNodes(ctx, svc, nodes)
+func (l *LoadBalancers) targetNodes(ctx context.Context, nodes []*corev1.Node) ([]lbplan.Node, []unknownNode, error) {
+	robots, unknown, err := l.robotNodes(ctx, nodes)
 	if err != nil {
 		return nil, nil, err
 	}
-	var unknown []unknownNode
 	out := make([]lbplan.Node, 0, len(nodes))
 	for _, n := range nodes {
 		if n == nil {
