@@ -214,15 +214,15 @@ func ParseAlgorithm(v string) (hcloud.LoadBalancerAlgorithmType, bool) {
 	return "", false
 }
 
-// CertificateType accepts uploaded or managed.
+// CertificateType is managed when the value is exactly managed and uploaded for any other
+// value, as the official CCM compares it (Managed, an empty value or a typo mean uploaded: the
+// certificates of http-certificates are used). It never returns an *InvalidError.
 func (n Name) CertificateType(svc *corev1.Service) (hcloud.CertificateType, error) {
-	return parse(n, svc, "one of uploaded, managed", func(v string) (hcloud.CertificateType, bool) {
-		t := hcloud.CertificateType(strings.TrimSpace(v))
-		switch t {
-		case hcloud.CertificateTypeUploaded, hcloud.CertificateTypeManaged:
-			return t, true
+	return parse(n, svc, "uploaded or managed", func(v string) (hcloud.CertificateType, bool) {
+		if v == string(hcloud.CertificateTypeManaged) {
+			return hcloud.CertificateTypeManaged, true
 		}
-		return "", false
+		return hcloud.CertificateTypeUploaded, true
 	})
 }
 

@@ -56,7 +56,7 @@ var kinds = map[annotation.Name]string{
 	annotation.LBUsePrivateIP:                            "bool",
 	annotation.LBPrivateIPv4:                             "ipv4",
 	annotation.LBPrivateSubnetIPRange:                    "cidr",
-	annotation.LBHostname:                                "nonempty",
+	annotation.LBHostname:                                "string",
 	annotation.LBSvcProtocol:                             "protocol",
 	annotation.LBAlgorithmType:                           "algo",
 	annotation.LBType:                                    "nonempty",
@@ -69,7 +69,7 @@ var kinds = map[annotation.Name]string{
 	annotation.LBSvcHTTPTimeoutIdle:                      "duration",
 	annotation.LBSvcHTTPCertificateType:                  "certtype",
 	annotation.LBSvcHTTPCertificates:                     "csv",
-	annotation.LBSvcHTTPManagedCertificateName:           "nonempty",
+	annotation.LBSvcHTTPManagedCertificateName:           "string",
 	annotation.LBSvcHTTPManagedCertificateUseACMEStaging: "bool",
 	annotation.LBSvcHTTPManagedCertificateDomains:        "csv",
 	annotation.LBSvcRedirectHTTP:                         "bool",
@@ -102,7 +102,7 @@ var values = map[string]struct {
 	"csv":      {good: map[string]string{"a": "[a]", "a, b,c": "[a b c]", "2??,3??": "[2?? 3??]"}, bad: []string{"", "a,,b", "a,"}},
 	"protocol": {good: map[string]string{"tcp": "tcp", "http": "http", "https": "https", "TCP": "tcp", "HTTPS": "https"}, bad: []string{"", "udp", "h2"}},
 	"algo":     {good: map[string]string{"round_robin": "round_robin", "least_connections": "least_connections", "Least_Connections": "least_connections"}, bad: []string{"", "random", "round-robin"}},
-	"certtype": {good: map[string]string{"uploaded": "uploaded", "managed": "managed"}, bad: []string{"", "letsencrypt"}},
+	"certtype": {good: map[string]string{"uploaded": "uploaded", "managed": "managed", "Managed": "uploaded", " managed": "uploaded", "": "uploaded", "letsencrypt": "uploaded"}},
 	"selector": {good: map[string]string{"": "", "role=edge": "role=edge", "zone in (a,b),!gpu": "!gpu,zone in (a,b)"}, bad: []string{"=x", "a b", "in (", "!"}},
 }
 

@@ -99,7 +99,10 @@ const (
 	// Changes: none on an attached load balancer (used when attaching)
 	LBPrivateSubnetIPRange Name = "load-balancer.hetzner.cloud/private-subnet-ip-range"
 
-	// LBHostname is put in the Service status instead of the load balancer's IPs.
+	// LBHostname is put in the Service status instead of the load balancer's IPs, as it is
+	// (an empty value too), as the official CCM does. The load balancer is reconciled whatever
+	// the value; the Kubernetes API server refuses a status whose hostname is not a DNS name
+	// (or is an IP address), so such a Service keeps an empty status until the value is fixed.
 	//
 	// Type: string
 	// Default: none
@@ -126,7 +129,10 @@ const (
 	// LBType is the load balancer type, case-sensitive (LB21 is refused). The annotation or
 	// HCLOUD_LOAD_BALANCERS_TYPE changes the type of an existing load balancer; without both,
 	// the type is left as it is (lb11 on create) and every reconcile raises the Warning
-	// LoadBalancerTypeUnconfigured, as with the official CCM. An empty value counts as unset.
+	// LoadBalancerTypeUnconfigured, as with the official CCM. An empty value counts as no type
+	// at all: it hides HCLOUD_LOAD_BALANCERS_TYPE (lb11, LoadBalancerTypeUnconfigured), as in
+	// the official CCM. A deprecated type raises LoadBalancerTypeDeprecated on every reconcile;
+	// a type that can no longer be ordered is refused, also on a load balancer that has it.
 	//
 	// Type: string (a load balancer type name, e.g. lb11)
 	// Default: lb11 (HCLOUD_LOAD_BALANCERS_TYPE)
@@ -183,16 +189,21 @@ const (
 	// Changes: new connections (update_service)
 	LBSvcHTTPCookieLifetime Name = "load-balancer.hetzner.cloud/http-cookie-lifetime"
 
-	// LBSvcHTTPTimeoutIdle is the HTTP idle timeout, between 30s and 300s.
+	// LBSvcHTTPTimeoutIdle is the HTTP idle timeout. The official docs say it must be between
+	// 30s and 300s; the value is sent as it is and the API decides, as with the official CCM (a
+	// refusal names this annotation).
 	//
 	// Type: duration
 	// Default: none (API default)
 	// Changes: new connections (update_service)
 	LBSvcHTTPTimeoutIdle Name = "load-balancer.hetzner.cloud/http-timeout-idle"
 
-	// LBSvcHTTPCertificateType is the type of the TLS certificates of https services.
+	// LBSvcHTTPCertificateType is the type of the TLS certificates of https services: exactly
+	// managed selects the managed certificate; any other value (Managed, a typo) means uploaded,
+	// as the official CCM compares it. An https service without certificates is sent as it is
+	// and the API decides.
 	//
-	// Type: uploaded | managed
+	// Type: uploaded | managed (case-sensitive)
 	// Default: uploaded
 	// Changes: new connections (update_service)
 	LBSvcHTTPCertificateType Name = "load-balancer.hetzner.cloud/certificate-type"
@@ -207,13 +218,14 @@ const (
 	// LBSvcHTTPManagedCertificateName is the name of the managed certificate, created with the
 	// hcloud-ccm/service-uid label when no certificate carries it yet.
 	//
-	// Type: string
+	// Type: string (an empty value means the default, as with the official CCM)
 	// Default: ccm-managed-certificate-<Service UID>
 	// Changes: none (read when the certificate is created; delete the certificate to recreate it)
 	LBSvcHTTPManagedCertificateName Name = "load-balancer.hetzner.cloud/http-managed-certificate-name"
 
 	// LBSvcHTTPManagedCertificateUseACMEStaging requests the managed certificate from Let's
-	// Encrypt staging. Internal to Hetzner's tests in the official CCM.
+	// Encrypt staging. Internal to Hetzner's tests in the official CCM. A value that is not a
+	// bool means false, as with the official CCM.
 	//
 	// Type: bool
 	// Default: false

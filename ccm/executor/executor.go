@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	corev1 "k8s.io/api/core/v1"
@@ -19,10 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/cloud-provider/api"
 	"k8s.io/klog/v2"
 
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -323,18 +320,6 @@ func copyMap(m map[string]string) map[string]string {
 	return out
 }
 
-// wrapAPIError prefixes err with the mutation label and, when the refusal points at one, the
-// annotation to check; locked and conflict become retry errors.
-func wrapAPIError(label string, err error) error {
-	if hcloud.IsError(err, hcloud.ErrorCodeLocked, hcloud.ErrorCodeConflict) {
-		return fmt.Errorf("%s: %w", label, api.NewRetryError(fmt.Sprintf("load balancer busy, retrying in %s: %v", RetryAfter, err), RetryAfter))
-	}
-	if name := annotationHint(err); name != "" {
-		return fmt.Errorf("%s: %w (check %q)", label, err, name)
-	}
-	return fmt.Errorf("%s: %w", label, err)
-}
-
 // inlineRejected reports whether err is the API refusing a create for capacity: more targets
 // (or certificates) than the type allows. Only then is the create sent again without what rode
 // along, so the targets within the limit can be added one by one (MaxTargetsReached for the
@@ -342,51 +327,6 @@ func wrapAPIError(label string, err error) error {
 // value) is not retried stripped: that would leave a billed load balancer that never converges.
 func inlineRejected(err error) bool {
 	return err != nil && hcloud.IsError(err, hcloud.ErrorCodeResourceLimitExceeded)
-}
-
-// annotationHint names the annotation behind an API refusal, so the error says what to fix;
-// "" when the refusal does not point at one.
-func annotationHint(err error) string {
-	var herr hcloud.Error
-	if !errors.As(err, &herr) {
-		return ""
-	}
-	switch herr.Code {
-	case hcloud.ErrorCodeTargetsWithoutUsePrivateIP, hcloud.ErrorCodeServerNotAttachedToNetwork:
-		return string(annotation.LBUsePrivateIP)
-	case hcloud.ErrorCodeLoadBalancerNotAttachedToNetwork, "load_balancer_public_interface_disabled":
-		return string(annotation.LBDisablePublicNetwork)
-	case hcloud.ErrorCodeInvalidInput, hcloud.ErrorCodeNotFound:
-	default:
-		return ""
-	}
-	text := strings.ToLower(herr.Message)
-	if d, ok := herr.Details.(hcloud.ErrorDetailsInvalidInput); ok {
-		for _, f := range d.Fields {
-			text += " " + strings.ToLower(f.Name)
-		}
-	}
-	// Whole words only (field paths like services[0].http.certificates split at the dots), so
-	// that "ip" does not match inside "multiple".
-	words := map[string]bool{}
-	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' }) {
-		words[strings.TrimSuffix(w, "s")] = true
-	}
-	for _, h := range []struct {
-		word string
-		name annotation.Name
-	}{
-		{"certificate", annotation.LBSvcHTTPCertificates}, {"subnet", annotation.LBPrivateSubnetIPRange},
-		{"ip_range", annotation.LBPrivateSubnetIPRange}, {"health_check", annotation.LBSvcHealthCheckProtocol},
-		{"location", annotation.LBLocation}, {"network_zone", annotation.LBNetworkZone},
-		{"load_balancer_type", annotation.LBType}, {"algorithm", annotation.LBAlgorithmType},
-		{"name", annotation.LBName}, {"ip", annotation.LBPrivateIPv4},
-	} {
-		if words[h.word] {
-			return string(h.name)
-		}
-	}
-	return ""
 }
 
 // nodeRef references a Node by name for events.

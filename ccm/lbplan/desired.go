@@ -15,7 +15,6 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
@@ -187,7 +186,9 @@ type Target struct {
 
 // StatusOptions shape the Service status built from the load balancer.
 type StatusOptions struct {
+	// Hostname replaces the IPs when HostnameSet (the annotation is set, an empty value too).
 	Hostname              string
+	HostnameSet           bool
 	DisableIPv6           bool
 	DisablePrivateIngress bool
 	ProxyProtocol         bool
@@ -232,8 +233,9 @@ func pick[T any](v T, err error, def T) (T, error) {
 
 func isSet(err error) bool { return !errors.Is(err, annotation.ErrNotSet) }
 
-// desiredType: the type annotation (empty counts as unset), else HCLOUD_LOAD_BALANCERS_TYPE,
-// else DefaultType with TypeUnconfigured. Names are case-sensitive (checked against the type list
+// desiredType: the type annotation, else HCLOUD_LOAD_BALANCERS_TYPE, else DefaultType with
+// TypeUnconfigured; an empty annotation counts as no type at all (DefaultType, not the
+// variable's), as with the official CCM. Names are case-sensitive (checked against the type list
 // by the caller).
 func desiredType(d *Desired, in Input) error {
 	d.Type, d.TypeSet = ConfiguredType(in.Service, in.Defaults)
@@ -243,12 +245,14 @@ func desiredType(d *Desired, in Input) error {
 	return nil
 }
 
-// ConfiguredType is the type the type annotation (an empty value counts as unset) or else
-// HCLOUD_LOAD_BALANCERS_TYPE asks for; ok is false when neither does (the official CCM then
-// warns LoadBalancerTypeUnconfigured).
+// ConfiguredType is the type the type annotation or else HCLOUD_LOAD_BALANCERS_TYPE asks for;
+// ok is false when neither does (the official CCM then warns LoadBalancerTypeUnconfigured). An
+// annotation that is set but empty (after trimming) hides the variable, as in the official
+// CCM, where the annotation's value replaces the variable's before the empty check.
 func ConfiguredType(svc *corev1.Service, defaults config.LoadBalancer) (typ string, ok bool) {
-	if t, set := annotation.LBType.Value(svc); set && strings.TrimSpace(t) != "" {
-		return strings.TrimSpace(t), true
+	if t, set := annotation.LBType.Value(svc); set {
+		t = strings.TrimSpace(t)
+		return t, t != ""
 	}
 	return defaults.Type, defaults.Type != ""
 }
@@ -388,14 +392,10 @@ func NewStatusOptions(svc *corev1.Service, defaults config.LoadBalancer) (Status
 	if o.ProxyProtocol, err = boolOr(annotation.LBSvcProxyProtocol, svc, derefOr(defaults.UsesProxyProtocol)); err != nil {
 		return o, err
 	}
-	h, err := annotation.LBHostname.NonEmptyString(svc)
-	if err == nil {
-		if errs := validation.IsDNS1123Subdomain(h); len(errs) > 0 {
-			return o, &annotation.InvalidError{Name: annotation.LBHostname, Value: h, Accepted: "a DNS name such as lb.example.com: " + strings.Join(errs, "; ")}
-		}
-	}
-	o.Hostname, err = pick(h, err, "")
-	return o, err
+	// The hostname goes to the status as it is, as with the official CCM: the API server
+	// validates it (the load balancer does not depend on it).
+	o.Hostname, o.HostnameSet = annotation.LBHostname.Value(svc)
+	return o, nil
 }
 
 func desiredTargets(d *Desired, in Input) error {
@@ -406,6 +406,10 @@ func desiredTargets(d *Desired, in Input) error {
 	if usePrivate && in.Network == nil {
 		return annotation.Usagef(string(annotation.LBUsePrivateIP), "%q needs a network: set HCLOUD_NETWORK or remove the annotation", annotation.LBUsePrivateIP)
 	}
+	// Deliberately stricter than the official CCM (docs/reference/differences.md): the API
+	// refuses a load balancer without a public interface with targets on public IPs
+	// (targets_without_use_private_ip, load_balancer_public_interface_disabled); refused here,
+	// nothing is half-applied.
 	if d.PublicInterface != nil && !*d.PublicInterface && !usePrivate {
 		return annotation.Usagef(string(annotation.LBDisablePublicNetwork), "%q needs targets on private IPs: set %q to true", annotation.LBDisablePublicNetwork, annotation.LBUsePrivateIP)
 	}

@@ -3,6 +3,7 @@ package lbplan_test
 import (
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -517,10 +518,8 @@ func TestNewDesired_InvalidCombinations(t *testing.T) {
 			`10.9.0.0/24 is not a subnet of network`},
 		{"a bad bool names the annotation", newInput(web(withAnnotation(annotation.LBSvcProxyProtocol, "yes"))), `invalid value for "load-balancer.hetzner.cloud/uses-proxyprotocol": "yes"`},
 		{"a bad selector names the annotation", newInput(web(withAnnotation(annotation.LBNodeSelector, "a b"))), `invalid value for "load-balancer.hetzner.cloud/node-selector"`},
-		{"https without certificates is refused", newInput(web(withAnnotation(annotation.LBSvcProtocol, "https"))), `set "load-balancer.hetzner.cloud/http-certificates"`},
 		{"managed certificates need domains", newInput(web(withAnnotation(annotation.LBSvcProtocol, "https"), withAnnotation(annotation.LBSvcHTTPCertificateType, "managed"))), `set "load-balancer.hetzner.cloud/http-managed-certificate-domains"`},
 		{"a bad environment algorithm names the variable", newInput(web(), func(in *lbplan.Input) { in.Defaults.AlgorithmType = "x" }), `"HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE"`},
-		{"an idle timeout out of range names the accepted range", newInput(web(withAnnotation(annotation.LBSvcHTTPTimeoutIdle, "10s"))), `(expect a duration from 30s to 300s)`},
 		{"a port without node port is refused", newInput(newService("web", func(s *corev1.Service) { s.Spec.Ports = []corev1.ServicePort{{Port: 80}} })), "has no node port"},
 	}
 	for _, tc := range tests {
@@ -529,6 +528,77 @@ func TestNewDesired_InvalidCombinations(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("err = %v, want %q", err, tc.wantErr)
 			}
+		})
+	}
+}
+
+// TestNewDesired_AsTheOfficial holds the values the official CCM sends on (or reads its own
+// way) that an earlier version of this CCM refused: each is accepted with the official's meaning.
+func TestNewDesired_AsTheOfficial(t *testing.T) {
+	https := func(tweaks ...serviceTweak) *corev1.Service {
+		return newService("web", append([]serviceTweak{withPorts(443), withAnnotation(annotation.LBSvcProtocol, "https")}, tweaks...)...)
+	}
+	tests := []struct {
+		name  string
+		in    lbplan.Input
+		check func(*testing.T, lbplan.Desired)
+	}{
+		{"https without certificates is sent without certificates", newInput(https()), func(t *testing.T, d lbplan.Desired) {
+			if s := d.Services[0]; s.Protocol != hcloud.LoadBalancerServiceProtocolHTTPS || s.HTTP.Certificates != nil {
+				t.Errorf("service = %+v, want https without certificates", s)
+			}
+		}},
+		{"an idle timeout outside 30s-300s is sent as it is", newInput(newService("web", withPorts(80), withAnnotation(annotation.LBSvcProtocol, "http"), withAnnotation(annotation.LBSvcHTTPTimeoutIdle, "10s"))), func(t *testing.T, d lbplan.Desired) {
+			if got := d.Services[0].HTTP.TimeoutIdle; got == nil || *got != 10*time.Second {
+				t.Errorf("timeout idle = %v, want 10s", got)
+			}
+		}},
+		{"certificate-type Managed (not exactly managed) means uploaded", newInput(https(withAnnotation(annotation.LBSvcHTTPCertificateType, "Managed")), func(in *lbplan.Input) { in.CertificateIDs = []int64{7} }), func(t *testing.T, d lbplan.Desired) {
+			if d.ManagedCertificate != nil || !slices.Equal(d.Services[0].HTTP.Certificates, []int64{7}) {
+				t.Errorf("managed %+v, certificates %v; want uploaded certificate 7", d.ManagedCertificate, d.Services[0].HTTP.Certificates)
+			}
+		}},
+		{"an unknown certificate-type means uploaded", newInput(https(withAnnotation(annotation.LBSvcHTTPCertificateType, "letsencrypt"))), func(t *testing.T, d lbplan.Desired) {
+			if d.ManagedCertificate != nil || d.Services[0].HTTP.Certificates != nil {
+				t.Errorf("managed %+v, certificates %v; want uploaded, none", d.ManagedCertificate, d.Services[0].HTTP.Certificates)
+			}
+		}},
+		{"an empty managed certificate name is the default name", newInput(https(withAnnotation(annotation.LBSvcHTTPCertificateType, "managed"),
+			withAnnotation(annotation.LBSvcHTTPManagedCertificateDomains, "shop.example.com"), withAnnotation(annotation.LBSvcHTTPManagedCertificateName, ""))), func(t *testing.T, d lbplan.Desired) {
+			if d.ManagedCertificate == nil || d.ManagedCertificate.Name != "ccm-managed-certificate-"+uid {
+				t.Errorf("managed certificate = %+v", d.ManagedCertificate)
+			}
+		}},
+		{"an acme-staging value that is no bool is false", newInput(https(withAnnotation(annotation.LBSvcHTTPCertificateType, "managed"),
+			withAnnotation(annotation.LBSvcHTTPManagedCertificateDomains, "shop.example.com"), withAnnotation(annotation.LBSvcHTTPManagedCertificateUseACMEStaging, "yes"))), func(t *testing.T, d lbplan.Desired) {
+			if d.ManagedCertificate == nil || d.ManagedCertificate.Labels[lbplan.LabelACMEStaging] != "" {
+				t.Errorf("managed certificate = %+v, want no staging label", d.ManagedCertificate)
+			}
+		}},
+		{"a hostname that is no DNS name goes to the status as it is", newInput(newService("web", withPorts(80), withAnnotation(annotation.LBHostname, "Not A Host"))), func(t *testing.T, d lbplan.Desired) {
+			if !d.Status.HostnameSet || d.Status.Hostname != "Not A Host" {
+				t.Errorf("status options = %+v", d.Status)
+			}
+		}},
+		{"an empty hostname is a hostname", newInput(newService("web", withPorts(80), withAnnotation(annotation.LBHostname, ""))), func(t *testing.T, d lbplan.Desired) {
+			if !d.Status.HostnameSet || d.Status.Hostname != "" {
+				t.Errorf("status options = %+v", d.Status)
+			}
+		}},
+		{"an empty type hides HCLOUD_LOAD_BALANCERS_TYPE: lb11, unconfigured", newInput(newService("web", withPorts(80), withAnnotation(annotation.LBType, "")), func(in *lbplan.Input) { in.Defaults.Type = "lb21" }), func(t *testing.T, d lbplan.Desired) {
+			if d.Type != lbplan.DefaultType || d.TypeSet || !d.TypeUnconfigured {
+				t.Errorf("type %q set %v unconfigured %v; want lb11, not set, unconfigured", d.Type, d.TypeSet, d.TypeUnconfigured)
+			}
+		}},
+		{"without the type annotation HCLOUD_LOAD_BALANCERS_TYPE applies", newInput(newService("web", withPorts(80)), func(in *lbplan.Input) { in.Defaults.Type = "lb21" }), func(t *testing.T, d lbplan.Desired) {
+			if d.Type != "lb21" || !d.TypeSet || d.TypeUnconfigured {
+				t.Errorf("type %q set %v unconfigured %v; want lb21, set", d.Type, d.TypeSet, d.TypeUnconfigured)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.check(t, mustDesired(t, tc.in))
 		})
 	}
 }

@@ -93,9 +93,8 @@ func desiredManagedCertificate(d *Desired, in Input) error {
 	if len(d.Services) == 0 || d.Services[0].Protocol != hcloud.LoadBalancerServiceProtocolHTTPS {
 		return nil
 	}
-	ct, err := annotation.LBSvcHTTPCertificateType.CertificateType(svc)
-	if err != nil || ct != hcloud.CertificateTypeManaged {
-		return nil // errors were reported by desiredServices
+	if ct, _ := annotation.LBSvcHTTPCertificateType.CertificateType(svc); ct != hcloud.CertificateTypeManaged {
+		return nil
 	}
 	domains, err := annotation.LBSvcHTTPManagedCertificateDomains.CSV(svc)
 	if errors.Is(err, annotation.ErrNotSet) {
@@ -104,14 +103,13 @@ func desiredManagedCertificate(d *Desired, in Input) error {
 	if err != nil {
 		return err
 	}
-	name, err := annotation.LBSvcHTTPManagedCertificateName.NonEmptyString(svc)
-	if name, err = pick(name, err, "ccm-managed-certificate-"+string(svc.UID)); err != nil {
-		return err
+	// As with the official CCM: an empty name is the default name, and a staging value that is
+	// not a bool is false.
+	name, _ := annotation.LBSvcHTTPManagedCertificateName.Value(svc)
+	if name == "" {
+		name = "ccm-managed-certificate-" + string(svc.UID)
 	}
-	staging, err := boolOr(annotation.LBSvcHTTPManagedCertificateUseACMEStaging, svc, false)
-	if err != nil {
-		return err
-	}
+	staging, _ := annotation.LBSvcHTTPManagedCertificateUseACMEStaging.Bool(svc)
 	mc := &ManagedCertificate{ID: in.ManagedCertificateID, Name: name, Domains: domains, Labels: map[string]string{LabelServiceUID: string(svc.UID)}}
 	if staging {
 		mc.Labels[LabelACMEStaging] = "true"
@@ -147,27 +145,20 @@ func httpSettings(in Input, proto hcloud.LoadBalancerServiceProtocol) (HTTP, err
 	if h.TimeoutIdle, err = optional(annotation.LBSvcHTTPTimeoutIdle.Duration, svc); err != nil {
 		return h, err
 	}
-	if t := h.TimeoutIdle; t != nil && (*t < 30*time.Second || *t > 300*time.Second) {
-		v, _ := annotation.LBSvcHTTPTimeoutIdle.Value(svc)
-		return h, &annotation.InvalidError{Name: annotation.LBSvcHTTPTimeoutIdle, Value: v, Accepted: "a duration from 30s to 300s"}
-	}
 	if h.RedirectHTTP, err = optional(annotation.LBSvcRedirectHTTP.Bool, svc); err != nil {
 		return h, err
 	}
 	if h.StickySessions, err = optional(annotation.LBSvcHTTPStickySessions.Bool, svc); err != nil {
 		return h, err
 	}
-	ct, err := annotation.LBSvcHTTPCertificateType.CertificateType(svc)
-	if ct, err = pick(ct, err, hcloud.CertificateTypeUploaded); err != nil {
-		return h, err
-	}
+	// Any value but exactly managed is uploaded (the official CCM's comparison). https without
+	// certificates is sent as it is: the API decides, as with the official CCM.
+	ct, _ := annotation.LBSvcHTTPCertificateType.CertificateType(svc)
 	switch {
 	case ct == hcloud.CertificateTypeManaged:
 		h.Certificates = []int64{in.ManagedCertificateID}
 	case len(in.CertificateIDs) > 0:
 		h.Certificates = slices.Compact(slices.Sorted(slices.Values(in.CertificateIDs)))
-	case proto == hcloud.LoadBalancerServiceProtocolHTTPS:
-		return h, annotation.Usagef(string(annotation.LBSvcHTTPCertificates), "%q is https: set %q to the IDs or names of uploaded certificates", annotation.LBSvcProtocol, annotation.LBSvcHTTPCertificates)
 	}
 	if proto == hcloud.LoadBalancerServiceProtocolTCP {
 		return HTTP{}, nil

@@ -8,7 +8,7 @@ import (
 
 // Status builds the Service status of the load balancer a (NewActual, or the state its
 // mutations left), as the official CCM does: the hostname alone when
-// one is set; else the public IPv4 and (unless disabled) IPv6 when the public interface is
+// one is set (HostnameSet, an empty one too); else the public IPv4 and (unless disabled) IPv6 when the public interface is
 // enabled, then the private IPs unless private ingress is disabled. ipMode is Proxy with the
 // proxy protocol, else VIP. It is pure; a nil a gives an empty status.
 func Status(a *Actual, o StatusOptions) *corev1.LoadBalancerStatus {
@@ -16,7 +16,7 @@ func Status(a *Actual, o StatusOptions) *corev1.LoadBalancerStatus {
 	if a == nil {
 		return st
 	}
-	if o.Hostname != "" {
+	if o.HostnameSet || o.Hostname != "" {
 		st.Ingress = []corev1.LoadBalancerIngress{{Hostname: o.Hostname}}
 		return st
 	}

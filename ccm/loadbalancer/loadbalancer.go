@@ -305,9 +305,22 @@ func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) 
 	return err
 }
 
-// reconcile builds the desired state, finds the actual load balancer, plans and runs.
+// reconcile finds the actual load balancer, builds the desired state, plans and runs. Its
+// order of checks and of Warning events follows the official CCM's reconcile (see
+// advisoryWarnings): the node selector first; an Update of a Service without a load balancer
+// does nothing; the type warnings come before anything on a create and after the algorithm on
+// an update; input this CCM refuses before any write raises the warnings the official emits on
+// its way to the same failure.
 func (l *LoadBalancers) reconcile(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, create bool) (*lbplan.Actual, lbplan.Desired, error) {
+	// The official CCM reads the node selector first: a bad one fails before any warning.
+	if _, err := annotation.LBNodeSelector.Selector(svc); err != nil && !errors.Is(err, annotation.ErrNotSet) {
+		return nil, lbplan.Desired{}, l.invalid(svc, err)
+	}
 	name, rename := l.name(ctx, clusterName, svc)
+	lb, err := l.find(ctx, svc, name)
+	if err != nil || (lb == nil && !create) {
+		return nil, lbplan.Desired{}, err
+	}
 	certs, err := l.certificates(ctx, svc)
 	if err != nil {
 		return nil, lbplan.Desired{}, err
@@ -316,7 +329,7 @@ func (l *LoadBalancers) reconcile(ctx context.Context, clusterName string, svc *
 	if err != nil {
 		return nil, lbplan.Desired{}, err
 	}
-	targets, err := l.targetNodes(ctx, svc, nodes)
+	targets, unknown, err := l.targetNodes(ctx, nodes)
 	if err != nil {
 		return nil, lbplan.Desired{}, err
 	}
@@ -325,33 +338,17 @@ func (l *LoadBalancers) reconcile(ctx context.Context, clusterName string, svc *
 		Defaults: l.cfg, CertificateIDs: certs, ManagedCertificateID: managed,
 	}
 	in.Network = clusterNetwork(l.network.Load())
-	if err := checkName(svc); err != nil {
-		return nil, lbplan.Desired{}, l.invalid(svc, err)
-	}
-	// The official CCM reads the node selector first: a bad one fails before any warning.
-	if _, err := annotation.LBNodeSelector.Selector(svc); err != nil && !errors.Is(err, annotation.ErrNotSet) {
-		return nil, lbplan.Desired{}, l.invalid(svc, err)
-	}
-	l.warnTypeUnconfigured(svc)
-	d, err := lbplan.NewDesired(in)
-	var usage *annotation.UsageError
-	if errors.As(err, &usage) && usage.Field == string(annotation.LBPrivateSubnetIPRange) {
-		// The network was read at start: a subnet added since is found by reading it again.
-		if in.Network, err = l.refreshNetwork(ctx); err == nil {
-			d, err = lbplan.NewDesired(in)
+	d, err := l.desired(ctx, in)
+	if phase := failedPhase(err); lb == nil || phase > phaseInfo {
+		if terr := l.typeWarnings(ctx, svc); terr != nil {
+			return nil, d, terr
 		}
 	}
 	if err != nil {
+		l.advisoryWarnings(svc, create, failedPhase(err), unknown)
 		return nil, d, l.invalid(svc, err)
 	}
-	for _, p := range d.UnsupportedPorts {
-		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonUnsupportedProtocolConfigured,
-			"port %d uses protocol %s: only TCP is supported, the port is not load balanced", p.Port, p.Protocol)
-	}
-	lb, err := l.find(ctx, svc, name)
-	if err != nil || (lb == nil && !create) {
-		return nil, d, err
-	}
+	l.advisoryWarnings(svc, create, phaseNone, unknown)
 	if err := l.checkType(ctx, svc, &d, lb); err != nil {
 		return nil, d, err
 	}
@@ -369,6 +366,100 @@ func (l *LoadBalancers) reconcile(ctx context.Context, clusterName string, svc *
 	return state, d, err
 }
 
+// desired checks the name annotation and builds the desired state; a subnet that is not in the
+// network read at start is looked up again (a subnet added since is found).
+func (l *LoadBalancers) desired(ctx context.Context, in lbplan.Input) (lbplan.Desired, error) {
+	if err := checkName(in.Service); err != nil {
+		return lbplan.Desired{}, err
+	}
+	d, err := lbplan.NewDesired(in)
+	var usage *annotation.UsageError
+	if errors.As(err, &usage) && usage.Field == string(annotation.LBPrivateSubnetIPRange) {
+		if in.Network, err = l.refreshNetwork(ctx); err == nil {
+			d, err = lbplan.NewDesired(in)
+		}
+	}
+	return d, err
+}
+
+// phase is where in the official CCM's reconcile an input error surfaces: the steps of
+// ReconcileHCLB (name and rDNS, algorithm, then the type, then the network and public
+// interface), ReconcileHCLBServices, ReconcileHCLBTargets and the status built at the end.
+// Ensure runs services before targets, Update targets before services and builds no status.
+type phase int
+
+const (
+	phaseInfo     phase = iota + 1 // name, rDNS, algorithm: before the type is read
+	phaseNetwork                   // network attachment and public interface: after the type
+	phaseServices                  // listeners, certificates, health checks
+	phaseTargets                   // targets
+	phaseStatus                    // the Service status
+	phaseNone                      // no error: every step ran
+)
+
+// phaseFields maps the annotations and variables whose errors surface before the services step
+// in the official CCM; any other field (and any other error) is a services error.
+var phaseFields = map[string]phase{
+	string(annotation.LBName):                       phaseInfo,
+	string(annotation.LBAlgorithmType):              phaseInfo,
+	"HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE":          phaseInfo,
+	string(annotation.LBDisablePublicNetwork):       phaseNetwork,
+	string(annotation.LBPrivateIPv4):                phaseNetwork,
+	string(annotation.LBPrivateSubnetIPRange):       phaseNetwork,
+	"HCLOUD_LOAD_BALANCERS_PRIVATE_SUBNET_IP_RANGE": phaseNetwork,
+	string(annotation.LBUsePrivateIP):               phaseTargets,
+	string(annotation.LBIPv6Disabled):               phaseStatus,
+	string(annotation.LBDisablePrivateIngress):      phaseStatus,
+}
+
+// failedPhase is the phase of err (phaseNone for nil).
+func failedPhase(err error) phase {
+	if err == nil {
+		return phaseNone
+	}
+	var field string
+	var ie *annotation.InvalidError
+	var ue *annotation.UsageError
+	switch {
+	case errors.As(err, &ie):
+		field = string(ie.Name)
+	case errors.As(err, &ue):
+		field = ue.Field
+	}
+	if p, ok := phaseFields[field]; ok {
+		return p
+	}
+	return phaseServices
+}
+
+// advisoryWarnings emits UnsupportedProtocolConfigured for the Service's ports that are not TCP
+// and UnknownProviderIDPrefix for the nodes without a cloud provider ID when the official CCM
+// reaches the step that emits them before failing in phase failed (phaseNone: it fails nowhere):
+// ports in the services step, nodes in the targets step after its own checks; Ensure runs
+// services then targets, Update targets then services.
+func (l *LoadBalancers) advisoryWarnings(svc *corev1.Service, ensure bool, failed phase, unknown []unknownNode) {
+	servicesReached := failed >= phaseServices
+	targetsReached := failed > phaseTargets
+	if !ensure {
+		targetsReached = failed > phaseNetwork && failed != phaseTargets
+		servicesReached = failed >= phaseServices && failed != phaseTargets
+	}
+	if servicesReached {
+		for _, p := range svc.Spec.Ports {
+			if p.Protocol != "" && p.Protocol != corev1.ProtocolTCP {
+				l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonUnsupportedProtocolConfigured,
+					"port %d uses protocol %s: only TCP is supported, the port is not load balanced", p.Port, p.Protocol)
+			}
+		}
+	}
+	if targetsReached {
+		for _, n := range unknown {
+			l.recorder.Eventf(n.node, corev1.EventTypeWarning, ReasonUnknownProviderIDPrefix,
+				"Node could not be added to Load Balancer for service %s because the provider ID does not match any known format: %v", svc.Name, n.err)
+		}
+	}
+}
+
 // invalid emits InvalidAnnotation for an annotation error (annotation.IsUserError) and returns
 // err.
 func (l *LoadBalancers) invalid(svc *corev1.Service, err error) error {
@@ -378,20 +469,49 @@ func (l *LoadBalancers) invalid(svc *corev1.Service, err error) error {
 	return err
 }
 
-// warnTypeUnconfigured emits LoadBalancerTypeUnconfigured on every reconcile of a Service
-// without a type (annotation or HCLOUD_LOAD_BALANCERS_TYPE), before anything else, as the
-// official CCM does.
-func (l *LoadBalancers) warnTypeUnconfigured(svc *corev1.Service) {
-	if _, ok := lbplan.ConfiguredType(svc, l.cfg); ok {
-		return
+// typeWarnings does what the official CCM's type lookup does wherever it runs: on every
+// reconcile of a Service without a type (annotation or HCLOUD_LOAD_BALANCERS_TYPE) it warns
+// LoadBalancerTypeUnconfigured; for a deprecated type it warns LoadBalancerTypeDeprecated (the
+// official's message), and a type that can no longer be ordered is an error, also when the load
+// balancer already has it (the official refuses it there too). An unknown type is left to
+// checkType.
+func (l *LoadBalancers) typeWarnings(ctx context.Context, svc *corev1.Service) error {
+	name, ok := lbplan.ConfiguredType(svc, l.cfg)
+	if !ok {
+		name = lbplan.DefaultType
+		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonLoadBalancerTypeUnconfigured,
+			"Load Balancer Type unconfigured: this will be required in the future, set it with the annotation %q or cluster-wide with the environment variable %q",
+			annotation.LBType, "HCLOUD_LOAD_BALANCERS_TYPE")
 	}
-	l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonLoadBalancerTypeUnconfigured,
-		"Load Balancer Type unconfigured: this will be required in the future, set it with the annotation %q or cluster-wide with the environment variable %q",
-		annotation.LBType, "HCLOUD_LOAD_BALANCERS_TYPE")
+	t, _, err := l.types.get(ctx, name)
+	if err != nil {
+		return fmt.Errorf("load balancer types: %w", err)
+	}
+	if t == nil {
+		return nil
+	}
+	msg, unavailable := typeDeprecation(t, l.types.now())
+	if unavailable {
+		return fmt.Errorf("%s: set %q to a type that can be ordered", msg, typeField(svc))
+	}
+	if msg != "" {
+		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerTypeDeprecated, msg)
+	}
+	return nil
 }
 
-// checkType validates a type that is set against the type list (names are case-sensitive), warns about a
-// deprecated one and sets the max_targets the planner respects.
+// typeField names where the type came from: the annotation when the Service carries it, else
+// the variable (also when neither is set: that is where a cluster sets it).
+func typeField(svc *corev1.Service) string {
+	if _, ok := annotation.LBType.Value(svc); ok {
+		return string(annotation.LBType)
+	}
+	return "HCLOUD_LOAD_BALANCERS_TYPE"
+}
+
+// checkType validates a type that is set against the type list (names are case-sensitive) and
+// sets the max_targets the planner respects: the load balancer's own when its type does not
+// change. Deprecation is typeWarnings' part.
 func (l *LoadBalancers) checkType(ctx context.Context, svc *corev1.Service, d *lbplan.Desired, lb *hcloud.LoadBalancer) error {
 	if lb != nil && (!d.TypeSet || lb.LoadBalancerType != nil && lb.LoadBalancerType.Name == d.Type) { // the type does not change
 		if lb.LoadBalancerType != nil {
@@ -404,26 +524,34 @@ func (l *LoadBalancers) checkType(ctx context.Context, svc *corev1.Service, d *l
 		return fmt.Errorf("load balancer types: %w", err)
 	}
 	if t == nil {
-		field := string(annotation.LBType)
-		if _, ok := annotation.LBType.Value(svc); !ok {
-			field = "HCLOUD_LOAD_BALANCERS_TYPE"
-		}
+		field := typeField(svc)
 		return l.invalid(svc, annotation.Usagef(field, "invalid value for %q: %q is not a load balancer type (known, case-sensitive: %s)", field, d.Type, strings.Join(known, ", ")))
-	}
-	if t.IsDeprecated() {
-		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonLoadBalancerTypeDeprecated, "load balancer type %s is deprecated", t.Name)
 	}
 	d.MaxTargets = t.MaxTargets
 	return nil
 }
 
-// targetNodes resolves nodes to servers; nodes without a cloud provider ID are skipped with an
-// event (UnknownProviderIDPrefix), as the official CCM does. Robot nodes are resolved by
+// typeDeprecation is the official CCM's deprecation message for t at now (hcloud-go's
+// deprecationutil.LoadBalancerTypeMessage, with the clock passed in): "" for a type that is not
+// deprecated; unavailable when it can no longer be ordered.
+func typeDeprecation(t *hcloud.LoadBalancerType, now time.Time) (msg string, unavailable bool) {
+	if !t.IsDeprecated() {
+		return "", false
+	}
+	if now.After(t.UnavailableAfter()) {
+		return fmt.Sprintf("Load Balancer Type %q is unavailable and can no longer be ordered", t.Name), true
+	}
+	return fmt.Sprintf("Load Balancer Type %q is deprecated and will no longer be available for order as of %s",
+		t.Name, t.UnavailableAfter().Format(time.DateOnly)), false
+}
+
+// targetNodes resolves nodes to servers; nodes without a cloud provider ID are skipped and
+// returned for the UnknownProviderIDPrefix warning (advisoryWarnings), as the official CCM does. Robot nodes are resolved by
 // robotNodes with WithRobot, and skipped without an event otherwise (official).
-func (l *LoadBalancers) targetNodes(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node) ([]lbplan.Node, error) {
-	robots, err := l.robotNodes(ctx, svc, nodes)
+func (l *LoadBalancers) targetNodes(ctx context.Context, nodes []*corev1.Node) ([]lbplan.Node, []unknownNode, error) {
+	robots, unknown, err := l.robotNodes(ctx, nodes)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]lbplan.Node, 0, len(nodes))
 	for _, n := range nodes {
@@ -438,13 +566,18 @@ func (l *LoadBalancers) targetNodes(ctx context.Context, svc *corev1.Service, no
 		}
 		id, err := providerid.ToServerID(n.Spec.ProviderID)
 		if err != nil { // also a node the cloud node controller has not initialised yet
-			l.recorder.Eventf(n, corev1.EventTypeWarning, ReasonUnknownProviderIDPrefix,
-				"Node could not be added to Load Balancer for service %s because the provider ID does not match any known format: %v", svc.Name, err)
+			unknown = append(unknown, unknownNode{node: n, err: err})
 			continue
 		}
 		out = append(out, lbplan.Node{Name: n.Name, ServerID: id, Labels: n.Labels})
 	}
-	return out, nil
+	return out, unknown, nil
+}
+
+// unknownNode is a node without a cloud provider ID, for the UnknownProviderIDPrefix warning.
+type unknownNode struct {
+	node *corev1.Node
+	err  error
 }
 
 // certificates resolves the http-certificates annotation: numeric entries are IDs (no

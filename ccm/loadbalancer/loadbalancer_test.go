@@ -320,10 +320,20 @@ func TestEnsureLoadBalancer_BadInputChangesNothing(t *testing.T) {
 			`"lb99" is not a load balancer type (known, case-sensitive: lb11, lb21, lb31)`, "Warning InvalidAnnotation"},
 		{"a name the API would refuse is refused before any mutation", newService("web", withPorts(80), withAnnotation(annotation.LBName, strings.Repeat("n", 129))),
 			`invalid value for "load-balancer.hetzner.cloud/name"`, "Warning InvalidAnnotation"},
-		{"a hostname that is no DNS name is refused", newService("web", withPorts(80), withAnnotation(annotation.LBHostname, "not a host")),
-			`invalid value for "load-balancer.hetzner.cloud/hostname"`, "Warning InvalidAnnotation"},
 		{"use-private-ip without a network is refused", newService("web", withPorts(80), withAnnotation(annotation.LBUsePrivateIP, "true")),
 			`"load-balancer.hetzner.cloud/use-private-ip" needs a network`, "Warning InvalidAnnotation"},
+		{"disable-public-network without a network is refused", newService("web", withPorts(80), withAnnotation(annotation.LBDisablePublicNetwork, "true")),
+			`"load-balancer.hetzner.cloud/disable-public-network" needs a network`, "Warning InvalidAnnotation"},
+		{"negative health check retries are refused", newService("web", withPorts(80), withAnnotation(annotation.LBSvcHealthCheckRetries, "-1")),
+			`invalid value for "load-balancer.hetzner.cloud/health-check-retries": -1`, "Warning InvalidAnnotation"},
+		{"a negative health check interval is refused", newService("web", withPorts(80), withAnnotation(annotation.LBSvcHealthCheckInterval, "-5s")),
+			`invalid value for "load-balancer.hetzner.cloud/health-check-interval"`, "Warning InvalidAnnotation"},
+		{"an empty cookie name is refused", newService("web", withPorts(80), withAnnotation(annotation.LBSvcProtocol, "http"), withAnnotation(annotation.LBSvcHTTPCookieName, "")),
+			`invalid value for "load-balancer.hetzner.cloud/http-cookie-name"`, "Warning InvalidAnnotation"},
+		{"a status code list with an empty element is refused", newService("web", withPorts(80), withAnnotation(annotation.LBSvcHealthCheckProtocol, "http"), withAnnotation(annotation.LBSvcHealthCheckHTTPStatusCodes, "200,")),
+			`invalid value for "load-balancer.hetzner.cloud/http-status-codes"`, "Warning InvalidAnnotation"},
+		{"a bad ipv6-disabled is refused before any write", newService("web", withPorts(80), withAnnotation(annotation.LBIPv6Disabled, "yes")),
+			`invalid value for "load-balancer.hetzner.cloud/ipv6-disabled"`, "Warning InvalidAnnotation"},
 		{"an unknown certificate name is refused", newService("web", withPorts(443), withAnnotation(annotation.LBSvcProtocol, "https"), withAnnotation(annotation.LBSvcHTTPCertificates, "nope")),
 			`certificate "nope" not found`, "Warning InvalidAnnotation"},
 	}
@@ -346,6 +356,51 @@ func TestEnsureLoadBalancer_BadInputChangesNothing(t *testing.T) {
 
 // TestEnsureLoadBalancer_LocationIsCreateTimeOnly: a later location change is ignored, as the
 // official CCM ignores it (moving needs a new load balancer with new addresses).
+// TestEnsureLoadBalancer_SendsOnWhatTheOfficialSendsOn: values the official CCM does not check
+// reach the API (or the Service status) as with the official; a refusal names the annotation.
+func TestEnsureLoadBalancer_SendsOnWhatTheOfficialSendsOn(t *testing.T) {
+	tests := []struct {
+		name    string
+		svc     *corev1.Service
+		wantErr string // "" = success
+		check   func(*testing.T, *env, *corev1.LoadBalancerStatus)
+	}{
+		{"a hostname that is no DNS name goes to the status", newService("web", withPorts(80), withAnnotation(annotation.LBHostname, "not a host")), "",
+			func(t *testing.T, ev *env, st *corev1.LoadBalancerStatus) {
+				if len(st.Ingress) != 1 || st.Ingress[0].Hostname != "not a host" || st.Ingress[0].IP != "" {
+					t.Errorf("status = %+v", st.Ingress)
+				}
+			}},
+		{"https without certificates is created (TLS passthrough)", newService("web", withPorts(443), withAnnotation(annotation.LBSvcProtocol, "https")), "",
+			func(t *testing.T, ev *env, _ *corev1.LoadBalancerStatus) {
+				lb := ev.onlyLB()
+				if len(lb.Services) != 1 || lb.Services[0].Protocol != hcloud.LoadBalancerServiceProtocolHTTPS || len(lb.Services[0].HTTP.Certificates) != 0 {
+					t.Errorf("services = %+v", lb.Services)
+				}
+			}},
+		{"an idle timeout the API refuses names the annotation", newService("web", withPorts(80), withAnnotation(annotation.LBSvcProtocol, "http"), withAnnotation(annotation.LBSvcHTTPTimeoutIdle, "10s")),
+			`http.timeout_idle (timeout_idle must be between 30 and 300 seconds, got 10) (check "load-balancer.hetzner.cloud/http-timeout-idle")`, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := newEnv(t)
+			st, err := ev.ensure(tc.svc)
+			if tc.wantErr == "" && err != nil {
+				t.Fatalf("EnsureLoadBalancer: %v", err)
+			}
+			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			}
+			if events := ev.events(); hasEvent(events, "Warning InvalidAnnotation") {
+				t.Errorf("events = %v, want no InvalidAnnotation", events)
+			}
+			if tc.check != nil {
+				tc.check(t, ev, st)
+			}
+		})
+	}
+}
+
 func TestEnsureLoadBalancer_LocationIsCreateTimeOnly(t *testing.T) {
 	ev := newEnv(t)
 	svc := newService("web", withPorts(80))

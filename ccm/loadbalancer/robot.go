@@ -40,30 +40,32 @@ func WithRobot(servers RobotServers) Option {
 }
 
 // robotNodes resolves the Robot nodes among nodes: the Robot server list is read (from the
-// client's cache) only when there is one. It returns nil without WithRobot.
-func (l *LoadBalancers) robotNodes(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node) (map[string]*lbplan.RobotNode, error) {
+// client's cache) only when there is one. It returns nil without WithRobot. Robot nodes whose
+// provider ID does not parse are returned for the UnknownProviderIDPrefix warning
+// (advisoryWarnings).
+func (l *LoadBalancers) robotNodes(ctx context.Context, nodes []*corev1.Node) (map[string]*lbplan.RobotNode, []unknownNode, error) {
 	if l.robot == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	out := map[string]*lbplan.RobotNode{}
+	var unknown []unknownNode
 	for _, n := range nodes {
 		if n == nil || !providerid.IsRobot(n.Spec.ProviderID) {
 			continue
 		}
 		num, err := providerid.ToRobotServerNumber(n.Spec.ProviderID)
 		if err != nil {
-			l.recorder.Eventf(n, corev1.EventTypeWarning, ReasonUnknownProviderIDPrefix,
-				"Node could not be added to Load Balancer for service %s because the provider ID does not match any known format: %v", svc.Name, err)
+			unknown = append(unknown, unknownNode{node: n, err: err})
 			continue
 		}
 		out[n.Name] = &lbplan.RobotNode{Number: num, NoAPI: l.robot.servers == nil, InternalIP: firstInternalIP(n)}
 	}
 	if len(out) == 0 || l.robot.servers == nil {
-		return out, nil
+		return out, unknown, nil
 	}
 	servers, err := l.robot.servers.Servers(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("robot server list for the load balancer's IP targets: %w", err)
+		return nil, nil, fmt.Errorf("robot server list for the load balancer's IP targets: %w", err)
 	}
 	ips := make(map[int]string, len(servers))
 	for _, s := range servers {
@@ -72,7 +74,7 @@ func (l *LoadBalancers) robotNodes(ctx context.Context, svc *corev1.Service, nod
 	for _, rn := range out {
 		rn.PublicIP = ips[rn.Number]
 	}
-	return out, nil
+	return out, unknown, nil
 }
 
 func firstInternalIP(n *corev1.Node) string {

@@ -87,6 +87,27 @@ func TestValidation_AcceptsWhatTheRealAPIAccepts(t *testing.T) {
 					t.Errorf("cookie_lifetime = %d", s.HTTP.CookieLifetime)
 				}
 			}},
+		{"update_service with timeout_idle 30, then 300 (official CCM doc: 30-300)", "update_service",
+			`{"listen_port":83,"http":{"timeout_idle":30}}`,
+			func(t *testing.T, got schema.LoadBalancer) {
+				if s := service(83)(t, got); s.HTTP.TimeoutIdle != 30 {
+					t.Errorf("timeout_idle = %d", s.HTTP.TimeoutIdle)
+				}
+			}},
+		{"update_service with timeout_idle 300", "update_service",
+			`{"listen_port":83,"http":{"timeout_idle":300}}`,
+			func(t *testing.T, got schema.LoadBalancer) {
+				if s := service(83)(t, got); s.HTTP.TimeoutIdle != 300 {
+					t.Errorf("timeout_idle = %d", s.HTTP.TimeoutIdle)
+				}
+			}},
+		{"add_service https without certificates (spec: empty for TLS/SSL passthrough)", "add_service",
+			`{"protocol":"https","listen_port":443,"destination_port":8443,"proxyprotocol":false}`,
+			func(t *testing.T, got schema.LoadBalancer) {
+				if s := service(443)(t, got); s.Protocol != "https" || s.HTTP == nil || len(s.HTTP.Certificates) != 0 {
+					t.Errorf("service 443 = %+v, http %+v", s, s.HTTP)
+				}
+			}},
 		{"change_dns_ptr naming the IPv6 address in its expanded form", "change_dns_ptr",
 			`{"ip":"` + netip.MustParseAddr(v6).StringExpanded() + `","dns_ptr":"lb.example.com"}`,
 			func(t *testing.T, got schema.LoadBalancer) {

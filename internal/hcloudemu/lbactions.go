@@ -373,8 +373,9 @@ func (e *Emulator) updateService(lb *schema.LoadBalancer, req schema.LoadBalance
 	return nil
 }
 
-// checkService validates what add and update share: the health check and
-// the certificates of https services.
+// checkService validates what add and update share: the health check, the
+// http settings and the certificates of https services (none is TLS
+// passthrough, per the spec).
 func (e *Emulator) checkService(lb *schema.LoadBalancer, svc schema.LoadBalancerService) *apiError {
 	if hc := svc.HealthCheck; hc != nil {
 		if hc.Protocol != "tcp" && hc.Protocol != "http" && hc.Protocol != "https" {
@@ -394,6 +395,11 @@ func (e *Emulator) checkService(lb *schema.LoadBalancer, svc schema.LoadBalancer
 		if h.CookieLifetime < 30 || h.CookieLifetime > 86400 {
 			return errInvalid("http.cookie_lifetime", "cookie_lifetime must be between 30 and 86400 seconds, got %d", h.CookieLifetime)
 		}
+		// The spec gives timeout_idle no range; the official CCM's annotation doc says the
+		// idle timeout must be between 30s and 300s (unverified against the live API).
+		if h.TimeoutIdle < 30 || h.TimeoutIdle > 300 {
+			return errInvalid("http.timeout_idle", "timeout_idle must be between 30 and 300 seconds, got %d", h.TimeoutIdle)
+		}
 	}
 	if svc.Protocol != "https" {
 		if svc.HTTP != nil && len(svc.HTTP.Certificates) > 0 {
@@ -401,8 +407,8 @@ func (e *Emulator) checkService(lb *schema.LoadBalancer, svc schema.LoadBalancer
 		}
 		return nil
 	}
-	if len(svc.HTTP.Certificates) == 0 {
-		return errInvalid("http.certificates", "https services need at least one certificate")
+	if svc.HTTP == nil || len(svc.HTTP.Certificates) == 0 {
+		return nil // the spec: certificates are "empty for TLS/SSL passthrough"
 	}
 	for _, id := range svc.HTTP.Certificates {
 		if _, ok := e.st.certs[id]; !ok {

@@ -120,10 +120,6 @@ func TestValidation_ErrorsUseTheRealCodesAndChangeNothing(t *testing.T) {
 			_, _, err := c.LoadBalancer.AddService(ctx, public, hcloud.LoadBalancerAddServiceOpts{Protocol: "tcp"})
 			return err
 		}, "invalid_input", "listen_port"},
-		{"An https service without certificate is invalid_input", func(ctx context.Context) error {
-			_, _, err := c.LoadBalancer.AddService(ctx, public, hcloud.LoadBalancerAddServiceOpts{Protocol: "https"})
-			return err
-		}, "invalid_input", "http.certificates"},
 		{"A private-IP target on a detached load balancer is load_balancer_not_attached_to_network", func(ctx context.Context) error {
 			_, _, err := c.LoadBalancer.AddServerTarget(ctx, public, hcloud.LoadBalancerAddServerTargetOpts{Server: &hcloud.Server{ID: w.servers[0]}, UsePrivateIP: hcloud.Ptr(true)})
 			return err
@@ -252,6 +248,12 @@ func TestValidation_ErrorsUseTheRealCodesAndChangeNothing(t *testing.T) {
 		{"A cookie lifetime of 86401 s is invalid_input (spec: 30-86400)", func(ctx context.Context) error {
 			return addHTTPService(ctx, c, public, func(o *hcloud.LoadBalancerAddServiceOpts) { o.HTTP.CookieLifetime = hcloud.Ptr(86401 * time.Second) })
 		}, "invalid_input", "http.cookie_lifetime"},
+		{"An idle timeout of 29 s is invalid_input (official CCM doc: 30-300)", func(ctx context.Context) error {
+			return addHTTPService(ctx, c, public, func(o *hcloud.LoadBalancerAddServiceOpts) { o.HTTP.TimeoutIdle = hcloud.Ptr(29 * time.Second) })
+		}, "invalid_input", "http.timeout_idle"},
+		{"An idle timeout of 301 s is invalid_input (official CCM doc: 30-300)", func(ctx context.Context) error {
+			return addHTTPService(ctx, c, public, func(o *hcloud.LoadBalancerAddServiceOpts) { o.HTTP.TimeoutIdle = hcloud.Ptr(301 * time.Second) })
+		}, "invalid_input", "http.timeout_idle"},
 		{"A cookie name of 101 characters is invalid_input (spec: 1-100)", func(ctx context.Context) error {
 			return addHTTPService(ctx, c, public, func(o *hcloud.LoadBalancerAddServiceOpts) { o.HTTP.CookieName = hcloud.Ptr(strings.Repeat("c", 101)) })
 		}, "invalid_input", "http.cookie_name"},
