@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -304,8 +305,35 @@ func (e *swapEnv) checkQuiet(t *testing.T, nodesBefore map[string]nodeState, rou
 	}
 }
 
+// checkDryRunReport adds port 443 to the Service in the unlabelled namespace, a change the
+// example policies deny there: in dry run it runs (the load balancer gets the listener), and the
+// would-be denial is reported as a PolicyDryRunDenied event, never as PolicyDenied.
+func (e *swapEnv) checkDryRunReport(t *testing.T) {
+	t.Helper()
+	addPort(t, e.c, e.ingress.Service, "https", 443)
+	waitEvent(t, e.c, e.ccm, swapNamespace, e.ingress.Service, corev1.EventTypeWarning, "PolicyDryRunDenied",
+		fmt.Sprintf("namespace %q may not expose load balancers publicly", swapNamespace))
+	waitLB(t, e.ccm, e.emu, e.ingress.uid, time.Minute, func(lb schema.LoadBalancer) error {
+		if !slices.ContainsFunc(lb.Services, func(s schema.LoadBalancerService) bool { return s.ListenPort == 443 }) {
+			return fmt.Errorf("no listener on 443 yet: %v", listeners(lb))
+		}
+		return nil
+	})
+	if evs, err := events(e.c, swapNamespace, e.ingress.Service, "PolicyDenied"); err != nil || len(evs) != 0 {
+		t.Errorf("PolicyDenied events in dry run: %d (%v), want none", len(evs), err)
+	}
+}
+
+// addPort adds a TCP port to the Service name in swapNamespace.
+func addPort(t *testing.T, c *harness.Cluster, name, portName string, port int32) {
+	t.Helper()
+	updateService(t, c, swapNamespace, name, func(s *corev1.Service) {
+		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: portName, Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP})
+	})
+}
+
 // checkEnforced restarts our CCM from the stored Deployment (which must now enforce), adds a port
-// to the Service in the unlabelled namespace, and checks that the example policies deny it:
+// (8080) to the Service in the unlabelled namespace, and checks that the example policies deny it:
 // a PolicyDenied event naming the namespace, and no mutating request.
 func (e *swapEnv) checkEnforced(t *testing.T) {
 	t.Helper()
@@ -316,9 +344,7 @@ func (e *swapEnv) checkEnforced(t *testing.T) {
 	e.emu.ResetRequests()
 	e.startOurs(t, "ccm-enforce")
 	waitEvent(t, e.c, e.ccm, swapNamespace, e.ingress.Service, corev1.EventTypeNormal, "EnsuredLoadBalancer", "")
-	updateService(t, e.c, swapNamespace, e.ingress.Service, func(s *corev1.Service) {
-		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "https", Port: 443, TargetPort: intstr.FromInt32(443), Protocol: corev1.ProtocolTCP})
-	})
+	addPort(t, e.c, e.ingress.Service, "alt", 8080)
 	waitEvent(t, e.c, e.ccm, swapNamespace, e.ingress.Service, corev1.EventTypeWarning, "PolicyDenied",
 		fmt.Sprintf("namespace %q may not expose load balancers publicly", swapNamespace))
 	if n := e.emu.MutatingRequests(); n != 0 {
@@ -397,9 +423,9 @@ func writeManifest(t *testing.T, path string, objs []any) {
 // the unlabelled namespace ingress-nginx (annotated with its location: the plain manifest sets
 // no default), and the official Secret with a `network` key (which the plain variant must not
 // read). Our CCM, run as the applied Deployment says, reconciles everything once and then makes
-// no mutating request for swapWindow; nodes stay as they were, nothing is denied (the example
-// policies run in dry run). With the component deploy/enforce applied, adding a port to the
-// ingress Service is denied.
+// no mutating request for swapWindow; nodes stay as they were, nothing is denied. The example
+// policies run in dry run: port 443 added to the ingress Service is opened, with a
+// PolicyDryRunDenied event. With the component deploy/enforce applied, another port is denied.
 func TestSwapKubectlKeepsOfficialState(t *testing.T) {
 	e := officialState(t, false, "03-defaults-no-network", nil, map[string]string{"load-balancer.hetzner.cloud/location": "fsn1"})
 	official := filepath.Join(t.TempDir(), "ccm.yaml")
@@ -413,6 +439,7 @@ func TestSwapKubectlKeepsOfficialState(t *testing.T) {
 		"system:hcloud-cloud-controller-manager", "system:hcloud-cloud-controller-manager:restricted")
 	e.startOurs(t, "ccm")
 	e.checkQuiet(t, nodesBefore, routesBefore)
+	e.checkDryRunReport(t)
 
 	e.c.Kubectl(t, "apply", "-k", enforceOverlay(t, deployDir))
 	e.checkEnforced(t)
@@ -425,8 +452,9 @@ func TestSwapKubectlKeepsOfficialState(t *testing.T) {
 // for annotated Services in default and one in ingress-nginx. The release being upgraded is a
 // real helm release of the official objects (a chart generated here from them). Our CCM, run as
 // the upgraded Deployment says, reconciles everything once, then makes no mutating request for
-// swapWindow; nodes and routes stay, nothing is denied. `helm upgrade --reuse-values --set
-// policy.mode=enforce` then denies a new port on the ingress Service.
+// swapWindow; nodes and routes stay, nothing is denied; in dry run port 443 added to the
+// ingress Service is opened with a PolicyDryRunDenied event. `helm upgrade --reuse-values --set
+// policy.mode=enforce` then denies another port on the ingress Service.
 func TestSwapHelmKeepsOfficialState(t *testing.T) {
 	e := officialState(t, true, "01-defaults-1port",
 		[]string{"05-location", "09-type", "19-rdns", "20-proxyprotocol", "25-health-check-full"}, nil)
@@ -457,6 +485,7 @@ func TestSwapHelmKeepsOfficialState(t *testing.T) {
 	}
 	e.startOurs(t, "ccm")
 	e.checkQuiet(t, nodesBefore, routesBefore)
+	e.checkDryRunReport(t)
 
 	e.c.Helm(t, "upgrade", chartRelease, chartDir, "--namespace", ccmNamespace, "--reuse-values", "--set", "policy.mode=enforce")
 	e.checkEnforced(t)
