@@ -479,7 +479,13 @@ func TestSwapHelmKeepsOfficialState(t *testing.T) {
 	if err := os.WriteFile(values, []byte("networking:\n  enabled: true\nenv:\n  HCLOUD_LOAD_BALANCERS_LOCATION:\n    value: fsn1\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e.c.Helm(t, "upgrade", chartRelease, chartDir, "--namespace", ccmNamespace, "--values", officialDefaults, "--values", values)
+	out := e.c.Helm(t, "upgrade", chartRelease, chartDir, "--namespace", ccmNamespace, "--values", officialDefaults, "--values", values)
+	// NOTES tell the operator how to read the would-deny report and how to enforce.
+	for _, want := range []string{"kubectl get events -A --field-selector reason=PolicyDryRunDenied", "--reuse-values --set policy.mode=enforce"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("helm upgrade output lacks %q:\n%s", want, out)
+		}
+	}
 	if _, err := e.c.Client().RbacV1().ClusterRoles().Get(t.Context(), "system:hcloud-cloud-controller-manager", metav1.GetOptions{}); err == nil {
 		t.Error("the official ClusterRole survived helm upgrade")
 	}
