@@ -310,6 +310,7 @@ func (e *swapEnv) checkQuiet(t *testing.T, nodesBefore map[string]nodeState, rou
 // would-be denial is reported as a PolicyDryRunDenied event, never as PolicyDenied.
 func (e *swapEnv) checkDryRunReport(t *testing.T) {
 	t.Helper()
+	e.waitPolicyMode(t, "dryrun")
 	addPort(t, e.c, e.ingress.Service, "https", 443)
 	waitEvent(t, e.c, e.ccm, swapNamespace, e.ingress.Service, corev1.EventTypeWarning, "PolicyDryRunDenied",
 		fmt.Sprintf("namespace %q may not expose load balancers publicly", swapNamespace))
@@ -322,6 +323,15 @@ func (e *swapEnv) checkDryRunReport(t *testing.T) {
 	if evs, err := events(e.c, swapNamespace, e.ingress.Service, "PolicyDenied"); err != nil || len(evs) != 0 {
 		t.Errorf("PolicyDenied events in dry run: %d (%v), want none", len(evs), err)
 	}
+}
+
+// waitPolicyMode waits until the running CCM has logged that its policy gate is on in mode.
+func (e *swapEnv) waitPolicyMode(t *testing.T, mode string) {
+	t.Helper()
+	want := fmt.Sprintf(`"Policy gate enabled" mode=%q`, mode)
+	waitCCM(t, e.ccm, time.Minute, func() (bool, error) {
+		return strings.Contains(e.ccm.Logs(), want), fmt.Errorf("%s has not logged %s", e.ccm.Name, want)
+	})
 }
 
 // addPort adds a TCP port to the Service name in swapNamespace.
@@ -343,7 +353,7 @@ func (e *swapEnv) checkEnforced(t *testing.T) {
 	e.ccm.Stop()
 	e.emu.ResetRequests()
 	e.startOurs(t, "ccm-enforce")
-	waitEvent(t, e.c, e.ccm, swapNamespace, e.ingress.Service, corev1.EventTypeNormal, "EnsuredLoadBalancer", "")
+	e.waitPolicyMode(t, "enforce")
 	addPort(t, e.c, e.ingress.Service, "alt", 8080)
 	waitEvent(t, e.c, e.ccm, swapNamespace, e.ingress.Service, corev1.EventTypeWarning, "PolicyDenied",
 		fmt.Sprintf("namespace %q may not expose load balancers publicly", swapNamespace))
