@@ -66,7 +66,7 @@ type swapEnv struct {
 // (RouteCreated) on every node; the load balancers of the recorded cases made by the official
 // CCM's own recorded requests (so they carry its labels, hcloud-ccm/service-uid), the first in
 // the unlabelled namespace ingress-nginx and the others in default; and the Secret hcloud with
-// the keys token and network, as the official's README has one create it.
+// the keys token and network (many Secrets carry network; the plain variant must ignore it).
 func officialState(t *testing.T, network bool, ingressCase string, otherCases []string, annotate map[string]string) *swapEnv {
 	t.Helper()
 	root := golden.Root(filepath.Join("..", ".."))
