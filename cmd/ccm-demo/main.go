@@ -12,7 +12,8 @@
 //   - `kubectl apply -k deploy/`: ServiceAccount, RBAC and the policy ConfigMap
 //     kube-system/hcloud-ccm-policies (the example policies of examples/policies);
 //   - bin/hcloud-policy-ccm as that ServiceAccount with the container args of deploy/'s
-//     Deployment, both example plugins (node-labels, lb-name), --cluster-name=demo,
+//     Deployment, --policy-mode=enforce (deploy/ ships the swap-safe dry run; the demo shows a
+//     denial, so it enforces explicitly), both example plugins (node-labels, lb-name), --cluster-name=demo,
 //     HCLOUD_NETWORK=k8s, and HCLOUD_NETWORK_ROUTES_ENABLED=false with --configure-cloud-routes=false
 //     (deploy/ runs no route controller; the flag keeps the upstream route controller from
 //     warning that the cloud has no routes).
@@ -305,6 +306,9 @@ func startCCM(r *runner, c *harness.Cluster, cfg config, plugins map[string]stri
 		"--secure-port="+strconv.Itoa(harness.FreePort(r)),
 		"--bind-address=127.0.0.1",
 		"--cluster-name="+clusterName,
+		// deploy/ ships the policies in dry run (swap-safe); the demo shows a denial, so it
+		// enforces explicitly (the later --policy-mode wins).
+		"--policy-mode=enforce",
 		// No routes here (see HCLOUD_NETWORK_ROUTES_ENABLED below): without this flag (default
 		// true) the upstream route controller logs the warning "--configure-cloud-routes is set,
 		// but cloud provider does not support routes".

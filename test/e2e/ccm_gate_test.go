@@ -46,7 +46,7 @@ func TestCCMPolicyGate(t *testing.T) {
 		t.Fatalf("add server: %v", err)
 	}
 	c.CreateNode(t, "worker-1", "10.244.1.0/24")
-	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: []string{
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{args: []string{enforce}, env: []string{
 		"HCLOUD_LOAD_BALANCERS_LOCATION=fsn1",
 		"HCLOUD_LOAD_BALANCERS_TYPE=lb11",
 	}})

@@ -38,7 +38,7 @@ func TestCCMPolicyReload(t *testing.T) {
 	emu, endpoint := hcloudemu.NewTestServer(t)
 	id := addServer(t, emu, hcloudemu.ServerSpec{Name: "worker-1"})
 	c.CreateNode(t, "worker-1", "10.244.1.0/24")
-	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: lbEnv})
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: lbEnv, args: []string{enforce}})
 	waitInitialised(t, c, ccm, "worker-1", id)
 
 	const ns, name = "default", "web"
@@ -133,23 +133,23 @@ func TestCCMPolicyReload(t *testing.T) {
 	})
 }
 
-// TestCCMPolicyDryRun runs the CCM with --policy-mode=dryrun appended to the Deployment's args
-// (which pass --policy-mode=enforce: the later flag wins) and proves that a load balancer the
-// example policies deny (public, in a namespace that may not expose one) is created anyway,
-// with a Warning event PolicyDryRunDenied on the Service naming the deny.
+// TestCCMPolicyDryRun runs the CCM with the Deployment's args as shipped (--policy-mode=dryrun,
+// the swap-safe default) and proves that a load balancer the example policies deny (public, in a
+// namespace that may not expose one) is created anyway, with a Warning event PolicyDryRunDenied
+// on the Service naming the deny.
 func TestCCMPolicyDryRun(t *testing.T) {
-	if args := render(t, deployDir).deployment.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--policy-mode=enforce") {
-		t.Fatalf("the Deployment's args %v do not pass --policy-mode=enforce; this test overrides it", args)
+	if args := render(t, deployDir).deployment.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--policy-mode=dryrun") {
+		t.Fatalf("the Deployment's args %v do not pass --policy-mode=dryrun: the swap-safe default is gone", args)
 	}
 	c := harness.Start(t)
 	c.ApplyKustomize(t, deployDir)
 	emu, endpoint := hcloudemu.NewTestServer(t)
 	id := addServer(t, emu, hcloudemu.ServerSpec{Name: "worker-1"})
 	c.CreateNode(t, "worker-1", "10.244.1.0/24")
-	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: lbEnv, args: []string{"--policy-mode=dryrun"}})
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: lbEnv})
 	waitInitialised(t, c, ccm, "worker-1", id)
 	if want := `"Policy gate enabled" mode="dryrun"`; !strings.Contains(ccm.Logs(), want) {
-		t.Fatalf("%s did not log %s: the appended --policy-mode=dryrun is not in force", ccm.Name, want)
+		t.Fatalf("%s did not log %s: the shipped --policy-mode=dryrun is not in force", ccm.Name, want)
 	}
 
 	ctx := context.Background()

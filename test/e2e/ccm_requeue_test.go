@@ -42,7 +42,7 @@ func TestCCMRequeuesDeniedServices(t *testing.T) {
 	emu, endpoint := hcloudemu.NewTestServer(t)
 	id := addServer(t, emu, hcloudemu.ServerSpec{Name: "worker-1"})
 	c.CreateNode(t, "worker-1", "10.244.1.0/24")
-	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: lbEnv})
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: lbEnv, args: []string{enforce}})
 	waitInitialised(t, c, ccm, "worker-1", id)
 
 	ctx := context.Background()

@@ -210,7 +210,7 @@ func TestCCMRobotLoadBalancerIPTarget(t *testing.T) {
 // Service whose nodes include a Robot node: a PolicyDenied event, no load balancer and no
 // mutating request in the cloud.
 func TestCCMRobotDenyIPTargets(t *testing.T) {
-	m := startMixedCluster(t)
+	m := startMixed(t, []robotemu.Server{robotServer}, ccmRun{args: []string{enforce}})
 	waitInitialised(t, m.c, m.ccm, "worker-1", m.cloudID)
 	waitRobotInitialised(t, m.c, m.ccm, robotServer.Name, robotServer.Number)
 	updatePolicies(t, m.c, m.ccm, func(data map[string]string) {

@@ -69,6 +69,7 @@ deny contains "worker-3's route is frozen" if {
 	}
 	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{
 		deploy: deployDir + "/networks",
+		args:   []string{enforce},
 		env:    []string{"HCLOUD_NETWORK=k8s"},
 	})
 	waitInitialised(t, c, ccm, "worker-1", ids["worker-1"])

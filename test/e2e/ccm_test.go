@@ -66,6 +66,10 @@ func ccmBinary(t *testing.T) string {
 	return ccmBuild.path
 }
 
+// enforce is the flag that tests asserting a denial append to the Deployment's args: deploy/ and
+// the chart ship the policies in dry run (swap-safe), and the later flag wins.
+const enforce = "--policy-mode=enforce"
+
 // ccmRun says how to run the CCM out of cluster.
 type ccmRun struct {
 	// deploy is the kustomization whose Deployment gives the container args (default deploy/).

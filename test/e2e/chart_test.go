@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -157,8 +158,13 @@ func TestChartOfficialDefaults(t *testing.T) {
 	ctr, baseCtr := pod.Containers[0], basePod.Containers[0]
 
 	wantArgs := slices.DeleteFunc(slices.Clone(baseCtr.Args), func(a string) bool { return a == "--leader-elect=true" })
-	wantArgs = append(wantArgs, "--leader-elect=false", "--policy-failure-mode=closed",
-		"--feature-gates=CloudControllerManagerWatchBasedRoutesReconciliation=true")
+	wantArgs = append(wantArgs, "--leader-elect=false", "--policy-failure-mode=closed")
+	// Swap-safe: the example policies in dry run, as in deploy/; the official feature gate.
+	for _, arg := range []string{"--policy-mode=dryrun", officialFeatureGate} {
+		if !slices.Contains(ctr.Args, arg) {
+			t.Errorf("args %v lack %s", ctr.Args, arg)
+		}
+	}
 	slices.Sort(wantArgs)
 	gotArgs := slices.Sorted(slices.Values(ctr.Args))
 	if diff := cmp.Diff(wantArgs, gotArgs); diff != "" {
@@ -201,6 +207,62 @@ func TestChartOfficialDefaults(t *testing.T) {
 	}
 	if diff := cmp.Diff(baseCM.Data, cm.Data); diff != "" {
 		t.Errorf("policy ConfigMap data (-kustomize +chart):\n%s", diff)
+	}
+}
+
+// TestChartLeaseWhereTheOfficialKeepsIt: installed outside kube-system, the chart keeps the
+// leader-election Lease where the official chart's CCM takes it, kube-system/cloud-controller-manager
+// (no --leader-elect-resource-namespace), and grants it there with a Role of its own, while the
+// policy ConfigMap's Role stays in the release namespace. args.leader-elect-resource-namespace
+// and -name move the Lease rules with the Lease.
+func TestChartLeaseWhereTheOfficialKeepsIt(t *testing.T) {
+	leaseRules := func(name string) []rbacv1.PolicyRule {
+		return []rbacv1.PolicyRule{
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{name}, Verbs: []string{"get", "update"}},
+		}
+	}
+	configMapRule := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{policyConfigMap}, Verbs: []string{"get", "list", "watch"}}
+	tests := []struct {
+		name                     string
+		set                      []string
+		leaseNamespace, lease    string
+		wantArgsWithLeaseOptions []string
+	}{
+		{name: "defaults", leaseNamespace: "kube-system", lease: "cloud-controller-manager"},
+		{
+			name:           "args move the Lease",
+			set:            []string{"--set", "args.leader-elect-resource-namespace=ccm-leases", "--set", "args.leader-elect-resource-name=ccm"},
+			leaseNamespace: "ccm-leases", lease: "ccm",
+			wantArgsWithLeaseOptions: []string{"--leader-elect-resource-name=ccm", "--leader-elect-resource-namespace=ccm-leases"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"template", chartRelease, chartDir, "--namespace", "hcloud-system", "--values", officialDefaults, "--set", "replicaCount=2"}, tc.set...)
+			r := parseManifests(t, "helm "+strings.Join(args, " "), harness.Helm(t, args...))
+			got := slices.DeleteFunc(slices.Clone(r.deployment.Spec.Template.Spec.Containers[0].Args), func(a string) bool {
+				return !strings.HasPrefix(a, "--leader-elect-resource")
+			})
+			if diff := cmp.Diff(tc.wantArgsWithLeaseOptions, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("--leader-elect-resource-* args (-want +got):\n%s", diff)
+			}
+			var own, election rbacv1.Role
+			r.decode(t, "Role/hcloud-system/hcloud-policy-ccm", &own)
+			if diff := cmp.Diff([]rbacv1.PolicyRule{configMapRule}, own.Rules); diff != "" {
+				t.Errorf("Role in the release namespace (-want +got):\n%s", diff)
+			}
+			r.decode(t, "Role/"+tc.leaseNamespace+"/hcloud-policy-ccm:leader-election", &election)
+			if diff := cmp.Diff(leaseRules(tc.lease), election.Rules); diff != "" {
+				t.Errorf("Role of the Lease (-want +got):\n%s", diff)
+			}
+			var binding rbacv1.RoleBinding
+			r.decode(t, "RoleBinding/"+tc.leaseNamespace+"/hcloud-policy-ccm:leader-election", &binding)
+			wantSubjects := []rbacv1.Subject{{Kind: "ServiceAccount", Name: ccmServiceAccount, Namespace: "hcloud-system"}}
+			if binding.RoleRef.Name != "hcloud-policy-ccm:leader-election" || !cmp.Equal(wantSubjects, binding.Subjects) {
+				t.Errorf("RoleBinding of the Lease: roleRef %+v, subjects %+v; want the Role for %v", binding.RoleRef, binding.Subjects, wantSubjects)
+			}
+		})
 	}
 }
 

@@ -3,6 +3,8 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -129,7 +131,7 @@ func TestDeployRenders(t *testing.T) {
 	ctr := pod.Containers[0]
 	for _, arg := range []string{
 		"--cloud-provider=hcloud", "--allow-untagged-cloud", "--leader-elect=true",
-		"--policy-configmap=kube-system/hcloud-ccm-policies", "--policy-mode=enforce",
+		"--policy-configmap=kube-system/hcloud-ccm-policies", "--policy-mode=dryrun", officialFeatureGate,
 	} {
 		if !slices.Contains(ctr.Args, arg) {
 			t.Errorf("container args %v lack %s", ctr.Args, arg)
@@ -155,9 +157,10 @@ func TestDeployRenders(t *testing.T) {
 		env.ValueFrom.SecretKeyRef.Name != "hcloud" || env.ValueFrom.SecretKeyRef.Key != "token" {
 		t.Errorf("HCLOUD_TOKEN = %+v, want Secret hcloud key token", env)
 	}
-	if env := envByName(ctr.Env, "HCLOUD_NETWORK"); env == nil || env.ValueFrom == nil || env.ValueFrom.SecretKeyRef == nil ||
-		env.ValueFrom.SecretKeyRef.Optional == nil || !*env.ValueFrom.SecretKeyRef.Optional {
-		t.Errorf("HCLOUD_NETWORK = %+v, want optional Secret hcloud key network", env)
+	// As the official deploy/ccm.yaml: the Secret's `network` key is not read (it would turn on
+	// network mode: attached-network check, load balancers attached, private IPs in the status).
+	if env := envByName(ctr.Env, "HCLOUD_NETWORK"); env != nil {
+		t.Errorf("HCLOUD_NETWORK = %+v, want none: only deploy/networks reads the Secret's network key", env)
 	}
 	var plugins *corev1.Volume
 	for i := range pod.Volumes {
@@ -195,17 +198,77 @@ func TestDeployNetworksRenders(t *testing.T) {
 		t.Error("hostNetwork is off, want on")
 	}
 	ctr := pod.Containers[0]
-	for _, arg := range []string{"--allocate-node-cidrs=true", "--cluster-cidr=10.244.0.0/16", "--cloud-provider=hcloud"} {
+	for _, arg := range []string{"--allocate-node-cidrs=true", "--cluster-cidr=10.244.0.0/16", "--cloud-provider=hcloud", officialFeatureGate, "--policy-mode=dryrun"} {
 		if !slices.Contains(ctr.Args, arg) {
 			t.Errorf("container args %v lack %s", ctr.Args, arg)
 		}
 	}
 	if env := envByName(ctr.Env, "HCLOUD_NETWORK"); env == nil || env.ValueFrom == nil || env.ValueFrom.SecretKeyRef == nil ||
-		env.ValueFrom.SecretKeyRef.Key != "network" || env.ValueFrom.SecretKeyRef.Optional == nil || *env.ValueFrom.SecretKeyRef.Optional {
+		env.ValueFrom.SecretKeyRef.Key != "network" || (env.ValueFrom.SecretKeyRef.Optional != nil && *env.ValueFrom.SecretKeyRef.Optional) {
 		t.Errorf("HCLOUD_NETWORK = %+v, want required Secret hcloud key network", env)
 	}
 	// Under hostNetwork an unauthenticated metrics server would listen on the node's interfaces.
 	checkMetricsOnlyAuthorized(t, r)
+}
+
+// officialFeatureGate is the feature gate the official chart and both official manifests pass.
+const officialFeatureGate = "--feature-gates=CloudControllerManagerWatchBasedRoutesReconciliation=true"
+
+// enforceOverlay writes a kustomization in a new temporary directory that builds on the
+// kustomization dir (deploy/ or deploy/networks/) with the component deploy/enforce, as the
+// component's header tells an operator to, and returns the directory. kustomize takes only
+// relative paths, so dir and the component are referred to relative to it.
+func enforceOverlay(t *testing.T, dir string) string {
+	t.Helper()
+	overlay := t.TempDir()
+	rel := func(path string) string {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := filepath.Rel(overlay, abs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - " + rel(dir) +
+		"\ncomponents:\n  - " + rel(deployDir+"/enforce") + "\n"
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(k), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return overlay
+}
+
+// TestDeployEnforceComponent: the component deploy/enforce turns the dry run of deploy/ and
+// deploy/networks/ into enforce and changes nothing else (the args are the same but for that
+// one flag; every other object is identical).
+func TestDeployEnforceComponent(t *testing.T) {
+	for _, dir := range []string{deployDir, deployDir + "/networks"} {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			plain, enforced := render(t, dir), render(t, enforceOverlay(t, dir))
+			want := slices.Clone(plain.deployment.Spec.Template.Spec.Containers[0].Args)
+			i := slices.Index(want, "--policy-mode=dryrun")
+			if i < 0 {
+				t.Fatalf("%s args %v lack --policy-mode=dryrun", dir, want)
+			}
+			want[i] = "--policy-mode=enforce"
+			if diff := cmp.Diff(want, enforced.deployment.Spec.Template.Spec.Containers[0].Args); diff != "" {
+				t.Errorf("args with deploy/enforce (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(plain.kinds, enforced.kinds); diff != "" {
+				t.Errorf("objects with deploy/enforce (-plain +enforced):\n%s", diff)
+			}
+			for _, key := range plain.kinds {
+				if strings.HasPrefix(key, "Deployment/") {
+					continue
+				}
+				if plain.docs[key] != enforced.docs[key] {
+					t.Errorf("%s changed by deploy/enforce:\n%s\nvs\n%s", key, plain.docs[key], enforced.docs[key])
+				}
+			}
+		})
+	}
 }
 
 // checkMetricsOnlyAuthorized checks that a rendered Deployment serves metrics only on the secure

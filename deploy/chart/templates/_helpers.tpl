@@ -43,6 +43,20 @@ replaced by this chart's: they do not implement the policy gate or the plugins.
 {{- int $port -}}
 {{- end }}
 
+{{/*
+The RBAC rules of leader election on the Lease named by the argument: create cannot be limited by
+name (RBAC sees no name on a create), get and update only that Lease; no list, watch or delete.
+*/}}
+{{- define "hcloud-policy-ccm.leaseRules" -}}
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [create]
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  resourceNames: [{{ . | quote }}]
+  verbs: [get, update]
+{{- end }}
+
 {{/* The namespace/name of the policy ConfigMap. */}}
 {{- define "hcloud-policy-ccm.policyConfigMap" -}}
 {{- printf "%s/%s" .Release.Namespace .Values.policy.configMap.name -}}
@@ -161,10 +175,6 @@ spec:
         {{- end }}
         {{- if and (eq .Values.kind "Deployment") (eq (int .Values.replicaCount) 1) }}
         - "--leader-elect=false"
-        {{- end }}
-        {{- if ne .Release.Namespace "kube-system" }}
-        # The Role that allows the Lease lives in the release namespace.
-        - {{ printf "--leader-elect-resource-namespace=%s" .Release.Namespace | quote }}
         {{- end }}
         - {{ printf "--policy-configmap=%s" (include "hcloud-policy-ccm.policyConfigMap" .) | quote }}
         - {{ printf "--policy-mode=%s" .Values.policy.mode | quote }}

@@ -54,6 +54,25 @@ func Helm(t T, args ...string) string {
 // and `helm lint` need neither.
 func RunHelm(t T, args ...string) (string, error) {
 	t.Helper()
+	return runHelm(t, "", args...)
+}
+
+// Helm runs helm against the cluster as its admin (KUBECONFIG is the admin kubeconfig), for
+// `helm install` and `helm upgrade`, with its own empty config, cache and data directories
+// like RunHelm, and returns its standard output, failing the test (with both outputs) if it
+// exits non-zero. Releases are stored in the cluster (Secrets), so successive calls see them.
+func (c *Cluster) Helm(t T, args ...string) string {
+	t.Helper()
+	out, err := runHelm(t, c.Kubeconfig, args...)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	return out
+}
+
+// runHelm runs helm with args and kubeconfig ("" for none).
+func runHelm(t T, kubeconfig string, args ...string) (string, error) {
+	t.Helper()
 	bin := HelmBin(t)
 	home, err := os.MkdirTemp("", "hcloud-e2e-helm-")
 	if err != nil {
@@ -69,6 +88,9 @@ func RunHelm(t T, args ...string) (string, error) {
 		"HELM_DATA_HOME="+filepath.Join(home, "data"),
 		"KUBECONFIG="+filepath.Join(home, "no-kubeconfig"),
 	)
+	if kubeconfig != "" {
+		cmd.Env = append(cmd.Env, "KUBECONFIG="+kubeconfig) // the later value wins
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
