@@ -376,7 +376,13 @@ func (e *Engine) compile(ctx context.Context, rev string, policies, data map[str
 	if len(problems) > 0 {
 		return nil, problems
 	}
-	opts = append(opts, rego.Data(doc))
+	// Type check against the input schema (typecheck.go): a misspelt input field is a
+	// rego_type_error that rejects the revision, like a parse error.
+	schema, err := inputSchema()
+	if err != nil {
+		return nil, []Problem{{Code: "ccm_schema_error", Message: err.Error()}}
+	}
+	opts = append(opts, rego.Data(doc), rego.Schemas(schema))
 	pq, err := rego.New(opts...).PrepareForEval(ctx)
 	if err != nil {
 		return nil, problemsFrom(err)

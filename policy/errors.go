@@ -76,7 +76,7 @@ func problemsFrom(err error) []Problem {
 	}
 	ps := make([]Problem, 0, len(aerrs))
 	for _, e := range aerrs {
-		p := Problem{Code: e.Code, Message: e.Message}
+		p := Problem{Code: e.Code, Message: explainRefError(e)}
 		if e.Location != nil {
 			p.File, p.Row, p.Col = e.Location.File, e.Location.Row, e.Location.Col
 		}
