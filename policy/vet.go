@@ -201,7 +201,16 @@ func undefinedDataMessage(undefined, samples []string) string {
 		"data.inputs holds only the shipped sample inputs (%s) and the revision's own data.inputs. "+
 		"Fix: put each fixture in a data file beside the policies, e.g. fixtures.json holding {\"inputs\": {\"NAME\": {...}}}, "+
 		"or build it in the test with object.union(data.inputs.lb_create_default, {...})",
-		strings.Join(undefined, ", "), strings.Join(samples, ", "))
+		listAtMost(undefined, 3), strings.Join(samples, ", "))
+}
+
+// listAtMost joins the first n names and counts the rest, so that the fix in a message survives
+// the 1 KiB cut of an event even when 30 fixtures are missing.
+func listAtMost(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
 
 // sampleNames returns the names of the shipped sample inputs, sorted.

@@ -119,13 +119,13 @@ func docCommands(t *testing.T, files ...string) []docCommand {
 	return cmds
 }
 
-// TestDocCommands runs every `hcloud-policy-ccm policy ...` command of docs/policy.md and
-// README.md from the module root, so the docs cannot drift from the CLI. A command succeeds,
+// TestDocCommands runs every `hcloud-policy-ccm policy ...` command of docs/policy.md,
+// README.md and examples/policies/README.md from the module root, so the docs cannot drift from the CLI. A command succeeds,
 // or (policy eval) exits non-zero only because the decision denies; written output is JSON
 // where the command prints JSON.
 func TestDocCommands(t *testing.T) {
 	t.Chdir(filepath.Join("..", ".."))
-	cmds := docCommands(t, "docs/policy.md", "README.md")
+	cmds := docCommands(t, "docs/policy.md", "README.md", "examples/policies/README.md")
 	if len(cmds) < 5 {
 		t.Fatalf("found %d policy commands in the docs, want at least 5 (test, eval, capabilities in docs/policy.md; test, eval in README.md)", len(cmds))
 	}
