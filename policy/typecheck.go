@@ -32,9 +32,40 @@ var inputSchema = sync.OnceValues(func() (*ast.SchemaSet, error) {
 		return nil, fmt.Errorf("build the policy input schema: %w", err)
 	}
 	ss := ast.NewSchemaSet()
-	ss.Put(ast.SchemaRootRef, doc)
+	ss.Put(ast.SchemaRootRef, withoutDescriptions(doc))
 	return ss, nil
 })
+
+// withoutDescriptions drops the "description" keywords of a JSON Schema document (in place):
+// the compiler parses the schema on every compile, and the descriptions are most of its size.
+// A "description" inside "properties" names a field and is kept.
+func withoutDescriptions(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, sub := range x {
+			if k == "properties" {
+				if props, ok := sub.(map[string]any); ok {
+					for name, p := range props {
+						props[name] = withoutDescriptions(p)
+					}
+					continue
+				}
+			}
+			if k == "description" {
+				if _, ok := sub.(string); ok {
+					delete(x, k)
+					continue
+				}
+			}
+			x[k] = withoutDescriptions(sub)
+		}
+	case []any:
+		for i := range x {
+			x[i] = withoutDescriptions(x[i])
+		}
+	}
+	return v
+}
 
 // schemaHint says where the input fields are documented and how to run the same check with
 // bare opa; it ends every message of explainRefError.
