@@ -142,7 +142,7 @@ func testRevisions(t *testing.T) map[string]string {
 		"p.rego", "package ccm\n\ndeny contains \"too many targets\" if count(input.final.targets) > 50\n",
 		"p_test.rego", "package ccm_test\n\nimport data.ccm\n\ntest_no_targets if count(ccm.deny) == 0 with input as {\"final\": {\"targets\": null}}\n")
 	mk("typo in an input field",
-		"p.rego", "package ccm\n\ndeny contains \"x\" if input.route.destinaton == \"0.0.0.0/0\"\n", //nolint:misspell // the misspelling is what is tested
+		"p.rego", "package ccm\n\ndeny contains \"x\" if input.route.destinaton == \"0.0.0.0/0\"\n",
 		"p_test.rego", "package ccm_test\n\nimport data.ccm\n\ntest_ok if count(ccm.deny) == 0\n")
 	// A test that errors only with strict built-in errors.
 	mk("built-in error in a test",

@@ -91,7 +91,7 @@ func TestGeneratedSchema_opaCheckTypesNested(t *testing.T) {
 		ref     string
 		wantErr bool
 	}{
-		{"input.route.destinaton", true}, //nolint:misspell // the misspelling is what is tested
+		{"input.route.destinaton", true},
 		{"input.cluster.network.ip_rang", true},
 		{"input.load_balancer.listeners", true},
 		{"input.final.services[_].listen_port", false},

@@ -20,7 +20,7 @@ func TestSchema_typesNested(t *testing.T) {
 	}{
 		{"top-level typo", `input.acton == "x"`,
 			[]string{"lb.rego:4:5", "rego_type_error", `input has no field "acton"`, `did you mean "action"?`}},
-		{"typo below a nullable object", `input.route.destinaton == "x"`, //nolint:misspell // the misspelling is what is tested
+		{"typo below a nullable object", `input.route.destinaton == "x"`,
 			[]string{"lb.rego:4:5", `input.route has no field "destinaton"`, `did you mean "destination"?`}}, //nolint:misspell // the misspelling is what is tested
 		{"two levels below nullable objects", `input.cluster.network.ip_rang == "x"`,
 			[]string{`input.cluster.network has no field "ip_rang"`, `did you mean "ip_range"?`}},
@@ -70,7 +70,7 @@ func TestSchema_typesNested(t *testing.T) {
 func TestSchema_lastGoodStays(t *testing.T) {
 	e := policy.NewEngine(policy.Options{})
 	good := mustLoad(t, e, files("lb.rego", "package ccm\n\ndeny contains \"x\" if input.route.destination == \"0.0.0.0/0\"\n"))
-	_, err := e.Load(context.Background(), files("lb.rego", "package ccm\n\ndeny contains \"x\" if input.route.destinaton == \"0.0.0.0/0\"\n"), policy.Source{Name: "test"}) //nolint:misspell // the misspelling is what is tested
+	_, err := e.Load(context.Background(), files("lb.rego", "package ccm\n\ndeny contains \"x\" if input.route.destinaton == \"0.0.0.0/0\"\n"), policy.Source{Name: "test"})
 	if err == nil || !strings.Contains(err.Error(), "lb.rego:3:") {
 		t.Fatalf("Load of the typo = %v, want a rejection at lb.rego:3", err)
 	}

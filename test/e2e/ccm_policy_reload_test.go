@@ -138,7 +138,7 @@ func TestCCMPolicyReload(t *testing.T) {
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			cm := getConfigMap(t, c)
 			delete(cm.Data, "broken.rego")
-			cm.Data["typo.rego"] = "package ccm\n\ndeny contains \"x\" if input.route.destinaton == \"0.0.0.0/0\"\n" //nolint:misspell // the misspelling is what is tested
+			cm.Data["typo.rego"] = "package ccm\n\ndeny contains \"x\" if input.route.destinaton == \"0.0.0.0/0\"\n"
 			_, err := c.Client().CoreV1().ConfigMaps(ccmNamespace).Update(context.Background(), cm, metav1.UpdateOptions{})
 			return err
 		})
