@@ -194,13 +194,14 @@ func runRevisionTests(ctx context.Context, policies, data, tests map[string][]by
 }
 
 // undefinedDataMessage says which data the failing tests read that the revision lacks, why, and
-// how to fix it.
+// how to fix it; the fix comes before the list of samples, which grows with the samples, so that
+// it survives the 1 KiB cut of an event (TestEngine_Load_undefinedFixturesEvent).
 func undefinedDataMessage(undefined, samples []string) string {
 	return fmt.Sprintf("failing tests read %s, undefined in this revision: the CCM loads a policy ConfigMap or --policy-dir flat, "+
-		"so fixtures in a subdirectory such as inputs/ (which opa test loads as data.inputs...) are not part of the revision; "+
-		"data.inputs holds only the shipped sample inputs (%s) and the revision's own data.inputs. "+
+		"so fixtures in a subdirectory such as inputs/ (which opa test loads as data.inputs...) are not part of the revision. "+
 		"Fix: put each fixture in a data file beside the policies, e.g. fixtures.json holding {\"inputs\": {\"NAME\": {...}}}, "+
-		"or build it in the test with object.union(data.inputs.lb_create_default, {...})",
+		"or build it in the test with object.union(data.inputs.lb_create_default, {...}). "+
+		"data.inputs holds the shipped sample inputs (%s) and the revision's own data.inputs",
 		listAtMost(undefined, 3), strings.Join(samples, ", "))
 }
 
