@@ -112,8 +112,11 @@ func withoutGlobalFlags(tpl string) string {
 }
 
 // isTool reports whether args, the command line without the program name, call one of the
-// tools of newToolsCommand rather than the CCM.
+// tools of newToolsCommand (or ask for its help) rather than the CCM.
 func isTool(tools *cobra.Command, args []string) bool {
+	if len(args) > 1 && args[0] == "help" { // help policy test
+		args = args[1:]
+	}
 	if len(args) == 0 {
 		return false
 	}

@@ -25,6 +25,7 @@ func TestToolHelp(t *testing.T) {
 		{[]string{"policy", "capabilities", "--help"}, []string{"opa check --strict --capabilities capabilities.json"}},
 		{[]string{"policy", "--help"}, []string{"eval", "test", "capabilities"}},
 		{[]string{"plugin", "run", "--help"}, []string{"--module", "--hook", "--input"}},
+		{[]string{"help", "policy", "eval"}, []string{"--policies", "--input"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -72,6 +73,8 @@ func TestRootHelpListsTools(t *testing.T) {
 	}{
 		{[]string{"policy", "test", "x"}, true},
 		{[]string{"version"}, true},
+		{[]string{"help", "policy", "test"}, true},
+		{[]string{"help"}, false},
 		{[]string{"--cloud-provider=hcloud"}, false},
 		{nil, false},
 	} {
