@@ -202,7 +202,8 @@ func (e *Engine) Revision() string {
 //
 // # Errors
 //
-// A revision that does not parse or compile (strict mode, sandbox capabilities), fails on a
+// A revision that does not parse or compile (strict mode, sandbox capabilities, input fields
+// type checked against the input schema: see typecheck.go), fails on a
 // sample input, or fails its own tests is rejected with a *LoadError that lists file, row and message of every problem; the revision in force
 // stays. Each rejection is logged, counted, and reported as a Warning event PolicyRejected on
 // from.Object; an accepted revision gets a Normal event PolicyLoaded. Loading the same
