@@ -83,12 +83,13 @@ unit:
 race:
 	go test $(GO_TEST_FLAGS) -race ./ccm/servercache/ ./plugins/ ./internal/hcloudemu/ ./policy/
 
-# Rego tests with the real opa CLI, built from the same module version as the library, plus
-# format and strict checks.
+# Rego tests as the CCM runs them (policy test), and with the real opa CLI, built from the same
+# module version as the library, plus format, strict and schema checks.
 policy-test: build
+	$(BIN)/hcloud-policy-ccm policy test examples/policies
 	$(BIN)/hcloud-policy-ccm policy capabilities > $(BIN)/capabilities.json
 	go tool opa fmt --fail --list examples/policies
-	go tool opa check --strict --capabilities $(BIN)/capabilities.json examples/policies
+	go tool opa check --strict --capabilities $(BIN)/capabilities.json --schema docs/policy-input.schema.json examples/policies
 	go tool opa test --fail-on-empty --capabilities $(BIN)/capabilities.json examples/policies
 
 kube-bins:

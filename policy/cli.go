@@ -7,13 +7,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
-	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/cover"
 	"github.com/open-policy-agent/opa/v1/tester"
+	"github.com/open-policy-agent/opa/v1/topdown/lineage"
 )
 
 // EvalResult is the JSON form of a [Decision] that [EvalFile] prints.
@@ -109,32 +112,95 @@ func EvalFile(ctx context.Context, policyDir, inputFile string, w io.Writer, o O
 	return nil
 }
 
-// RunTests runs the Rego tests (rules named test_*) of the given files and directories like
-// `opa test` does: directories load recursively, data files included. Tests compile with the
-// production sandbox ([Capabilities], strict mode, print enabled). The report goes to w in
-// opa test's format (verbose lists each test). It is the CLI's `policy test`.
+// TestOptions configure [RunTests], as the flags of `policy test`.
+type TestOptions struct {
+	// Verbose lists every test, as opa test -v.
+	Verbose bool
+	// Coverage reports coverage as JSON instead of the test list, as opa test --coverage.
+	Coverage bool
+	// Threshold is the coverage percentage below which RunTests fails; it implies Coverage.
+	Threshold float64
+	// Explain prints the trace of failing tests: "fails" (the failing expressions) or "full"
+	// (every step), as opa test --explain; "" prints none. It implies Verbose.
+	Explain string
+}
+
+// Explain modes of TestOptions.
+const (
+	ExplainFails = "fails"
+	ExplainFull  = "full"
+)
+
+// RunTests loads the given directories and files as the CCM loads one policy revision, and
+// runs its Rego tests (rules named test_* in *_test.rego files) as the CCM does before it puts
+// the revision in force. It is the CLI's `policy test`, the faithful CI check:
+//
+//   - layout: each directory is read flat, like a ConfigMap or --policy-dir ([ReadDir]); files
+//     in subdirectories (an inputs/ directory of fixtures) are not loaded. Several paths form
+//     one revision, like `kubectl create configmap --from-file` of each;
+//   - the revision must load: parse, compile in strict mode with the sandbox capabilities,
+//     type check against the input schema, and decide every shipped sample input without an
+//     evaluation error; otherwise RunTests returns the *LoadError the CCM would report;
+//   - tests run with strict built-in errors, the revision's data, and data.inputs as the CCM
+//     builds it (the shipped samples merged with the revision's own data.inputs).
+//
+// The report goes to w in opa test's format (or its JSON coverage report). When failing tests
+// read data the revision does not define, a note after the report names the data, the files
+// that were not loaded, and the fix. TestRunTests_likeTheCCM shows that a revision passes here
+// exactly when the CCM accepts it.
 //
 // # Errors
 //
-// failed counts failed and erroneous tests. err is set when the files do not load or compile,
-// or when no test was found (like `opa test --fail-on-empty`).
-func RunTests(ctx context.Context, dirs []string, w io.Writer, verbose bool) (failed int, err error) {
-	modules, store, err := tester.Load(dirs, nil)
-	if err != nil {
-		return 0, fmt.Errorf("load policy tests: %w", err)
+// failed counts failed and erroneous tests. err is set when the files do not load (a
+// *LoadError), when no test was found (like `opa test --fail-on-empty`), or when coverage is
+// below Threshold.
+func RunTests(ctx context.Context, paths []string, w io.Writer, o TestOptions) (failed int, err error) {
+	switch o.Explain {
+	case "", ExplainFails, ExplainFull:
+	default:
+		return 0, fmt.Errorf("invalid --explain %q: want %q or %q", o.Explain, ExplainFails, ExplainFull)
 	}
-	ch, err := tester.NewRunner().
-		SetCompiler(testCompiler()).
-		SetStore(store).
-		CapturePrintOutput(true).
-		RaiseBuiltinErrors(true).
-		SetTimeout(5*time.Second). // opa test's default
-		SetModules(modules).
-		RunTests(ctx, nil)
+	if o.Threshold < 0 || o.Threshold > 100 {
+		return 0, fmt.Errorf("invalid --threshold %v: want a percentage from 0 to 100", o.Threshold)
+	}
+	files, skipped, err := readRevision(paths)
 	if err != nil {
-		return 0, fmt.Errorf("compile policy tests: %w", &LoadError{Revision: "under test", Problems: problemsFrom(err)})
+		return 0, err
+	}
+	policies, data, tests := selectFiles(files)
+	if len(tests) == 0 {
+		return 0, fmt.Errorf("no policy tests found in %s: name test rules test_* in *_test.rego files at the top of the directory%s",
+			strings.Join(paths, " "), skippedNote(skipped))
+	}
+	rev := revisionOf(policies, data, tests)
+	e := NewEngine(Options{})
+	c, problems := e.compile(ctx, rev, policies, data)
+	if len(problems) == 0 {
+		problems = e.vetSamples(ctx, c)
+	}
+	if len(problems) > 0 {
+		return 0, &LoadError{Revision: rev, Problems: problems}
+	}
+	rt, problems := newRevisionTests(policies, data, tests)
+	if len(problems) > 0 {
+		return 0, &LoadError{Revision: rev, Problems: problems}
+	}
+	runner := rt.runner().EnableTracing(o.Explain != "")
+	var cov *cover.Cover
+	if o.Coverage || o.Threshold > 0 {
+		cov = cover.New()
+		runner = runner.SetCoverageQueryTracer(cov)
+	}
+	ch, err := runner.RunTests(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("compile policy tests: %w", &LoadError{Revision: rev, Problems: problemsFrom(err)})
+	}
+	var reporter tester.Reporter = tester.PrettyReporter{Output: w, Verbose: o.Verbose || o.Explain != ""}
+	if cov != nil {
+		reporter = tester.JSONCoverageReporter{Cover: cov, Modules: rt.modules, Output: w, Threshold: o.Threshold, Verbose: o.Verbose}
 	}
 	total := 0
+	var undefined []string
 	counted := make(chan *tester.Result)
 	go func() {
 		defer close(counted)
@@ -142,17 +208,120 @@ func RunTests(ctx context.Context, dirs []string, w io.Writer, verbose bool) (fa
 			total++
 			if r.Fail || r.Error != nil {
 				failed++
+				undefined = append(undefined, rt.undefinedData(r.Package, r.Name)...)
+			}
+			switch o.Explain {
+			case ExplainFails:
+				r.Trace = lineage.Fails(r.Trace)
+			case ExplainFull:
+				r.Trace = lineage.Full(r.Trace)
 			}
 			counted <- r
 		}
 	}()
-	if err := (tester.PrettyReporter{Output: w, Verbose: verbose}).Report(counted); err != nil {
-		return failed, fmt.Errorf("report policy tests: %w", err)
+	reportErr := reporter.Report(counted)
+	for range counted { // the coverage reporter stops at the first erroneous test
 	}
 	if total == 0 {
 		return 0, errors.New("no policy tests found: name test rules test_* in *_test.rego files")
 	}
+	if len(undefined) > 0 {
+		slices.Sort(undefined)
+		fmt.Fprintf(w, "\nnote: %s%s\n", undefinedDataMessage(slices.Compact(undefined), rt.sampleNames()), skippedNote(skipped))
+	} else if o.Verbose && len(skipped) > 0 {
+		fmt.Fprintf(w, "\nnote: not loaded, as the CCM loads a policy directory flat:%s\n", strings.TrimPrefix(skippedNote(skipped), "; not loaded:"))
+	}
+	if _, below := errors.AsType[*cover.CoverageThresholdError](reportErr); reportErr != nil {
+		if below || failed == 0 {
+			return failed, fmt.Errorf("report policy tests: %w", reportErr)
+		}
+		// The coverage reporter returns the first failure instead of a report; failed counts it.
+		fmt.Fprintf(w, "no coverage report: %v\n", reportErr)
+	}
 	return failed, nil
+}
+
+// skippedNote lists files that opa test would load and policy test does not, for messages.
+func skippedNote(skipped []string) string {
+	if len(skipped) == 0 {
+		return ""
+	}
+	const most = 5
+	list := strings.Join(skipped[:min(len(skipped), most)], ", ")
+	if len(skipped) > most {
+		list += fmt.Sprintf(" and %d more", len(skipped)-most)
+	}
+	return "; not loaded: " + list
+}
+
+// readRevision reads paths as one revision: a directory's files flat ([ReadDir]), a file by its
+// base name. It also returns the policy and data files below the directories (outside hidden
+// directories such as a mounted ConfigMap's ..data), which opa test would load and the CCM
+// does not.
+func readRevision(paths []string) (files map[string][]byte, skipped []string, err error) {
+	files = map[string][]byte{}
+	from := map[string]string{}
+	add := func(name, origin string, content []byte) error {
+		if prev, ok := from[name]; ok {
+			return fmt.Errorf("read policies: %s and %s have the same name, and a revision (like a ConfigMap) holds one file per name", prev, origin)
+		}
+		from[name], files[name] = origin, content
+		return nil
+	}
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read policies: %w", err)
+		}
+		if !fi.IsDir() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return nil, nil, fmt.Errorf("read policies: %w", err)
+			}
+			if err := add(filepath.Base(p), p, b); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
+		dir, err := ReadDir(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, name := range sortedKeys(dir) {
+			if err := add(name, filepath.Join(p, name), dir[name]); err != nil {
+				return nil, nil, err
+			}
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if path != p && strings.HasPrefix(d.Name(), ".") {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			if filepath.Dir(path) != filepath.Clean(p) && knownExtension(d.Name()) {
+				skipped = append(skipped, path)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("read policies: %w", err)
+		}
+	}
+	return files, skipped, nil
+}
+
+// knownExtension reports whether Load would select a file of this name.
+func knownExtension(name string) bool {
+	for _, ext := range []string{".rego", ".json", ".yaml", ".yml"} {
+		if strings.HasSuffix(name, ext) {
+			return true
+		}
+	}
+	return false
 }
 
 // testCompiler is the compiler of Rego tests: the production sandbox.

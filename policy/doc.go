@@ -3,7 +3,8 @@
 //
 // Start with [NewEngine], feed it revisions with [WatchDir] or [WatchConfigMap] (or
 // [Engine.Load] directly), and call [Engine.Decide] per mutation. [Engine] implements [Decider].
-// The CLI helpers [EvalFile] and [RunTests] evaluate and test policies with the same sandbox.
+// The CLI helpers [EvalFile] and [RunTests] evaluate and test policies as the engine loads them:
+// same layout, sandbox, type check against the input schema, and strict built-in errors.
 //
 // The policy contract (entrypoints data.ccm.deny and data.ccm.warn, message forms, data files,
 // the sandbox) is documented in docs/policy.md; the input schema in

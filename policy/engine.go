@@ -202,7 +202,8 @@ func (e *Engine) Revision() string {
 //
 // # Errors
 //
-// A revision that does not parse or compile (strict mode, sandbox capabilities), fails on a
+// A revision that does not parse or compile (strict mode, sandbox capabilities, input fields
+// type checked against the input schema: see typecheck.go), fails on a
 // sample input, or fails its own tests is rejected with a *LoadError that lists file, row and message of every problem; the revision in force
 // stays. Each rejection is logged, counted, and reported as a Warning event PolicyRejected on
 // from.Object; an accepted revision gets a Normal event PolicyLoaded. Loading the same
@@ -376,7 +377,13 @@ func (e *Engine) compile(ctx context.Context, rev string, policies, data map[str
 	if len(problems) > 0 {
 		return nil, problems
 	}
-	opts = append(opts, rego.Data(doc))
+	// Type check against the input schema (typecheck.go): a misspelt input field is a
+	// rego_type_error that rejects the revision, like a parse error.
+	schema, err := inputSchema()
+	if err != nil {
+		return nil, []Problem{{Code: "ccm_schema_error", Message: err.Error()}}
+	}
+	opts = append(opts, rego.Data(doc), rego.Schemas(schema))
 	pq, err := rego.New(opts...).PrepareForEval(ctx)
 	if err != nil {
 		return nil, problemsFrom(err)

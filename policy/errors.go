@@ -16,7 +16,8 @@ type Problem struct {
 	// Row and Col locate the problem in File; 0 when unknown.
 	Row, Col int
 	// Code is OPA's error code (e.g. "rego_type_error", "rego_parse_error") or one of the CCM's:
-	// "ccm_missing_package", "ccm_data_error", "ccm_options_error".
+	// "ccm_missing_package", "ccm_data_error", "ccm_options_error", "ccm_schema_error",
+	// "ccm_sample_error", "ccm_test_failed", "ccm_test_error", "ccm_test_data_undefined".
 	Code string
 	// Message says what is wrong and, where the CCM knows it, how to fix it.
 	Message string
@@ -76,7 +77,7 @@ func problemsFrom(err error) []Problem {
 	}
 	ps := make([]Problem, 0, len(aerrs))
 	for _, e := range aerrs {
-		p := Problem{Code: e.Code, Message: e.Message}
+		p := Problem{Code: e.Code, Message: explainRefError(e)}
 		if e.Location != nil {
 			p.File, p.Row, p.Col = e.Location.File, e.Location.Row, e.Location.Col
 		}

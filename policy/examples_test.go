@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,32 +104,93 @@ func TestExamplePolicies_sampleInputs(t *testing.T) {
 	}
 }
 
-func TestRunTests(t *testing.T) {
-	failing := t.TempDir()
-	writeFile(t, failing, "p.rego", "package ccm\n\ndeny contains \"x\" if input.a == 1\n")
-	writeFile(t, failing, "p_test.rego", "package ccm_test\n\nimport data.ccm\n\ntest_passes if count(ccm.deny) == 0\n\ntest_fails if count(ccm.deny) == 1\n")
-	sandbox := t.TempDir()
-	writeFile(t, sandbox, "p.rego", "package ccm\n\ndeny contains \"x\" if http.send({}).status_code == 1\n")
-	writeFile(t, sandbox, "p_test.rego", "package ccm_test\n\nimport data.ccm\n\ntest_x if count(ccm.deny) == 0\n")
-	empty := t.TempDir()
-	writeFile(t, empty, "p.rego", "package ccm\n\ndeny contains \"x\" if input.a == 1\n")
+// testRevisions are directories shaped as a policy author would: each is one revision.
+func testRevisions(t *testing.T) map[string]string {
+	t.Helper()
+	dirs := map[string]string{}
+	mk := func(name string, kv ...string) {
+		d := t.TempDir()
+		for i := 0; i+1 < len(kv); i += 2 {
+			writeFile(t, d, kv[i], kv[i+1])
+		}
+		dirs[name] = d
+	}
+	mk("failing",
+		"p.rego", "package ccm\n\ndeny contains \"x\" if input.action == \"route.create\"\n",
+		"p_test.rego", "package ccm_test\n\nimport data.ccm\n\ntest_passes if count(ccm.deny) == 0\n\ntest_fails if count(ccm.deny) == 1\n")
+	mk("sandbox",
+		"p.rego", "package ccm\n\ndeny contains \"x\" if http.send({}).status_code == 1\n",
+		"p_test.rego", "package ccm_test\n\nimport data.ccm\n\ntest_x if count(ccm.deny) == 0\n")
+	mk("no tests but one",
+		"p.rego", "package ccm\n\ndeny contains \"x\" if input.action == \"route.create\"\n\nwarn contains \"y\" if input.action == \"route.delete\"\n",
+		"p_test.rego", "package ccm_test\n\nimport data.ccm\n\ntest_deny if \"x\" in ccm.deny with input as {\"action\": \"route.create\"}\n")
+	mk("no tests", "p.rego", "package ccm\n\ndeny contains \"x\" if input.action == \"route.create\"\n")
+	// The issue's layout: fixtures under inputs/, which opa test loads as data.inputs.
+	mk("fixtures in inputs/",
+		"p.rego", "package ccm\n\ndeny contains \"no ssh\" if {\n\tsome s in input.load_balancer.services\n\ts.listen_port == 22\n}\n",
+		"p_test.rego", "package ccm_test\n\nimport data.ccm\n\ntest_ssh_denied if \"no ssh\" in ccm.deny with input as data.inputs.ssh\n",
+		"inputs/ssh.json", `{"ssh": {"action": "loadbalancer.create", "load_balancer": {"services": [{"listen_port": 22}]}}}`)
+	// The fix the note suggests: the fixture in a data file at the top.
+	mk("fixtures in a data file",
+		"p.rego", "package ccm\n\ndeny contains \"no ssh\" if {\n\tsome s in input.load_balancer.services\n\ts.listen_port == 22\n}\n",
+		"p_test.rego", "package ccm_test\n\nimport data.ccm\n\ntest_ssh_denied if \"no ssh\" in ccm.deny with input as data.inputs.ssh\n\n"+
+			"test_samples_still_there if count(ccm.deny) == 0 with input as data.inputs.lb_create_default\n",
+		"fixtures.json", `{"inputs": {"ssh": {"action": "loadbalancer.create", "load_balancer": {"services": [{"listen_port": 22}]}}}}`)
+	// Passes opa test (count(null) is undefined there, so nothing is denied) and errors in the
+	// CCM, which raises built-in errors.
+	mk("unguarded count",
+		"p.rego", "package ccm\n\ndeny contains \"too many targets\" if count(input.final.targets) > 50\n",
+		"p_test.rego", "package ccm_test\n\nimport data.ccm\n\ntest_no_targets if count(ccm.deny) == 0 with input as {\"final\": {\"targets\": null}}\n")
+	mk("typo in an input field",
+		"p.rego", "package ccm\n\ndeny contains \"x\" if input.route.destinaton == \"0.0.0.0/0\"\n",
+		"p_test.rego", "package ccm_test\n\nimport data.ccm\n\ntest_ok if count(ccm.deny) == 0\n")
+	// A test that errors only with strict built-in errors.
+	mk("built-in error in a test",
+		"p.rego", "package ccm\n\ndeny contains \"x\" if input.action == \"route.create\"\n",
+		"p_test.rego", "package ccm_test\n\ntest_port if to_number(\"web\") > 1\n")
+	return dirs
+}
 
+func TestRunTests(t *testing.T) {
+	dirs := testRevisions(t)
 	tests := []struct {
 		name       string
 		dir        string
+		opts       policy.TestOptions
 		wantFailed int
 		wantErr    string
-		wantOutput string
+		wantOutput []string
 	}{
-		{name: "The example policies pass", dir: examplesDir, wantOutput: "PASS: "},
-		{name: "A failing test is counted", dir: failing, wantFailed: 1, wantOutput: "FAIL: 1/2"},
-		{name: "Tests compile with the sandbox", dir: sandbox, wantErr: "undefined function http.send"},
-		{name: "No tests is an error", dir: empty, wantErr: "no policy tests found"},
+		{name: "The example policies pass", dir: examplesDir, opts: policy.TestOptions{Verbose: true},
+			wantOutput: []string{"PASS: ", "not loaded, as the CCM loads a policy directory flat", "inputs/lb_create_default.json"}},
+		{name: "A failing test is counted", dir: dirs["failing"], wantFailed: 1, wantOutput: []string{"FAIL: 1/2"}},
+		{name: "Tests compile with the sandbox", dir: dirs["sandbox"], wantErr: "undefined function http.send"},
+		{name: "No tests is an error", dir: dirs["no tests"], wantErr: "no policy tests found"},
+		{name: "Fixtures under inputs/ are not loaded, and the note says why and how to fix it", dir: dirs["fixtures in inputs/"], wantFailed: 1,
+			wantOutput: []string{"FAIL: 1/1", "note: failing tests read data.inputs.ssh, undefined in this revision", "loads a policy ConfigMap or --policy-dir flat",
+				"fixtures.json", "not loaded: " + filepath.Join(dirs["fixtures in inputs/"], "inputs", "ssh.json")}},
+		{name: "Fixtures in a data file load, and the samples stay", dir: dirs["fixtures in a data file"], wantOutput: []string{"PASS: 2/2"}},
+		{name: "An unguarded count errors, as in the CCM", dir: dirs["unguarded count"], wantFailed: 1,
+			wantOutput: []string{"data.ccm_test.test_no_targets: ERROR", "count: operand 1 must be one of {array, object, set, string} but got null"}},
+		{name: "A misspelt input field is a type error with file and line", dir: dirs["typo in an input field"],
+			wantErr: `p.rego:3:22: rego_type_error: undefined ref: input.route.destinaton: input.route has no field "destinaton"; did you mean "destination"?`}, //nolint:misspell // the misspelling is what is tested
+		{name: "Built-in errors are strict", dir: dirs["built-in error in a test"], wantFailed: 1, wantOutput: []string{"ERROR"}},
+		{name: "--explain fails prints the failing expression", dir: dirs["failing"], opts: policy.TestOptions{Explain: policy.ExplainFails}, wantFailed: 1,
+			wantOutput: []string{"FAIL: 1/2", "| | Fail __local1__ = 1"}},
+		{name: "--explain full prints every step", dir: dirs["failing"], opts: policy.TestOptions{Explain: policy.ExplainFull}, wantFailed: 1,
+			wantOutput: []string{"Enter data.ccm_test.test_fails", "| Eval count(__local"}},
+		{name: "--coverage prints opa test's JSON report", dir: dirs["fixtures in a data file"], opts: policy.TestOptions{Coverage: true},
+			wantOutput: []string{`"coverage": 100`, `"p.rego": {`}},
+		{name: "--coverage with a failing test lists the failure", dir: dirs["failing"], opts: policy.TestOptions{Coverage: true}, wantFailed: 1,
+			wantOutput: []string{"data.ccm_test.test_fails: FAIL"}},
+		{name: "--threshold fails below it", dir: dirs["no tests but one"], opts: policy.TestOptions{Threshold: 100},
+			wantErr: "Code coverage threshold not met"},
+		{name: "--explain takes fails or full", dir: examplesDir, opts: policy.TestOptions{Explain: "notes"}, wantErr: `invalid --explain "notes"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			failed, err := policy.RunTests(context.Background(), []string{tc.dir}, &out, true)
+			failed, err := policy.RunTests(context.Background(), []string{tc.dir}, &out, tc.opts)
 			if failed != tc.wantFailed {
 				t.Errorf("failed = %d, want %d\n%s", failed, tc.wantFailed, out.String())
 			}
@@ -138,8 +200,45 @@ func TestRunTests(t *testing.T) {
 			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 				t.Errorf("err = %v, want it to contain %q", err, tc.wantErr)
 			}
-			if !strings.Contains(out.String(), tc.wantOutput) {
-				t.Errorf("output does not contain %q:\n%s", tc.wantOutput, out.String())
+			for _, w := range tc.wantOutput {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output does not contain %q:\n%s", w, out.String())
+				}
+			}
+		})
+	}
+}
+
+// TestRunTests_likeTheCCM: policy test fails a revision exactly when the CCM, loading the same
+// directory, rejects it; and the CCM's rejection of fixtures under inputs/ says why.
+func TestRunTests_likeTheCCM(t *testing.T) {
+	dirs := testRevisions(t)
+	dirs["examples"] = examplesDir
+	for name, dir := range dirs {
+		t.Run(name, func(t *testing.T) {
+			failed, testErr := policy.RunTests(context.Background(), []string{dir}, io.Discard, policy.TestOptions{})
+			files, err := policy.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, loadErr := policy.NewEngine(policy.Options{}).Load(context.Background(), files, policy.DirSource(dir))
+			if name == "no tests" {
+				// The CCM needs no tests; policy test, like opa test --fail-on-empty, does.
+				if loadErr != nil || testErr == nil {
+					t.Fatalf("Load = %v, RunTests = %v; want the CCM to accept and policy test to fail", loadErr, testErr)
+				}
+				return
+			}
+			if ccmRejects, testFails := loadErr != nil, failed > 0 || testErr != nil; ccmRejects != testFails {
+				t.Fatalf("CCM rejects: %v (%v); policy test fails: %v (%d failed, %v)", ccmRejects, loadErr, testFails, failed, testErr)
+			}
+			if name == "fixtures in inputs/" {
+				for _, w := range []string{"ccm_test_data_undefined: failing tests read data.inputs.ssh", "fixtures.json",
+					"ccm_test_failed: Rego test ccm_test.test_ssh_denied failed (it reads data.inputs.ssh, which this revision does not define)"} {
+					if !strings.Contains(loadErr.Error(), w) {
+						t.Errorf("the CCM's rejection %q\nlacks %q", loadErr, w)
+					}
+				}
 			}
 		})
 	}
@@ -203,6 +302,9 @@ func TestEvalFile(t *testing.T) {
 
 func writeFile(t *testing.T, dir, name, content string) {
 	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/policy/internal/gendoc"
 )
@@ -70,5 +72,41 @@ func TestGeneratedSchema_acceptsSampleInputs(t *testing.T) {
 	}
 	if ok, _ := match(map[string]any{"version": "v1", "action": "loadbalancer.explode"}); ok {
 		t.Error("the schema accepts an unknown action and missing fields")
+	}
+}
+
+// TestGeneratedSchema_opaCheckTypesNested compiles with the committed schema as `opa check
+// --schema docs/policy-input.schema.json` does: a misspelt field below a nullable object is a
+// type error, a correct one is not.
+func TestGeneratedSchema_opaCheckTypesNested(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", gendoc.SchemaPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema any
+	if err := util.UnmarshalJSON(raw, &schema); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		ref     string
+		wantErr bool
+	}{
+		{"input.route.destinaton", true},
+		{"input.cluster.network.ip_rang", true},
+		{"input.load_balancer.listeners", true},
+		{"input.final.services[_].listen_port", false},
+		{"input.route.destination", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.ref, func(t *testing.T) {
+			ss := ast.NewSchemaSet()
+			ss.Put(ast.SchemaRootRef, schema)
+			m := ast.MustParseModuleWithOpts("package ccm\n\nx if "+tt.ref+"\n", ast.ParserOptions{RegoVersion: ast.RegoV1})
+			c := ast.NewCompiler().WithSchemas(ss)
+			c.Compile(map[string]*ast.Module{"p.rego": m})
+			if got := c.Failed(); got != tt.wantErr {
+				t.Errorf("type error = %v (%v), want %v", got, c.Errors, tt.wantErr)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,6 +151,33 @@ func BenchmarkEngine_Load_examplesWithTests(b *testing.B) {
 		e := policy.NewEngine(policy.Options{})
 		if _, err := e.Load(context.Background(), fs, policy.DirSource(examplesDir)); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestEngine_Load_undefinedFixturesEvent: the case. 31 tests read fixtures that only an
+// inputs/ subdirectory held; the PolicyRejected event (cut at 1 KiB) still says why and how to
+// fix it, before the list of failures.
+func TestEngine_Load_undefinedFixturesEvent(t *testing.T) {
+	var tests strings.Builder
+	tests.WriteString("package ccm_test\n\nimport data.ccm\n")
+	for i := range 31 {
+		fmt.Fprintf(&tests, "\ntest_case_%d if count(ccm.deny) == 1 with input as data.inputs.case_%d\n", i, i)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "ccm-policy"}}
+	rec := record.NewFakeRecorder(10)
+	e := policy.NewEngine(policy.Options{Recorder: rec})
+	_, err := e.Load(context.Background(), files(
+		"p.rego", "package ccm\n\ndeny contains \"x\" if input.action == \"route.create\"\n",
+		"p_test.rego", tests.String()), policy.ConfigMapSource(cm))
+	if err == nil {
+		t.Fatal("Load = nil error, want the revision rejected")
+	}
+	ev := <-rec.Events
+	for _, w := range []string{"PolicyRejected", "ccm_test_data_undefined: failing tests read data.inputs.case_0, data.inputs.case_1, data.inputs.case_10 and 28 more",
+		"flat", "Fix: put each fixture in a data file beside the policies, e.g. fixtures.json"} {
+		if !strings.Contains(ev, w) {
+			t.Errorf("event %q\nlacks %q", ev, w)
 		}
 	}
 }

@@ -4,19 +4,24 @@
 // package ccm, and is configured like the official hcloud-cloud-controller-manager (same env
 // vars, same annotations).
 //
-// Subcommands:
+// Subcommands (offline tools, each with its own --help):
 //
+//	hcloud-policy-ccm policy test [-v] DIR...                   # run Rego tests as the CCM does
 //	hcloud-policy-ccm policy eval --policies DIR --input FILE   # print a decision
-//	hcloud-policy-ccm policy test DIR...                        # run Rego tests, as opa test
+//	hcloud-policy-ccm policy capabilities                       # the sandbox, for opa --capabilities
 //	hcloud-policy-ccm plugin run --module FILE --hook HOOK --input FILE
+//	hcloud-policy-ccm version
 package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,7 +63,93 @@ func main() {
 	if err := plugins.RegisterMetrics(legacyregistry.Registerer()); err != nil {
 		klog.Fatalf("register plugin metrics: %v", err)
 	}
+	if tools := newToolsCommand(); isTool(tools, os.Args[1:]) {
+		if err := runTool(tools, os.Args[1:], os.Stdout); err != nil {
+			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	os.Exit(cli.Run(newCommand()))
+}
+
+// newToolsCommand returns the root of the offline tools (policy, plugin, version). It is a
+// command of its own rather than subcommands of the CCM's root: the upstream root carries about
+// 180 flags and its help function, and k8s.io/component-base/cli adds klog's flags (-v among
+// them) to it as persistent flags, which cobra would pass down, so `policy eval --help` printed
+// the CCM's flags and `policy test -v` parsed -v as a log level. TestToolHelp shows each tool's
+// help lists its own flags only.
+func newToolsCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "hcloud-policy-ccm",
+		Short:         "Offline tools of hcloud-policy-ccm",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	// cobra passes the flags of pflag.CommandLine down as global flags: the --version that
+	// k8s.io/component-base/version/verflag registers there for the CCM. It means nothing to
+	// the tools, so their usage leaves the global flags out.
+	root.SetUsageTemplate(withoutGlobalFlags(root.UsageTemplate()))
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w (see %s --help)", err, c.CommandPath())
+	})
+	root.AddCommand(newPolicyCommand(), newPluginCommand(), newVersionCommand())
+	return root
+}
+
+// withoutGlobalFlags removes the "Global Flags" section from a cobra usage template.
+func withoutGlobalFlags(tpl string) string {
+	start := strings.Index(tpl, "{{if .HasAvailableInheritedFlags}}")
+	if start < 0 {
+		return tpl
+	}
+	end := strings.Index(tpl[start:], "{{end}}")
+	if end < 0 {
+		return tpl
+	}
+	return tpl[:start] + tpl[start+end+len("{{end}}"):]
+}
+
+// isTool reports whether args, the command line without the program name, call one of the
+// tools of newToolsCommand (or ask for its help) rather than the CCM.
+func isTool(tools *cobra.Command, args []string) bool {
+	if len(args) > 1 && args[0] == "help" { // help policy test
+		args = args[1:]
+	}
+	if len(args) == 0 {
+		return false
+	}
+	for _, c := range tools.Commands() {
+		if c.Name() == args[0] {
+			return true
+		}
+	}
+	return false
+}
+
+// runTool runs the tool that args name, writing its output to stdout.
+func runTool(tools *cobra.Command, args []string, stdout io.Writer) error {
+	tools.SetArgs(args)
+	tools.SetOut(stdout)
+	return tools.Execute()
+}
+
+// toolsHelp lists the tools for the CCM's own --help.
+func toolsHelp(tools *cobra.Command) string {
+	var b strings.Builder
+	b.WriteString("Subcommands (offline tools; run hcloud-policy-ccm COMMAND --help for their flags):\n")
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Runnable() {
+				fmt.Fprintf(&b, "  %-40s %s\n", strings.TrimPrefix(sub.CommandPath(), tools.Name()+" "), sub.Short)
+			}
+			walk(sub)
+		}
+	}
+	walk(tools)
+	return b.String()
 }
 
 // setGCPercent sets defaultGCPercent unless GOGC is set.
@@ -69,7 +160,7 @@ func setGCPercent(lookup func(string) (string, bool)) {
 }
 
 // newCommand builds the root command: the upstream cloud-controller-manager command with our
-// flag set and subcommands.
+// flag set; its help lists the offline tools.
 func newCommand() *cobra.Command {
 	ccmOptions, err := options.NewCloudControllerManagerOptions()
 	if err != nil {
@@ -85,7 +176,8 @@ func newCommand() *cobra.Command {
 	cmd := app.NewCloudControllerManagerCommand(ccmOptions, initCloud, controllerConstructors(),
 		names.CCMControllerAliases(), fss, wait.NeverStop)
 	cmd.Use = "hcloud-policy-ccm"
-	cmd.AddCommand(newPolicyCommand(), newPluginCommand(), newVersionCommand())
+	// The tools run from main (see newToolsCommand); the CCM's help lists them.
+	cmd.Long = strings.TrimSpace(cmd.Long) + "\n\n" + toolsHelp(newToolsCommand())
 	return cmd
 }
 

@@ -12,8 +12,8 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
-// newPolicyCommand returns "policy eval" and "policy test": the tools an operator runs on
-// policies before shipping them.
+// newPolicyCommand returns "policy eval", "policy test" and "policy capabilities": the tools an
+// operator runs on policies before shipping them.
 func newPolicyCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "policy",
@@ -23,7 +23,10 @@ func newPolicyCommand() *cobra.Command {
 	eval := &cobra.Command{
 		Use:   "eval --policies DIR --input FILE",
 		Short: "Print the decision of the policies in DIR for the input document in FILE (- for stdin)",
-		Args:  cobra.NoArgs,
+		Long: `Load DIR as --policy-dir does (flat, vetted, type checked) and print the decision for one
+input document as JSON. It exits non-zero when the mutation would not be allowed.`,
+		Example: `  hcloud-policy-ccm policy eval --policies examples/policies --input examples/policies/inputs/lb_create_default.json`,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if dir == "" || input == "" {
 				return errors.New("policy eval: --policies and --input are required (for example --policies examples/policies --input examples/policies/inputs/lb_create_default.json)")
@@ -40,13 +43,27 @@ func newPolicyCommand() *cobra.Command {
 	eval.Flags().StringVar(&mode, "mode", "enforce", "enforce or dryrun")
 	eval.Flags().StringVar(&failure, "failure-mode", "closed", "closed or open")
 
-	var verbose bool
+	var topts policy.TestOptions
 	test := &cobra.Command{
-		Use:   "test DIR...",
-		Short: "Run the *_test.rego files in the directories, as opa test does, with the CCM's sandbox capabilities",
-		Args:  cobra.MinimumNArgs(1),
+		Use:   "test [flags] DIR|FILE...",
+		Short: "Run the Rego tests of a policy revision exactly as the CCM does before loading it (the faithful CI check)",
+		Long: `Run the Rego tests (test_* rules in *_test.rego files) of one policy revision as the CCM
+runs them before it puts the revision in force:
+
+  - the directories are read flat, like a policy ConfigMap or --policy-dir: files in
+    subdirectories (an inputs/ directory of fixtures) are not loaded;
+  - the revision must compile in strict mode with the sandbox capabilities, pass the type
+    check against the input schema, and decide every shipped sample input without error;
+  - tests run with strict built-in errors; data.inputs holds the shipped sample inputs
+    merged with the revision's own data.inputs.
+
+It exits non-zero when the revision would be rejected, a test fails, or no test is found.`,
+		Example: `  hcloud-policy-ccm policy test -v examples/policies
+  hcloud-policy-ccm policy test --coverage --threshold 80 examples/policies
+  hcloud-policy-ccm policy test --explain fails examples/policies`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			failed, err := policy.RunTests(cmd.Context(), args, cmd.OutOrStdout(), verbose)
+			failed, err := policy.RunTests(cmd.Context(), args, cmd.OutOrStdout(), topts)
 			if err != nil {
 				return fmt.Errorf("policy test: %w", err)
 			}
@@ -56,11 +73,16 @@ func newPolicyCommand() *cobra.Command {
 			return nil
 		},
 	}
-	test.Flags().BoolVar(&verbose, "verbose", false, "print every test")
+	test.Flags().BoolVarP(&topts.Verbose, "verbose", "v", false, "list every test, as opa test -v")
+	test.Flags().BoolVar(&topts.Coverage, "coverage", false, "print the coverage report as JSON instead of the test list, as opa test --coverage")
+	test.Flags().Float64Var(&topts.Threshold, "threshold", 0, "fail when coverage is below this percentage (implies --coverage)")
+	test.Flags().StringVar(&topts.Explain, "explain", "", "print the trace of failing tests: fails (the failing expressions) or full (every step)")
 	caps := &cobra.Command{
 		Use:   "capabilities",
-		Short: "Print the sandbox capabilities as JSON, for opa test/check --capabilities FILE",
-		Args:  cobra.NoArgs,
+		Short: "Print the sandbox capabilities as JSON, for opa check/test --capabilities FILE",
+		Example: `  hcloud-policy-ccm policy capabilities > capabilities.json
+  opa check --strict --capabilities capabilities.json --schema docs/policy-input.schema.json policies/`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			enc.SetIndent("", "  ")

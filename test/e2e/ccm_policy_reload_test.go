@@ -31,7 +31,9 @@ import (
 //     by the same CCM process;
 //   - a rego file that does not parse added: Warning event PolicyRejected on the ConfigMap, and
 //     the last good revision stays in force (lb31 in an unlabelled namespace is still denied by
-//     it, the load balancer stays lb21).
+//     it, the load balancer stays lb21);
+//   - a rego file that reads a misspelt input field (input.route.destinaton): rejected the same
+//     way, the event names file, line and the field it could have meant.
 func TestCCMPolicyReload(t *testing.T) {
 	c := harness.Start(t)
 	c.ApplyKustomize(t, deployDir)
@@ -130,6 +132,30 @@ func TestCCMPolicyReload(t *testing.T) {
 		// message.
 		denied(t, "lb31", `load balancer type "lb31" needs the namespace "default" to be labelled`)
 		waitLB(t, ccm, emu, svc.UID, time.Second, wantType("lb21"))
+	})
+
+	t.Run("misspelt input field is rejected like a parse error", func(t *testing.T) {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cm := getConfigMap(t, c)
+			delete(cm.Data, "broken.rego")
+			cm.Data["typo.rego"] = "package ccm\n\ndeny contains \"x\" if input.route.destinaton == \"0.0.0.0/0\"\n"
+			_, err := c.Client().CoreV1().ConfigMaps(ccmNamespace).Update(context.Background(), cm, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatalf("update configmap: %v", err)
+		}
+		ev := waitEvent(t, c, ccm, ccmNamespace, policyConfigMap, corev1.EventTypeWarning, "PolicyRejected", "typo.rego")
+		t.Logf("PolicyRejected: %s", ev.Message)
+		for _, want := range []string{"revision " + good + " stays in force", "typo.rego:3:22: rego_type_error",
+			`input.route has no field "destinaton"; did you mean "destination"?`} { //nolint:misspell // the misspelling is what is tested
+			if !strings.Contains(ev.Message, want) {
+				t.Errorf("PolicyRejected message %q does not say %q", ev.Message, want)
+			}
+		}
+		if rev, _ := policyRevision(ccm); rev != good {
+			t.Errorf("revision in force %q, want the last good %q", rev, good)
+		}
 	})
 }
 

@@ -192,6 +192,14 @@ func (m *model) describe(e ast.Expr) string {
 func (m *model) jsonType(e ast.Expr) (map[string]any, error) {
 	switch t := e.(type) {
 	case *ast.StarExpr:
+		// A nullable struct is written out in place as {"type": ["object", "null"],
+		// "properties": ...}, not as anyOf [{"$ref": ...}, {"type": "null"}]: OPA's type checker
+		// (opa check --schema, and the CCM's own check) turns such an anyOf into a union it does
+		// not check fields below, so input.route.destinaton would pass. TestSchema_typesNested
+		// in package policy proves the nested check.
+		if id, ok := t.X.(*ast.Ident); ok && m.types[id.Name] != nil {
+			return m.structSchema(id.Name, true)
+		}
 		inner, err := m.jsonType(t.X)
 		if err != nil {
 			return nil, err
@@ -261,35 +269,51 @@ func (m *model) markdown() []byte {
 	return b.Bytes()
 }
 
+// structSchema returns the JSON Schema of the struct type name: an object of its fields, no
+// others ("additionalProperties": false, so a validator and OPA's type checker both refuse an
+// unknown field), or null too when nullable.
+func (m *model) structSchema(name string, nullable bool) (map[string]any, error) {
+	t := m.types[name]
+	props := map[string]any{}
+	required := []string{}
+	for _, f := range t.fields {
+		s, err := m.jsonType(f.typ)
+		if err != nil {
+			return nil, fmt.Errorf("%s.%s: %w", name, f.name, err)
+		}
+		s["description"] = oneLine(f.doc)
+		if name == "Input" && f.name == "version" {
+			s["const"] = m.version
+		}
+		if name == "Input" && f.name == "action" {
+			s["enum"] = m.actions
+		}
+		props[f.name] = s
+		if !f.omitempty {
+			required = append(required, f.name)
+		}
+	}
+	var typ any = "object"
+	if nullable {
+		typ = []string{"object", "null"}
+	}
+	return map[string]any{
+		"type":                 typ,
+		"description":          oneLine(t.doc),
+		"properties":           props,
+		"required":             required,
+		"additionalProperties": false,
+	}, nil
+}
+
 func (m *model) schema() ([]byte, error) {
 	defs := map[string]any{}
 	for _, name := range m.order {
-		t := m.types[name]
-		props := map[string]any{}
-		required := []string{}
-		for _, f := range t.fields {
-			s, err := m.jsonType(f.typ)
-			if err != nil {
-				return nil, fmt.Errorf("%s.%s: %w", name, f.name, err)
-			}
-			s["description"] = oneLine(f.doc)
-			if name == "Input" && f.name == "version" {
-				s["const"] = m.version
-			}
-			if name == "Input" && f.name == "action" {
-				s["enum"] = m.actions
-			}
-			props[f.name] = s
-			if !f.omitempty {
-				required = append(required, f.name)
-			}
+		def, err := m.structSchema(name, false)
+		if err != nil {
+			return nil, err
 		}
-		defs[name] = map[string]any{
-			"type":        "object",
-			"description": oneLine(t.doc),
-			"properties":  props,
-			"required":    required,
-		}
+		defs[name] = def
 	}
 	doc := map[string]any{
 		"$schema":     "http://json-schema.org/draft-07/schema#",
