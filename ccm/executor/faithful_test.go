@@ -35,7 +35,9 @@ const faithfulIterations = 450
 // TestProperty_DecisionsSeeWhatRequestsDo is the policy contract's property: over random plans
 // (random desired state against a random actual one, seeded), every mutating request the
 // executor sends to the API is seen by exactly one policy decision whose input shows the same
-// effects, and every decision belongs to a request. The effects of the requests are parsed
+// effects, and every decision belongs to a request. When the API refuses a create with what
+// rides along (resource_limit_exceeded, injected for some creates) and the executor sends it
+// split, the effects of all requests still equal those of all decisions. The effects of the requests are parsed
 // from the request bodies the emulator recorded (what went over the wire), the effects seen
 // by the policy from the decision inputs alone; neither side uses the code that builds the
 // other.
@@ -71,7 +73,10 @@ func TestProperty_DecisionsSeeWhatRequestsDo(t *testing.T) {
 			t.Errorf("no random plan decided %s: widen the generator", op)
 		}
 	}
-	t.Logf("checked %d plans, %d requests; decisions per operation: %v", plans, f.requests, f.ops)
+	if f.splits == 0 || f.refused != f.splits {
+		t.Errorf("%d creates refused for %d faults: the fallback is not covered", f.refused, f.splits)
+	}
+	t.Logf("checked %d plans (%d creates split by resource_limit_exceeded), %d requests; decisions per operation: %v", plans, f.splits, f.requests, f.ops)
 }
 
 type faithfulEnv struct {
@@ -83,6 +88,8 @@ type faithfulEnv struct {
 	servers  []int64
 	requests int
 	desireds int
+	splits   int
+	refused  int
 	// ops counts the decisions per operation, to prove the random plans reach every kind.
 	ops map[string]int
 }
@@ -220,7 +227,15 @@ func (f *faithfulEnv) check(t *testing.T, i int, kind string, svc *corev1.Servic
 	if err != nil {
 		t.Fatalf("iteration %d %s: plan: %v", i, kind, err)
 	}
-	return f.run(t, fmt.Sprintf("iteration %d %s %v", i, kind, p.Labels()), svc, p)
+	split := false
+	if kind == "create" && i%7 == 3 && len(p.Requests()) < len(p.Mutations) {
+		// The API refuses the create with what rides along for capacity: the executor sends
+		// the create alone and the rest one request each.
+		f.emu.AddFault(hcloudemu.Fault{Method: "POST", Pattern: "/v1/load_balancers", Times: 1, Code: "resource_limit_exceeded"})
+		split = true
+		f.splits++
+	}
+	return f.run(t, fmt.Sprintf("iteration %d %s %v (split %t)", i, kind, p.Labels(), split), svc, p, split)
 }
 
 func (f *faithfulEnv) checkDelete(t *testing.T, i int, svc *corev1.Service, lb *hcloud.LoadBalancer) int {
@@ -229,10 +244,13 @@ func (f *faithfulEnv) checkDelete(t *testing.T, i int, svc *corev1.Service, lb *
 	if err != nil {
 		t.Fatalf("iteration %d delete: plan: %v", i, err)
 	}
-	return f.run(t, fmt.Sprintf("iteration %d delete", i), svc, p)
+	return f.run(t, fmt.Sprintf("iteration %d delete", i), svc, p, false)
 }
 
-func (f *faithfulEnv) run(t *testing.T, name string, svc *corev1.Service, p lbplan.Plan) int {
+// run runs p and compares: every request with a decision of equal effects, and the reverse.
+// After a split create (split) the requests of the create are no longer one; then the effects
+// of all requests, one by one, must equal those of all decisions.
+func (f *faithfulEnv) run(t *testing.T, name string, svc *corev1.Service, p lbplan.Plan, split bool) int {
 	t.Helper()
 	f.emu.ResetRequests()
 	f.decider.inputs = nil
@@ -245,6 +263,10 @@ func (f *faithfulEnv) run(t *testing.T, name string, svc *corev1.Service, p lbpl
 			continue
 		}
 		if req.Status >= 300 {
+			if split && req.Route == "POST /v1/load_balancers" && req.Status == 403 {
+				f.refused++
+				continue // the refused create: no effect
+			}
 			t.Fatalf("%s: %s %s answered %d", name, req.Method, req.Path, req.Status)
 		}
 		sent = append(sent, requestEffects(t, req))
@@ -255,6 +277,9 @@ func (f *faithfulEnv) run(t *testing.T, name string, svc *corev1.Service, p lbpl
 		seen = append(seen, decisionEffects(in))
 	}
 	f.requests += len(sent)
+	if split {
+		sent, seen = atoms(sent), atoms(seen)
+	}
 	slices.Sort(sent)
 	slices.Sort(seen)
 	if !slices.Equal(sent, seen) {
@@ -265,6 +290,16 @@ func (f *faithfulEnv) run(t *testing.T, name string, svc *corev1.Service, p lbpl
 		return 0
 	}
 	return 1
+}
+
+// atoms are the single effects of requests or decisions, without their operations.
+func atoms(joined []string) []string {
+	var out []string
+	for _, j := range joined {
+		_, effects, _ := strings.Cut(j, ": ")
+		out = append(out, strings.Split(effects, "; ")...)
+	}
+	return out
 }
 
 // Effects are strings; one request or decision is its operation followed by its effects,
