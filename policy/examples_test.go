@@ -72,6 +72,10 @@ func TestExamplePolicies_sampleInputs(t *testing.T) {
 		{file: "lb_update_change_type.json", wantAllow: true},
 		{file: "lb_delete_protected.json", wantCodes: []string{"load_balancer_protected"}},
 		{file: "route_create.json", wantAllow: true},
+		// ports.rego denies with a plain string message: no code.
+		{file: "lb_update_add_service.json", wantCodes: []string{""}},
+		{file: "lb_update_robot_ip_target.json", wantAllow: true},
+		{file: "lb_update_managed_certificate.json", wantAllow: true},
 	}
 	entries, err := os.ReadDir(filepath.Join(examplesDir, "inputs"))
 	if err != nil {

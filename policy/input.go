@@ -36,7 +36,12 @@ type Input struct {
 	// "add_service", "update_service", "delete_service", "add_target", "remove_target",
 	// "attach_to_network", "detach_from_network", "enable_public_interface",
 	// "disable_public_interface", "change_algorithm", "change_type", "change_dns_ptr",
-	// "add_route", "delete_route".
+	// "create_managed_certificate" (action "loadbalancer.update"), "add_route", "delete_route".
+	//
+	// One decision is one API request. A create carries the listeners and targets that are sent
+	// in its request body (they are in load_balancer.services and load_balancer.targets); only
+	// listeners and targets sent by a request of their own are "add_service" and "add_target"
+	// decisions.
 	Operation string `json:"operation"`
 	// Cluster describes the cluster the CCM runs for.
 	Cluster Cluster `json:"cluster"`
@@ -57,6 +62,25 @@ type Input struct {
 	// an IP target ({"type": "ip", "ip": ...}). Absent (not null) for other operations, so
 	// the schema stays v1: policies that do not know the field are unaffected.
 	Target *LBTarget `json:"target,omitempty"`
+	// Listener is the listener an "add_service", "update_service" or "delete_service" mutation
+	// adds, changes (as it is after the change) or deletes (as it was). Absent for other
+	// operations; a create's listeners are in load_balancer.services.
+	Listener *LBService `json:"listener,omitempty"`
+	// Certificate is the certificate a "create_managed_certificate" mutation creates. Absent for
+	// other operations.
+	Certificate *Certificate `json:"certificate,omitempty"`
+}
+
+// Certificate is a Hetzner certificate the CCM creates for an https listener.
+type Certificate struct {
+	// Type is "managed" (issued by Let's Encrypt for Domains).
+	Type string `json:"type"`
+	// Name is the certificate's name.
+	Name string `json:"name"`
+	// Domains are the domain names the certificate is issued for.
+	Domains []string `json:"domains"`
+	// Labels are the certificate's Hetzner labels.
+	Labels map[string]string `json:"labels"`
 }
 
 // Cluster describes the cluster.

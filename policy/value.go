@@ -23,6 +23,17 @@ func inputValue(in Input) (ast.Value, error) {
 	if in.Target != nil { // omitempty
 		items = append(items, ast.Item(ast.InternedTerm("target"), targetTerm(*in.Target)))
 	}
+	if in.Listener != nil { // omitempty
+		items = append(items, item("listener", listenerTerm(*in.Listener)))
+	}
+	if c := in.Certificate; c != nil { // omitempty
+		items = append(items, item("certificate", ast.ObjectTerm(
+			item("type", ast.StringTerm(c.Type)),
+			item("name", ast.StringTerm(c.Name)),
+			item("domains", stringsTerm(c.Domains)),
+			item("labels", stringMapTerm(c.Labels)),
+		)))
+	}
 	return ast.NewObject(items...), nil
 }
 
@@ -102,12 +113,7 @@ func loadBalancerTerm(lb *LoadBalancer) *ast.Term {
 	if lb.Services != nil {
 		ts := make([]*ast.Term, len(lb.Services))
 		for i, s := range lb.Services {
-			ts[i] = ast.ObjectTerm(
-				item("protocol", ast.StringTerm(s.Protocol)),
-				item("listen_port", intTerm(s.ListenPort)),
-				item("destination_port", intTerm(s.DestinationPort)),
-				item("proxyprotocol", ast.BooleanTerm(s.Proxyprotocol)),
-			)
+			ts[i] = listenerTerm(s)
 		}
 		services = ast.ArrayTerm(ts...)
 	}
@@ -134,6 +140,16 @@ func loadBalancerTerm(lb *LoadBalancer) *ast.Term {
 		item("protected", ast.BooleanTerm(lb.Protected)),
 	)
 	return ast.ObjectTerm(items...)
+}
+
+// listenerTerm is one LBService.
+func listenerTerm(s LBService) *ast.Term {
+	return ast.ObjectTerm(
+		item("protocol", ast.StringTerm(s.Protocol)),
+		item("listen_port", intTerm(s.ListenPort)),
+		item("destination_port", intTerm(s.DestinationPort)),
+		item("proxyprotocol", ast.BooleanTerm(s.Proxyprotocol)),
+	)
 }
 
 // targetTerm is one LBTarget; server_id and ip are omitempty.

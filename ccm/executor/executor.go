@@ -1,5 +1,5 @@
 // Package executor is the policy gate and the only code of the CCM that writes to the Hetzner
-// Cloud API. Run decides every mutation of a load balancer plan before it runs the first one;
+// Cloud API. Run decides every request of a load balancer plan before it sends the first one;
 // AddRoute and DeleteRoute gate route changes the same way.
 //
 // Start with New, then Run (load balancers) and AddRoute/DeleteRoute (routes).
@@ -76,8 +76,9 @@ func New(client *hcloud.Client, decider policy.Decider, recorder record.EventRec
 	return x
 }
 
-// Run decides every mutation of plan for svc and, when none is denied, runs them in the
-// requests of plan.Requests (a create carries its listeners and targets inline), waiting for
+// Run decides every request of plan for svc (one decision per request, plan.Steps: a create's
+// decision shows the listeners and targets that ride along in it) and, when none is denied,
+// sends the requests of plan.Requests, waiting for
 // each action. It returns the load balancer to build the Service status from (lbplan.Status):
 // plan.Actual for an empty plan; the create's answer after a create, then every later
 // mutation's Apply; re-read only when the API picked a private IP (an attachment without a
@@ -186,13 +187,14 @@ func (x *Executor) reportApplied(svc *corev1.Service, applied []lbplan.Mutation)
 	x.recorder.Event(svc, corev1.EventTypeNormal, reason, truncate.String("applied: "+strings.Join(labels, ", "), truncate.EventMessage))
 }
 
-// gate decides every step of plan; see Run.
+// gate decides every step of plan, one decision per request (lbplan.Plan.Steps: a create's
+// decision shows the listeners and targets its request carries); see Run.
 func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) error {
 	service := x.policyService(svc)
 	steps := plan.Steps()
 	items := make([]gateItem, 0, len(steps))
 	for _, st := range steps {
-		items = append(items, gateItem{label: st.Mutation.Label(), input: policy.Input{
+		items = append(items, gateItem{label: st.Label(), input: policy.Input{
 			Version:      policy.InputVersion,
 			Action:       st.Mutation.Action(),
 			Operation:    st.Mutation.Operation(),
@@ -201,7 +203,9 @@ func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Pl
 			LoadBalancer: st.LoadBalancer,
 			Current:      st.Current,
 			Final:        st.Final,
-			Target:       policyTarget(st.Mutation),
+			Target:       st.Target,
+			Listener:     st.Listener,
+			Certificate:  st.Certificate,
 		}})
 	}
 	return x.decideAll(ctx, svc, items)
@@ -336,13 +340,3 @@ func nodeRef(name string) runtime.Object {
 
 // errNoLoadBalancer is returned when a mutation needs a load balancer the plan has not got.
 var errNoLoadBalancer = errors.New("no load balancer to change: the plan must start with create")
-
-// policyTarget is the target an add_target or remove_target mutation adds or removes (the
-// policy input's "target"); nil for other mutations.
-func policyTarget(m lbplan.Mutation) *policy.LBTarget {
-	if t, ok := m.(lbplan.TargetMutation); ok {
-		pt := t.PolicyTarget()
-		return &pt
-	}
-	return nil
-}

@@ -183,20 +183,21 @@ func TestRun_InputsDescribeEveryMutation(t *testing.T) {
 	if lb == nil || lb.Name != "web" || len(lb.Targets) != 2 {
 		t.Fatalf("run returned %+v", lb)
 	}
+	// One request (the create carries its listener and targets), so one decision that shows them.
 	ins := ev.decider.inputs
-	if len(ins) != len(p.Mutations) {
-		t.Fatalf("%d decisions for %d mutations", len(ins), len(p.Mutations))
+	if len(ins) != 1 {
+		t.Fatalf("%d decisions for the create of %d mutations, want 1", len(ins), len(p.Mutations))
 	}
-	first, last := ins[0], ins[len(ins)-1]
+	first := ins[0]
 	if first.Version != policy.InputVersion || first.Action != policy.ActionLoadBalancerCreate || first.Operation != "create" || first.Current != nil {
 		t.Errorf("create input = %+v", first)
+	}
+	if lbv := first.LoadBalancer; len(lbv.Services) != 1 || lbv.Services[0].ListenPort != 80 || len(lbv.Targets) != 2 || first.Final == nil || len(first.Final.Targets) != 2 {
+		t.Errorf("create input's load balancer = %+v, want the listener and both targets it is created with", lbv)
 	}
 	if first.Cluster.Name != "prod" || first.Service.Namespace != "shop" || first.Service.Ports[0].NodePort != 30080 ||
 		first.Service.NamespaceLabels["tier"] != "prod" || first.Service.ExternalTrafficPolicy != "Cluster" || first.Service.Labels["app"] != "web" {
 		t.Errorf("service input = %+v", first.Service)
-	}
-	if last.Operation != "add_target" || len(last.Current.Targets) != 1 || len(last.LoadBalancer.Targets) != 2 {
-		t.Errorf("last input = %+v", last)
 	}
 	if e := ev.events(); count(e, "Normal LoadBalancerCreated") != 1 {
 		t.Errorf("events = %v", e)
@@ -251,7 +252,7 @@ func TestRun_PartialDenyRunsNothing(t *testing.T) {
 		return policy.Decision{Allowed: true}
 	})
 	svc := newService()
-	_, err := ev.exec.Run(context.Background(), svc, ev.plan(t, svc, nil))
+	_, err := ev.exec.Run(context.Background(), svc, ev.plan(t, svc, ev.bareLB(t)))
 	var denied *executor.DeniedError
 	if !errors.Is(err, policy.ErrDenied) || !errors.As(err, &denied) || !strings.Contains(err.Error(), "no targets today: for 2 × add_target") {
 		t.Fatalf("err = %v, want one grouped message for both add_target steps", err)
@@ -372,8 +373,8 @@ func TestRun_CreateIsOneRequest(t *testing.T) {
 	if lb == nil || len(lb.Services) != 1 || len(lb.Targets) != 2 || lb.IPv4 == "" {
 		t.Fatalf("run returned %+v", lb)
 	}
-	if n := len(ev.decider.inputs); n != len(p.Mutations) || n != 4 {
-		t.Errorf("%d decisions, want one for each of the %d mutations", n, len(p.Mutations))
+	if n := len(ev.decider.inputs); n != 1 || len(p.Mutations) != 4 {
+		t.Errorf("%d decisions for %d mutations in one request, want 1", n, len(p.Mutations))
 	}
 	want := fmt.Sprintf("Normal LoadBalancerCreated applied: create(web), add_service(80), add_target(server:%d), add_target(server:%d)", ev.servers[0], ev.servers[1])
 	if e := ev.events(); count(e, want) != 1 {
@@ -509,6 +510,21 @@ func TestRun_ReloadsOnlyWhenTheAddressesChange(t *testing.T) {
 	}
 }
 
+// bareLB is an existing load balancer of the test Service without listeners or targets: a plan
+// against it sends each listener and target in a request (and a decision) of its own.
+func (ev *env) bareLB(t *testing.T) *hcloud.LoadBalancer {
+	t.Helper()
+	id, err := ev.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "web", Labels: map[string]string{lbplan.LabelServiceUID: uid}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, _, err := ev.client.LoadBalancer.GetByID(context.Background(), id)
+	if err != nil || lb == nil {
+		t.Fatalf("get load balancer %d: %v", id, err)
+	}
+	return lb
+}
+
 // events drains the recorded events.
 func (ev *env) events() []string { return testutil.Events(ev.recorder) }
 
@@ -520,12 +536,12 @@ func TestRun_DenyMessagesAreGroupedAndBounded(t *testing.T) {
 		return policy.Decision{Deny: []policy.Message{{Msg: "no changes today", Code: "C1"}, {Msg: huge}}}
 	})
 	svc := newService()
-	_, err := ev.exec.Run(context.Background(), svc, ev.plan(t, svc, nil))
+	_, err := ev.exec.Run(context.Background(), svc, ev.plan(t, svc, ev.bareLB(t)))
 	if !errors.Is(err, policy.ErrDenied) {
 		t.Fatalf("err = %v", err)
 	}
-	if !strings.Contains(err.Error(), "no changes today (C1): for create(") || !strings.Contains(err.Error(), "× add_target") {
-		t.Errorf("err = %.300s, want the message once, naming create and the add_target steps", err)
+	if strings.Count(err.Error(), "no changes today (C1)") != 1 || !strings.Contains(err.Error(), "add_service(80)") || !strings.Contains(err.Error(), "× add_target") {
+		t.Errorf("err = %.300s, want the message once, naming the add_service and add_target steps", err)
 	}
 	for _, e := range append(ev.events(), err.Error()) {
 		if len(e) > 1200 {

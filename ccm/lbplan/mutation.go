@@ -11,7 +11,8 @@ import (
 )
 
 // Mutation is one change of a load balancer, run by the executor with one API call, or inline
-// in the create's call (see Plan.Requests); the policy gate decides each one on its own.
+// in the create's call (see Plan.Requests); the policy gate decides each request once, with
+// its whole effect (Plan.Steps).
 //
 // Action is the policy action (policy.ActionLoadBalancer*), Operation the Hetzner operation
 // (also the policy input's operation and the metric label), Label a stable human label such as

@@ -69,30 +69,69 @@ func (p Plan) Labels() []string {
 	return out
 }
 
-// Step is one mutation with its policy view: Current is the load balancer before it (nil on
-// create), LoadBalancer the load balancer after it.
+// Step is one decision of the policy gate: one API request (see Requests) with its policy
+// view. Current is the load balancer before the request (nil on create), LoadBalancer the load
+// balancer after it, with everything the request does: a create's step shows the listeners and
+// targets that ride along in its body (Inline), because the one POST /load_balancers creates
+// them. Final is the state after the last step of the plan; nil when the plan deletes.
+//
+// Target, Listener and Certificate are the one target, listener or managed certificate the
+// request adds, changes or removes (nil for other operations), so that a rule can name it
+// without comparing Current and LoadBalancer.
 type Step struct {
-	Mutation     Mutation
+	Mutation Mutation
+	// Inline are the mutations sent in the same request as Mutation (a create's listeners and
+	// targets); they have no step of their own.
+	Inline       []Mutation
 	Current      *policy.LoadBalancer
 	LoadBalancer *policy.LoadBalancer
-	// Final is the state after the last step of the plan; nil when the plan deletes.
-	Final *policy.LoadBalancer
+	Final        *policy.LoadBalancer
+	Target       *policy.LBTarget
+	Listener     *policy.LBService
+	Certificate  *policy.Certificate
 }
 
-// Steps applies the mutations one after the other (Mutation.Apply) to the actual load
-// balancer and gives the policy view of each step. Each step owns its copies. A delete keeps
-// the load balancer being deleted as its view (policies match on its name and labels).
+// Label is the label of the step's request: its mutation's label (a create's inline listeners
+// and targets are part of the create).
+func (s Step) Label() string { return s.Mutation.Label() }
+
+// Steps gives the policy view of each request of the plan, one step per request, in plan
+// order: the create (with what rides along inline, as Requests groups it) first, then each
+// other mutation. Every step applies its request's mutations (Mutation.Apply) to the state the
+// previous step left, so the steps describe exactly what the requests send: the property test
+// TestProperty_DecisionsSeeWhatRequestsDo (ccm/executor) checks it against the request bodies.
+// Each step owns its copies. A delete keeps the load balancer being deleted as its view
+// (policies match on its name and labels).
+//
+// A managed certificate is created just before the load balancer (Requests), but its step
+// comes after the create's: its view is the load balancer whose listener will use it.
 func (p Plan) Steps() []Step {
 	state := p.Actual
 	cur := p.view(state)
 	steps := make([]Step, 0, len(p.Mutations))
-	for _, m := range p.Mutations {
+	inline := map[int]bool{}
+	for i, m := range p.Mutations {
+		if inline[i] {
+			continue
+		}
+		st := Step{Mutation: m, Current: clonePolicy(cur)}
 		next := m.Apply(state)
+		if c, ok := m.(Create); ok {
+			for j := i + 1; j < len(p.Mutations); j++ {
+				if ridesAlong(c, p.Mutations[j]) {
+					inline[j] = true
+					st.Inline = append(st.Inline, p.Mutations[j])
+					next = p.Mutations[j].Apply(next)
+				}
+			}
+		}
 		view := p.view(next)
 		if next == nil {
 			view = clonePolicy(cur)
 		}
-		steps = append(steps, Step{Mutation: m, Current: clonePolicy(cur), LoadBalancer: view})
+		st.LoadBalancer = view
+		st.Target, st.Listener, st.Certificate = policyTargetOf(m), policyListenerOf(m, state), policyCertificateOf(m)
+		steps = append(steps, st)
 		state, cur = next, view
 	}
 	if state != nil {
@@ -101,6 +140,52 @@ func (p Plan) Steps() []Step {
 		}
 	}
 	return steps
+}
+
+// policyTargetOf is the target m adds or removes; nil for other mutations.
+func policyTargetOf(m Mutation) *policy.LBTarget {
+	if t, ok := m.(TargetMutation); ok {
+		pt := t.PolicyTarget()
+		return &pt
+	}
+	return nil
+}
+
+// policyListenerOf is the listener m adds or changes (as it is after m), or deletes (as it was
+// in before); nil for other mutations.
+func policyListenerOf(m Mutation, before *Actual) *policy.LBService {
+	var port int
+	switch m := m.(type) {
+	case AddService:
+		port = m.Service.ListenPort
+	case UpdateService:
+		port = m.Service.ListenPort
+	case DeleteService:
+		port = m.ListenPort
+	default:
+		return nil
+	}
+	in := m.Apply(before)
+	if _, del := m.(DeleteService); del {
+		in = before
+	}
+	for _, s := range in.Services {
+		if s.ListenPort == port {
+			ps := policyService(s)
+			return &ps
+		}
+	}
+	return nil
+}
+
+// policyCertificateOf is the managed certificate m creates; nil for other mutations.
+func policyCertificateOf(m Mutation) *policy.Certificate {
+	c, ok := m.(CreateManagedCertificate)
+	if !ok {
+		return nil
+	}
+	return &policy.Certificate{Type: string(hcloud.CertificateTypeManaged), Name: c.Certificate.Name,
+		Domains: slices.Clone(c.Certificate.Domains), Labels: maps.Clone(c.Certificate.Labels)}
 }
 
 // view is the policy view of a (nil for none); an attachment to the cluster network that the

@@ -36,8 +36,8 @@ func (r Request) Split() []Request {
 }
 
 // Requests groups the plan's mutations into the API requests that run them, in the order they
-// run. It is pure and changes neither the mutations nor their policy steps (Steps): the gate
-// decides every mutation on its own whatever rides along.
+// run. It is pure. Steps gives one policy decision per request, in the same grouping (both use
+// ridesAlong): the create's decision shows what rides along.
 //
 // A plan that creates a load balancer sends its listeners (add_service) and the targets the new
 // load balancer can reach inline with the create: private targets when it is created in the

@@ -109,8 +109,22 @@ func TestPlan_Requests(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("requests (-want +got):\n%s", diff)
 			}
-			if n := len(p.Steps()); n != len(p.Mutations) {
-				t.Errorf("%d policy steps for %d mutations", n, len(p.Mutations))
+			// One decision per request, with the same mutations riding along.
+			steps := map[string][]string{}
+			for _, st := range p.Steps() {
+				labels := []string{st.Label()}
+				for _, m := range st.Inline {
+					labels = append(labels, m.Label())
+				}
+				steps[st.Label()] = labels
+			}
+			if len(steps) != len(got) {
+				t.Errorf("%d policy steps for %d requests", len(steps), len(got))
+			}
+			for _, req := range got {
+				if diff := cmp.Diff(req, steps[req[0]]); diff != "" {
+					t.Errorf("step of request %s (-want +got):\n%s", req[0], diff)
+				}
 			}
 		})
 	}

@@ -1,5 +1,11 @@
 # Listen ports: only the ports in data.config.listen_ports. Messages here are
 # plain strings, the simplest form the CCM accepts.
+#
+# The rule looks at input.load_balancer.services on create and update: a create
+# shows every listener its request carries, and an add_service (a listener added
+# to an existing load balancer) shows the load balancer with the new listener.
+# A rule on input.operation == "add_service" alone would miss the listeners of a
+# create.
 package ccm
 
 deny contains msg if {
@@ -10,9 +16,10 @@ deny contains msg if {
 }
 
 # A warning does not block: plain HTTP without HTTPS is allowed but reported.
-# It looks at input.final, the state after the whole reconcile (a listener on
-# 443 may be added by a later step of the same plan), and fires only on the
-# step that adds port 80, so one reconcile warns once.
+# It looks at input.final, the state after the whole reconcile (on an existing
+# load balancer a listener on 443 may be added by a later request of the same
+# plan), and fires only on the decision that adds port 80, so one reconcile
+# warns once.
 warn contains msg if {
 	lb_changes
 	final_ports := {svc.listen_port | some svc in object.get(input, ["final", "services"], [])}

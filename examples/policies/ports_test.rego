@@ -9,6 +9,24 @@ test_other_listen_port_denied_with_string_message if {
 	denials(inp) == {"listen port 8080 is not allowed (allowed: [80, 443])"}
 }
 
+# A create carries its listeners: port 22 in the create request is denied on
+# loadbalancer.create, before anything reaches Hetzner.
+test_port_22_in_a_create_denied if {
+	inp := json.patch(data.inputs.lb_create_default, [{
+		"op": "add",
+		"path": "/load_balancer/services/0",
+		"value": {"protocol": "tcp", "listen_port": 22, "destination_port": 30022, "proxyprotocol": false},
+	}])
+	inp.action == "loadbalancer.create"
+	denials(inp) == {"listen port 22 is not allowed (allowed: [80, 443])"}
+}
+
+# Port 22 added to an existing load balancer is its own add_service request.
+test_port_22_added_later_denied if {
+	data.inputs.lb_update_add_service.listener.listen_port == 22
+	denials(data.inputs.lb_update_add_service) == {"listen port 22 is not allowed (allowed: [80, 443])"}
+}
+
 test_http_without_https_warns if {
 	inp := json.patch(data.inputs.lb_create_default, [
 		{"op": "remove", "path": "/load_balancer/services/1"},
