@@ -346,6 +346,18 @@ func (x *Executor) policyService(svc *corev1.Service) (*policy.Service, error) {
 	return s, nil
 }
 
+// PolicyRevision returns the policy revision in force and whether there is one the decider
+// names: policy.Engine names its revision; policy.AllowAll, an engine before its first
+// revision and deciders without a Revision method do not.
+func (x *Executor) PolicyRevision() (string, bool) {
+	r, ok := x.decider.(interface{ Revision() string })
+	if !ok {
+		return "", false
+	}
+	rev := r.Revision()
+	return rev, rev != ""
+}
+
 // NamespaceLabels returns a copy of the labels of namespace ns as the policy input carries
 // them; nil (and no error) without a namespace lister. No request leaves the process: the
 // lister reads the informer's cache.
