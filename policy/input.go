@@ -99,7 +99,9 @@ type Service struct {
 	LoadBalancerSourceRanges []string `json:"load_balancer_source_ranges"`
 	// ExternalTrafficPolicy is spec.externalTrafficPolicy: "Cluster" or "Local".
 	ExternalTrafficPolicy string `json:"external_traffic_policy"`
-	// NamespaceLabels are the labels of the Service's namespace, when the CCM could read them.
+	// NamespaceLabels are the labels of the Service's namespace ({} when it has none). When the
+	// CCM cannot read them (forbidden, not in its cache) the decision is an evaluation error
+	// under --policy-failure-mode, never an input with this field null.
 	NamespaceLabels map[string]string `json:"namespace_labels"`
 }
 
