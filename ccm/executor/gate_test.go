@@ -14,6 +14,8 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
@@ -232,5 +234,52 @@ func TestRun_PerRuleDryRun(t *testing.T) {
 				t.Errorf("events = %q, want no PolicyDenied", events)
 			}
 		})
+	}
+}
+
+// TestRun_DenyEventNamesOnlyTheDeniedStep is the scenario of a policy author: the example
+// policies allow listeners on 80 and 443 only, and an update adds 22 and 443. Only
+// add_service(22) is denied, and the event names it alone, not "2 × add_service".
+func TestRun_DenyEventNamesOnlyTheDeniedStep(t *testing.T) {
+	ev := newEnv(t, allow)
+	files, err := policy.ReadDir("../../examples/policies")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := policy.NewEngine(policy.Options{})
+	if _, err := e.Load(context.Background(), files, policy.Source{Name: "examples"}); err != nil {
+		t.Fatal(err)
+	}
+	x := executor.New(ev.client, e, ev.recorder, policy.Cluster{Name: "prod"})
+	id, err := ev.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "web", Labels: map[string]string{lbplan.LabelServiceUID: uid}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, _, err := ev.client.LoadBalancer.GetByID(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := newService()
+	svc.Namespace = "default" // public load balancers are allowed there
+	svc.Spec.Ports = []corev1.ServicePort{
+		{Name: "ssh", Protocol: corev1.ProtocolTCP, Port: 22, NodePort: 30022},
+		{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443},
+	}
+	plan := ev.plan(t, svc, lb)
+	ev.emu.ResetRequests()
+	_, err = x.Run(context.Background(), svc, plan)
+	if !errors.Is(err, policy.ErrDenied) {
+		t.Fatalf("err = %v, want denied; plan %v", err, plan.Labels())
+	}
+	const want = "listen port 22 is not allowed (allowed: [80, 443]): for add_service(22)"
+	events := ev.events()
+	if count(events, "Warning PolicyDenied nothing changed: "+want) != 1 || len(events) != 1 {
+		t.Errorf("events = %q, want exactly one PolicyDenied ending %q (plan %v)", events, want, plan.Labels())
+	}
+	if !strings.HasSuffix(err.Error(), want) || !strings.HasPrefix(err.Error(), "1 of ") {
+		t.Errorf("err = %v, want 1 denied change, naming only add_service(22)", err)
+	}
+	if n := ev.emu.MutatingRequests(); n != 0 {
+		t.Errorf("%d mutating requests after a denial", n)
 	}
 }
