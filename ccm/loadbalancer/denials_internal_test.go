@@ -40,7 +40,7 @@ func TestDenialCache(t *testing.T) {
 			if hit := got != nil; hit != tc.wantHit {
 				t.Fatalf("get = %v, want hit %v", got, tc.wantHit)
 			}
-			if tc.wantHit && got != tc.record {
+			if tc.wantHit && !errors.Is(got, tc.record) {
 				t.Errorf("get = %v, want the recorded error %v", got, tc.record)
 			}
 		})
