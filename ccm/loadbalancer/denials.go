@@ -30,7 +30,7 @@ const DefaultDenialMaxAge = time.Hour
 // update, delete), the cluster name, the Service (UID, name, labels, annotations and the whole
 // spec: resourceVersion would change on every status write, generation misses annotation
 // edits), the nodes passed in (name, provider ID, labels, addresses), the load balancer name
-// (annotation or naming plugin), the policy revision in force and the labels of the Service's
+// (annotation or naming plugin) and whether it may rename, the policy revision in force and the labels of the Service's
 // namespace. What it reads from Hetzner (the load balancer, certificates by name, the type list,
 // Robot servers) counts "as last read": a change made behind the CCM's back is seen on the
 // first retry after maxAge, or at once when any input above changes (a new policy revision or
@@ -98,7 +98,7 @@ const (
 // denialDigest digests the inputs of one call for svc (see denialCache); "" when there is no
 // policy revision to name (no policy: nothing is denied) or the namespace labels cannot be read
 // (the decision fails, and a failure is not remembered).
-func (l *LoadBalancers) denialDigest(call, clusterName, name string, svc *corev1.Service, nodes []*corev1.Node) string {
+func (l *LoadBalancers) denialDigest(call, clusterName, name string, rename bool, svc *corev1.Service, nodes []*corev1.Node) string {
 	rev, ok := l.exec.PolicyRevision()
 	if !ok {
 		return ""
@@ -121,13 +121,14 @@ func (l *LoadBalancers) denialDigest(call, clusterName, name string, svc *corev1
 	slices.SortFunc(ns, func(a, b node) int { return strings.Compare(a.Name, b.Name) })
 	b, err := json.Marshal(struct {
 		Call, Cluster, Name, Revision string
+		Rename                        bool
 		UID                           types.UID
 		Namespace, Service            string
 		Labels, Annotations           map[string]string
 		Spec                          corev1.ServiceSpec
 		NamespaceLabels               map[string]string
 		Nodes                         []node
-	}{call, clusterName, name, rev, svc.UID, svc.Namespace, svc.Name, svc.Labels, svc.Annotations, svc.Spec, nsLabels, ns})
+	}{call, clusterName, name, rev, rename, svc.UID, svc.Namespace, svc.Name, svc.Labels, svc.Annotations, svc.Spec, nsLabels, ns})
 	if err != nil {
 		klog.V(2).InfoS("cannot digest the inputs of a load balancer call; its denial is not remembered", "service", klog.KObj(svc), "err", err)
 		return ""

@@ -257,7 +257,7 @@ func checkName(svc *corev1.Service) error {
 func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
 	compatmetrics.Operation(compatmetrics.OpEnsureLoadBalancer)
 	name, rename := l.name(ctx, clusterName, svc)
-	digest := l.denialDigest(callEnsure, clusterName, name, svc, nodes)
+	digest := l.denialDigest(callEnsure, clusterName, name, rename, svc, nodes)
 	if err := l.rememberedDenial(svc, digest); err != nil {
 		l.track(svc, err, true)
 		return nil, err
@@ -280,7 +280,7 @@ func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 func (l *LoadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) error {
 	compatmetrics.Operation(compatmetrics.OpUpdateLoadBalancer)
 	name, rename := l.name(ctx, clusterName, svc)
-	digest := l.denialDigest(callUpdate, clusterName, name, svc, nodes)
+	digest := l.denialDigest(callUpdate, clusterName, name, rename, svc, nodes)
 	if err := l.rememberedDenial(svc, digest); err != nil {
 		l.track(svc, err, false)
 		return err
@@ -313,7 +313,7 @@ func (l *LoadBalancers) track(svc *corev1.Service, err error, settle bool) {
 // Like EnsureLoadBalancer, an unchanged retry of a denied delete costs no request.
 func (l *LoadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *corev1.Service) error {
 	compatmetrics.Operation(compatmetrics.OpEnsureLoadBalancerDeleted)
-	digest := l.denialDigest(callDelete, clusterName, "", svc, nil)
+	digest := l.denialDigest(callDelete, clusterName, "", false, svc, nil)
 	if err := l.rememberedDenial(svc, digest); err != nil {
 		l.track(svc, err, true)
 		return err
