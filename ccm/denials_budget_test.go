@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -15,20 +17,55 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
-// denyingPolicy writes a policy that denies every create and every delete of a load balancer.
-func denyingPolicy(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	rules := `package ccm
+const freezeRules = `package ccm
 
 deny contains "no new load balancers this week" if input.action == "loadbalancer.create"
 
 deny contains "no deletes this week" if input.action == "loadbalancer.delete"
 `
-	if err := os.WriteFile(filepath.Join(dir, "freeze.rego"), []byte(rules), 0o600); err != nil {
+
+// denyingPolicy writes a policy that denies every create and every delete of a load balancer.
+func denyingPolicy(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "freeze.rego"), []byte(freezeRules), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// TestAPIBudget_deniedRetryAfterNewRevision: a remembered denial does not outlive the policy
+// revision it was decided by: once a revision that allows the Service is in force, the next
+// retry creates the load balancer.
+func TestAPIBudget_deniedRetryAfterNewRevision(t *testing.T) {
+	dir := denyingPolicy(t)
+	cloud, emu := newBudgetCloud(t, 3, dir)
+	lbs, _ := cloud.LoadBalancer()
+	ctx := context.Background()
+	svc, nodes := lbService("web"), lbNodes(3)
+	for range 2 {
+		if _, err := lbs.EnsureLoadBalancer(ctx, "budget", svc, nodes); !errors.Is(err, policy.ErrDenied) {
+			t.Fatalf("EnsureLoadBalancer = %v, want denied", err)
+		}
+	}
+	allowCreates := strings.Replace(freezeRules, `"loadbalancer.create"`, `"loadbalancer.none"`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "freeze.rego"), []byte(allowCreates), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second) // the watch reloads on the file event, or within 10 s
+	for {
+		_, err := lbs.EnsureLoadBalancer(ctx, "budget", svc, nodes)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, policy.ErrDenied) || time.Now().After(deadline) {
+			t.Fatalf("EnsureLoadBalancer after the policy allowed creates = %v, want a load balancer", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := len(emu.LoadBalancers()); n != 1 {
+		t.Errorf("%d load balancers, want 1", n)
+	}
 }
 
 // TestAPIBudget_deniedRetries: the service controller retries a denied Service with backoff;
