@@ -34,14 +34,19 @@ func newBudgetCloud(tb testing.TB, n int, policyDir string) (*ccm.Cloud, *hcloud
 	vars["HCLOUD_POLL_INTERVAL"] = "1ms"
 	o := ccm.NewOptions()
 	o.PolicyDir = policyDir
-	kube := fake.NewClientset()
+	// The namespace of lbService: the policy input carries its labels, and a namespace the CCM
+	// cannot read fails the decision.
+	kube := fake.NewClientset(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(cancel)
+	inf := informers.NewSharedInformerFactory(kube, 0)
 	cloud, err := ccm.New(ctx, ccm.Deps{Options: o, Env: env(vars), Kube: kube,
-		Informers: informers.NewSharedInformerFactory(kube, 0), Recorder: record.NewFakeRecorder(1000), ClusterName: "budget"})
+		Informers: inf, Recorder: record.NewFakeRecorder(1000), ClusterName: "budget"})
 	if err != nil {
 		tb.Fatal(err)
 	}
+	inf.Start(ctx.Done())
+	inf.WaitForCacheSync(ctx.Done())
 	emu.ResetRequests()
 	return cloud, emu
 }

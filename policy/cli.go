@@ -27,6 +27,8 @@ type EvalResult struct {
 	Deny     []Message `json:"deny"`
 	Warn     []Message `json:"warn"`
 	Error    string    `json:"error,omitempty"`
+	// WarnError is a failure of the warn rules alone, which does not block (Decision.WarnErr).
+	WarnError string `json:"warn_error,omitempty"`
 }
 
 // ReadInputFile reads one policy input from a JSON file, or from standard input when path is
@@ -100,6 +102,9 @@ func EvalFile(ctx context.Context, policyDir, inputFile string, w io.Writer, o O
 	}
 	if d.Err != nil {
 		res.Error = d.Err.Error()
+	}
+	if d.WarnErr != nil {
+		res.WarnError = d.WarnErr.Error()
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

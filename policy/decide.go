@@ -18,15 +18,37 @@ import (
 //
 // It implements [Decider]: it never returns an error. The decision is:
 //   - no revision yet: allowed (logged once);
-//   - deny messages in ModeEnforce: Allowed=false;
+//   - deny messages in ModeEnforce: Allowed=false, unless every one of them carries
+//     "enforcement": "dryrun" (Allowed=true, DryRun=true); the dry-run ones never block;
 //   - deny messages in ModeDryRun: Allowed=true, DryRun=true, the messages in Deny;
-//   - evaluation failed (error, deadline of Options.Timeout, a message that is neither a string
-//     nor an object with a string "msg"): Err set, Allowed=false with FailClosed, true with
-//     FailOpen, no messages.
+//   - evaluation of deny failed (error, deadline of Options.Timeout, a deny message that is
+//     neither a string nor an object with a string "msg", a bad "enforcement"): Err set,
+//     Allowed=false with FailClosed, true with FailOpen, no messages;
+//   - evaluation of warn failed but deny did not (a built-in error or a malformed message in a
+//     warn rule only): WarnErr set, no warnings, and Allowed, Deny and DryRun as if warn were
+//     empty: a warn rule never blocks, not even by failing (TestEngine_Decide).
 //
-// Every decision is counted in hcloud_ccm_policy_decisions_total{action,result} and logged with
-// its revision: allowed ones at verbosity 2, the others at 0.
+// Every decision is counted in hcloud_ccm_policy_decisions_total{action,result} (result
+// "error" when Err or WarnErr is set) and logged with its revision: allowed ones at verbosity
+// 2, the others at 0.
 func (e *Engine) Decide(ctx context.Context, in Input) Decision {
+	return e.decide(ctx, in, nil)
+}
+
+var _ InputFailer = (*Engine)(nil)
+
+// DecideFailed implements [InputFailer]: the decision of an input the CCM could not complete
+// (inputErr names the field and why) is a failed evaluation, resolved by the failure mode, and
+// counted and logged like one. Without a revision in force it is allowed, as in Decide.
+func (e *Engine) DecideFailed(ctx context.Context, in Input, inputErr error) Decision {
+	if inputErr == nil {
+		inputErr = errors.New("incomplete input")
+	}
+	return e.decide(ctx, in, inputErr)
+}
+
+// decide is Decide; a non-nil inputErr fails the decision without evaluating.
+func (e *Engine) decide(ctx context.Context, in Input, inputErr error) Decision {
 	start := time.Now()
 	var d Decision
 	c := e.active.Load()
@@ -38,6 +60,8 @@ func (e *Engine) Decide(ctx context.Context, in Input) Decision {
 			klog.InfoS("No policy revision loaded yet: allowing every mutation until one is")
 		})
 		d = Decision{Allowed: true}
+	case inputErr != nil:
+		d = e.failed(c, in, fmt.Errorf("incomplete input: %w", inputErr))
 	default:
 		d = e.evalOnOwnStack(ctx, c, in)
 	}
@@ -95,50 +119,78 @@ func newEvalSlots() chan struct{} { return make(chan struct{}, max(1, runtime.GO
 func (e *Engine) eval(ctx context.Context, c *compiled, in Input) Decision {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()
-	deny, warn, err := evalQuery(ctx, c.pq, in)
+	deny, warn, warnErr, err := evalQuery(ctx, c, in)
 	if err != nil {
 		return e.failed(c, in, err)
 	}
-	d := Decision{Revision: c.revision}
-	d.Deny, d.Warn = deny, warn
-	d.Allowed = len(deny) == 0 || e.opts.Mode == ModeDryRun
-	d.DryRun = len(deny) > 0 && e.opts.Mode == ModeDryRun
+	d := Decision{Revision: c.revision, Deny: deny, Warn: warn}
+	if warnErr != nil {
+		d.WarnErr = fmt.Errorf("policy revision %s: decide %s: warn rules failed (not blocking): %w", c.revision, in.Action, warnErr)
+	}
+	enforced := 0
+	for _, m := range deny {
+		if m.Enforcement != EnforcementDryRun {
+			enforced++
+		}
+	}
+	d.Allowed = enforced == 0 || e.opts.Mode == ModeDryRun
+	d.DryRun = len(deny) > 0 && (e.opts.Mode == ModeDryRun || enforced < len(deny))
 	return d
 }
 
-// evalQuery runs the gate query and decodes its messages.
-func evalQuery(ctx context.Context, pq rego.PreparedEvalQuery, in Input) (deny, warn []Message, err error) {
+// evalQuery runs the gate query of c and decodes its messages. err is a failure of the whole
+// decision or of deny; warnErr a failure of warn alone, found by evaluating deny on its own
+// (c.pqDeny) after the gate query failed: deny and warn are then deny's messages and none.
+func evalQuery(ctx context.Context, c *compiled, in Input) (deny, warn []Message, warnErr, err error) {
 	v, err := inputValue(in)
 	if err != nil {
-		return nil, nil, fmt.Errorf("encode input: %w", err)
+		return nil, nil, nil, fmt.Errorf("encode input: %w", err)
 	}
-	rs, err := pq.Eval(ctx, rego.EvalParsedInput(v))
+	rs, err := c.pq.Eval(ctx, rego.EvalParsedInput(v))
 	if err != nil {
-		if topdown.IsCancel(err) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, nil, fmt.Errorf("evaluation cancelled (timeout or shutdown): %w", err)
+		if cancelled(err) {
+			return nil, nil, nil, fmt.Errorf("evaluation cancelled (timeout or shutdown): %w", err)
 		}
-		return nil, nil, err
+		drs, derr := c.pqDeny.Eval(ctx, rego.EvalParsedInput(v))
+		switch {
+		case derr != nil && cancelled(derr):
+			return nil, nil, nil, fmt.Errorf("evaluation cancelled (timeout or shutdown): %w", derr)
+		case derr != nil:
+			return nil, nil, nil, derr
+		case len(drs) != 1 || len(drs[0].Expressions) != 1:
+			return nil, nil, nil, errors.New("the decision is undefined")
+		}
+		if deny, derr = messages(drs[0].Expressions[0].Value, "deny"); derr != nil {
+			return nil, nil, nil, derr
+		}
+		return deny, nil, err, nil
 	}
 	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
-		return nil, nil, errors.New("the decision is undefined")
+		return nil, nil, nil, errors.New("the decision is undefined")
 	}
 	obj, ok := rs[0].Expressions[0].Value.(map[string]any)
 	if !ok {
-		return nil, nil, fmt.Errorf("the decision is %T, not an object", rs[0].Expressions[0].Value)
+		return nil, nil, nil, fmt.Errorf("the decision is %T, not an object", rs[0].Expressions[0].Value)
 	}
 	if deny, err = messages(obj["deny"], "deny"); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if warn, err = messages(obj["warn"], "warn"); err != nil {
-		return nil, nil, err
+	if warn, warnErr = messages(obj["warn"], "warn"); warnErr != nil {
+		return deny, nil, warnErr, nil
 	}
-	return deny, warn, nil
+	return deny, warn, nil, nil
 }
 
-// messages decodes data.ccm.deny or data.ccm.warn: a set of strings or {"msg", "code"} objects.
-// Each msg is cut at truncate.EventMessage bytes and each code at truncate.Value (on a character
-// boundary), so a policy cannot flood the decision log, the events or the errors; a malformed
-// message is echoed in the error only up to truncate.Value.
+// cancelled reports whether err is an evaluation stopped by its deadline or by shutdown.
+func cancelled(err error) bool {
+	return topdown.IsCancel(err) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// messages decodes data.ccm.deny or data.ccm.warn: a set of strings or {"msg", "code"} objects;
+// a deny object may also carry "enforcement" ("dryrun" or "enforce"). Each msg is cut at
+// truncate.EventMessage bytes and each code at truncate.Value (on a character boundary), so a
+// policy cannot flood the decision log, the events or the errors; a malformed message is echoed
+// in the error only up to truncate.Value.
 func messages(v any, rule string) ([]Message, error) {
 	items, ok := v.([]any)
 	if !ok {
@@ -162,6 +214,21 @@ func messages(v any, rule string) ([]Message, error) {
 				return nil, fmt.Errorf("a data.ccm.%s message object has a \"code\" that is not a string: %s", rule, echo(m))
 			}
 			out = append(out, Message{Msg: truncate.String(msg, truncate.EventMessage), Code: truncate.String(code, truncate.Value)})
+			if rule != "deny" {
+				continue // warn never blocks: "enforcement" means nothing there
+			}
+			enf, present := m["enforcement"]
+			switch enf {
+			case EnforcementDryRun:
+				out[len(out)-1].Enforcement = EnforcementDryRun
+			case EnforcementEnforce:
+			default:
+				if present {
+					// Fail (closed by default) rather than guess: a misspelt "dry-run" must not
+					// quietly block, nor quietly pass.
+					return nil, fmt.Errorf("a data.ccm.deny message object has \"enforcement\": %s: want %q or %q (or leave it out to follow --policy-mode)", echo(enf), EnforcementDryRun, EnforcementEnforce)
+				}
+			}
 		default:
 			return nil, fmt.Errorf("a data.ccm.%s message is %T (%s): want a string or {\"msg\": \"...\", \"code\": \"...\"}", rule, item, echo(item))
 		}
@@ -174,12 +241,12 @@ func echo(v any) string { return truncate.String(fmt.Sprint(v), truncate.Value) 
 
 func resultOf(d Decision) string {
 	switch {
-	case d.Err != nil:
+	case d.Err != nil, d.WarnErr != nil:
 		return resultError
+	case !d.Allowed && len(d.Deny) > 0:
+		return resultDeny
 	case len(d.Deny) > 0 && d.DryRun:
 		return resultDryRunDeny
-	case len(d.Deny) > 0:
-		return resultDeny
 	case len(d.Warn) > 0:
 		return resultWarn
 	default:
@@ -207,7 +274,11 @@ func logDecision(in Input, d Decision, result string, elapsed time.Duration) {
 		"revision", d.Revision, "result", result, "duration", elapsed}
 	switch result {
 	case resultError:
-		klog.ErrorS(d.Err, "Policy evaluation failed", append(kv, "allowed", d.Allowed)...)
+		if d.Err != nil {
+			klog.ErrorS(d.Err, "Policy evaluation failed", append(kv, "allowed", d.Allowed)...)
+			return
+		}
+		klog.ErrorS(d.WarnErr, "Policy warn rules failed; the decision stands on deny alone", append(kv, "allowed", d.Allowed, "deny", d.Deny)...)
 	case resultDeny:
 		klog.InfoS("Policy denied mutation", append(kv, "deny", d.Deny, "warn", d.Warn)...)
 	case resultDryRunDeny:

@@ -140,7 +140,9 @@ var _ Decider = (*Engine)(nil)
 
 // compiled is one accepted revision.
 type compiled struct {
-	pq       rego.PreparedEvalQuery
+	pq rego.PreparedEvalQuery // deny and warn (gateQuery)
+	// pqDeny evaluates deny alone (denyQuery), only after pq failed.
+	pqDeny   rego.PreparedEvalQuery
 	revision string
 }
 
@@ -341,7 +343,7 @@ func (e *Engine) compile(ctx context.Context, rev string, policies, data map[str
 	}
 	var problems []Problem
 	opts := []func(*rego.Rego){
-		rego.Query(gateQuery),
+		rego.Query(gateQuery), // first: replaced by denyQuery for pqDeny
 		rego.Module(gateFile, gateModule),
 		rego.Strict(true),
 		// A built-in error (division by zero, to_number("web"), a bad regex) is an evaluation
@@ -388,7 +390,15 @@ func (e *Engine) compile(ctx context.Context, rev string, policies, data map[str
 	if err != nil {
 		return nil, problemsFrom(err)
 	}
-	return &compiled{pq: pq, revision: rev}, nil
+	// The same modules with the deny-only query, to tell a failing warn rule from a failing
+	// deny rule (see Engine.eval). The compiler copies the parsed modules, so sharing them is
+	// safe.
+	opts[0] = rego.Query(denyQuery)
+	pqDeny, err := rego.New(opts...).PrepareForEval(ctx)
+	if err != nil {
+		return nil, problemsFrom(err)
+	}
+	return &compiled{pq: pq, pqDeny: pqDeny, revision: rev}, nil
 }
 
 // mergeData merges the data files at the root of data; a value defined by two files is a problem.

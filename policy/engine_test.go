@@ -263,15 +263,92 @@ deny contains "slow" if {
 	toNumber := "package ccm\n\ndeny contains \"n\" if {\n\tinput.load_balancer.type == \"lb99\"\n\tto_number(input.service.name) > 1\n}\n"
 	badRegex := "package ccm\n\ndeny contains \"r\" if {\n\tinput.load_balancer.type == \"lb99\"\n\tregex.match(concat(\"\", [\"(\", input.service.name]), \"x\")\n}\n"
 
+	// Warn rules that fail, and deny messages with their own enforcement, only for lb99.
+	warnDivZero := "package ccm\n\nwarn contains \"w\" if {\n\tinput.load_balancer.type == \"lb99\"\n\t10 / (count(input.service.name) - 3) > 1\n}\n"
+	warnBadMessage := "package ccm\n\nwarn contains 42 if input.load_balancer.type == \"lb99\"\n"
+	denyLB99 := "package ccm\n\ndeny contains \"no lb99\" if input.load_balancer.type == \"lb99\"\n"
+	dryRunLB99 := "package ccm\n\ndeny contains {\"msg\": \"lb99 soon denied\", \"code\": \"new\", \"enforcement\": \"dryrun\"} if input.load_balancer.type == \"lb99\"\n"
+	enforceLB99 := "package ccm\n\ndeny contains {\"msg\": \"lb99 denied\", \"enforcement\": \"enforce\"} if input.load_balancer.type == \"lb99\"\n"
+	typoLB99 := "package ccm\n\ndeny contains {\"msg\": \"lb99\", \"enforcement\": \"dry-run\"} if input.load_balancer.type == \"lb99\"\n"
+	warnEnforcement := "package ccm\n\nwarn contains {\"msg\": \"careful\", \"enforcement\": \"anything\"} if input.load_balancer.type == \"lb99\"\n"
+
 	tests := []struct {
-		name      string
-		opts      policy.Options
-		files     map[string][]byte // nil: no revision loaded
-		typ       string
-		want      policy.Decision // Revision and Err are checked separately
-		wantErr   string
-		revIsLoad bool
+		name        string
+		opts        policy.Options
+		files       map[string][]byte // nil: no revision loaded
+		typ         string
+		want        policy.Decision // Revision, Err and WarnErr are checked separately
+		wantErr     string
+		wantWarnErr string
+		revIsLoad   bool
 	}{
+		{
+			name:        "A warn rule that divides by zero does not block",
+			files:       files("lb.rego", warnDivZero),
+			typ:         "lb99",
+			want:        policy.Decision{Allowed: true},
+			wantWarnErr: "divide by zero",
+		},
+		{
+			name:        "A warn rule that divides by zero leaves the deny rules in force",
+			files:       files("lb.rego", warnDivZero, "deny.rego", denyLB99),
+			typ:         "lb99",
+			want:        policy.Decision{Allowed: false, Deny: []policy.Message{{Msg: "no lb99"}}},
+			wantWarnErr: "divide by zero",
+		},
+		{
+			name:    "A deny rule that divides by zero blocks even when a warn rule fails too",
+			files:   files("lb.rego", warnDivZero, "deny.rego", divZero),
+			typ:     "lb99",
+			want:    policy.Decision{Allowed: false},
+			wantErr: "divide by zero",
+		},
+		{
+			name:        "A malformed warn message does not block",
+			files:       files("lb.rego", warnBadMessage),
+			typ:         "lb99",
+			want:        policy.Decision{Allowed: true},
+			wantWarnErr: "a data.ccm.warn message is json.Number",
+		},
+		{
+			name:  "A warn message ignores an enforcement key",
+			files: files("lb.rego", warnEnforcement),
+			typ:   "lb99",
+			want:  policy.Decision{Allowed: true, Warn: []policy.Message{{Msg: "careful"}}},
+		},
+		{
+			name:  "A deny message with enforcement dryrun is reported but does not block in enforce mode",
+			files: files("lb.rego", dryRunLB99),
+			typ:   "lb99",
+			want:  policy.Decision{Allowed: true, DryRun: true, Deny: []policy.Message{{Msg: "lb99 soon denied", Code: "new", Enforcement: "dryrun"}}},
+		},
+		{
+			name:  "A dry-run deny message does not stop another deny message from blocking",
+			files: files("lb.rego", dryRunLB99, "deny.rego", denyLB99),
+			typ:   "lb99",
+			want: policy.Decision{Allowed: false, DryRun: true, Deny: []policy.Message{
+				{Msg: "no lb99"}, {Msg: "lb99 soon denied", Code: "new", Enforcement: "dryrun"}}},
+		},
+		{
+			name:  "enforcement enforce is the default, stored as empty",
+			files: files("lb.rego", enforceLB99),
+			typ:   "lb99",
+			want:  policy.Decision{Allowed: false, Deny: []policy.Message{{Msg: "lb99 denied"}}},
+		},
+		{
+			name:  "enforcement enforce does not override dry-run mode",
+			opts:  policy.Options{Mode: policy.ModeDryRun},
+			files: files("lb.rego", enforceLB99),
+			typ:   "lb99",
+			want:  policy.Decision{Allowed: true, DryRun: true, Deny: []policy.Message{{Msg: "lb99 denied"}}},
+		},
+		{
+			name:    "An unknown enforcement value fails closed",
+			files:   files("lb.rego", typoLB99),
+			typ:     "lb99",
+			want:    policy.Decision{Allowed: false},
+			wantErr: `"enforcement": dry-run: want "dryrun" or "enforce"`,
+		},
 		{
 			name: "Without a revision every mutation is allowed",
 			typ:  "lb31",
@@ -404,7 +481,13 @@ deny contains "slow" if {
 			case tc.wantErr != "" && (d.Err == nil || !strings.Contains(d.Err.Error(), tc.wantErr)):
 				t.Errorf("Err = %v, want it to contain %q", d.Err, tc.wantErr)
 			}
-			d.Revision, d.Err = "", nil
+			switch {
+			case tc.wantWarnErr == "" && d.WarnErr != nil:
+				t.Errorf("WarnErr = %v, want nil", d.WarnErr)
+			case tc.wantWarnErr != "" && (d.WarnErr == nil || !strings.Contains(d.WarnErr.Error(), tc.wantWarnErr)):
+				t.Errorf("WarnErr = %v, want it to contain %q", d.WarnErr, tc.wantWarnErr)
+			}
+			d.Revision, d.Err, d.WarnErr = "", nil, nil
 			if diff := cmp.Diff(tc.want, d); diff != "" {
 				t.Errorf("Decide mismatch (-want +got):\n%s", diff)
 			}

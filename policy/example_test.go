@@ -34,11 +34,15 @@ deny contains {"msg": msg, "code": "lb_type"} if {
 			Service:      &policy.Service{Namespace: "default", Name: "web"},
 			LoadBalancer: &policy.LoadBalancer{Type: typ, Location: "fsn1"},
 		})
-		fmt.Println(typ, "allowed:", d.Allowed, "deny:", d.Deny)
+		fmt.Println(typ, "allowed:", d.Allowed)
+		for _, m := range d.Deny {
+			fmt.Printf("  deny: %s (%s)\n", m.Msg, m.Code)
+		}
 	}
 	// Output:
-	// lb11 allowed: true deny: []
-	// lb31 allowed: false deny: [{load balancer type "lb31" is not allowed lb_type}]
+	// lb11 allowed: true
+	// lb31 allowed: false
+	//   deny: load balancer type "lb31" is not allowed (lb_type)
 }
 
 // This example shows how a rejected revision reports file, row and message.

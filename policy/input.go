@@ -123,7 +123,9 @@ type Service struct {
 	LoadBalancerSourceRanges []string `json:"load_balancer_source_ranges"`
 	// ExternalTrafficPolicy is spec.externalTrafficPolicy: "Cluster" or "Local".
 	ExternalTrafficPolicy string `json:"external_traffic_policy"`
-	// NamespaceLabels are the labels of the Service's namespace, when the CCM could read them.
+	// NamespaceLabels are the labels of the Service's namespace ({} when it has none). When the
+	// CCM cannot read them (forbidden, not in its cache) the decision is an evaluation error
+	// under --policy-failure-mode, never an input with this field null.
 	NamespaceLabels map[string]string `json:"namespace_labels"`
 }
 
@@ -217,22 +219,79 @@ type Route struct {
 type Message struct {
 	Msg  string `json:"msg"`
 	Code string `json:"code,omitempty"`
+	// Enforcement is EnforcementDryRun for a deny message whose object asked for it
+	// ("enforcement": "dryrun"): the CCM reports it (PolicyDryRunDenied) and does not block on
+	// it. "" for every other message: a deny message then blocks unless --policy-mode is dryrun.
+	// Always "" for warn messages.
+	Enforcement string `json:"enforcement,omitempty"`
 }
+
+// Per-message enforcement values (Message.Enforcement, the "enforcement" key of a deny message
+// object). They MUST not change: operators' policies emit them.
+const (
+	// EnforcementDryRun reports a deny message without blocking, whatever --policy-mode says:
+	// a single rule can be rolled out in dry run while the others are enforced (Gatekeeper's
+	// enforcementAction: dryrun).
+	EnforcementDryRun = "dryrun"
+	// EnforcementEnforce is the default: the deny message blocks unless --policy-mode is dryrun.
+	// A message may state it explicitly; it is then stored as "".
+	EnforcementEnforce = "enforce"
+)
 
 // Decision is the result of deciding one Input.
 type Decision struct {
-	// Allowed is false when a deny message is enforced (mode enforce) or evaluation failed closed.
+	// Allowed is false when a deny message is enforced (mode enforce, and the message is not
+	// EnforcementDryRun) or evaluation failed closed.
 	Allowed bool
-	// Deny holds the deny messages, also in dry-run mode where they do not block.
+	// Deny holds the deny messages, also those that do not block (dry-run mode, or a message
+	// with Enforcement EnforcementDryRun); see Blocking and NotEnforced.
 	Deny []Message
 	// Warn holds the warnings.
 	Warn []Message
 	// Revision is the policy revision that decided ("" when no policy is configured).
 	Revision string
-	// DryRun is true when deny messages were reported but not enforced.
+	// DryRun is true when deny messages were reported but not enforced (all of them in dry-run
+	// mode, the EnforcementDryRun ones otherwise).
 	DryRun bool
-	// Err is set when evaluation failed; Allowed then follows the failure mode.
+	// Err is set when the evaluation of deny failed (or the whole decision did: deadline,
+	// undefined); Allowed then follows the failure mode and there are no messages.
 	Err error
+	// WarnErr is set when deny evaluated but warn did not (a built-in error or a malformed
+	// message in a warn rule). It never blocks: Allowed and Deny come from deny alone, and the
+	// CCM reports WarnErr as a warning (event PolicyWarning, metric result "error").
+	WarnErr error
+}
+
+// Blocking returns the deny messages that block the mutation: none when d is allowed, else
+// those not marked EnforcementDryRun. An evaluation failure that denies has none; callers
+// report d.Err instead.
+func (d Decision) Blocking() []Message {
+	if d.Allowed {
+		return nil
+	}
+	var out []Message
+	for _, m := range d.Deny {
+		if m.Enforcement != EnforcementDryRun {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// NotEnforced returns the deny messages reported without blocking: all of them when d is
+// allowed (dry-run mode, or every message is EnforcementDryRun), else the EnforcementDryRun
+// ones.
+func (d Decision) NotEnforced() []Message {
+	if d.Allowed {
+		return d.Deny
+	}
+	var out []Message
+	for _, m := range d.Deny {
+		if m.Enforcement == EnforcementDryRun {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Decider decides mutations. Implementations are safe for concurrent use.
@@ -241,6 +300,18 @@ type Decision struct {
 // allow or deny by the configured failure mode.
 type Decider interface {
 	Decide(ctx context.Context, in Input) Decision
+}
+
+// InputFailer is implemented by deciders that can resolve a decision whose input the CCM could
+// not complete (a field it could not read, such as the labels of the Service's namespace). The
+// CCM never decides such an input with the field null: a rule keyed on the field would then
+// silently not apply, which is fail-open.
+type InputFailer interface {
+	// DecideFailed resolves the decision of in, whose input is incomplete for the reason err,
+	// like an evaluation error: by the failure mode (closed: denied; open: allowed), with Err
+	// set, counted as result "error" and logged. Without a policy revision in force it allows,
+	// as Decide does.
+	DecideFailed(ctx context.Context, in Input, err error) Decision
 }
 
 // AllowAll is the Decider used when no policy is configured: every mutation is allowed.

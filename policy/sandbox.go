@@ -45,3 +45,7 @@ decision := {"deny": deny, "warn": warn}
 
 // gateQuery is the query evaluated per decision.
 const gateQuery = "data.ccm_gate.decision"
+
+// denyQuery evaluates deny alone; it runs only when gateQuery failed, to find out whether the
+// failure was in a deny rule (the decision fails) or only in a warn rule (it does not block).
+const denyQuery = "data.ccm_gate.deny"

@@ -82,8 +82,11 @@ func (e *Engine) vetSamples(ctx context.Context, c *compiled) []Problem {
 	var problems []Problem
 	for _, name := range sortedKeys(ins) {
 		ectx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
-		_, _, err := evalQuery(ectx, c.pq, ins[name])
+		_, _, warnErr, err := evalQuery(ectx, c, ins[name])
 		cancel()
+		if err == nil && warnErr != nil {
+			err = fmt.Errorf("warn rules: %w", warnErr) // would not block in production, but is a bug all the same
+		}
 		if err != nil {
 			problems = append(problems, Problem{File: "sample input " + name, Code: "ccm_sample_error",
 				Message: fmt.Sprintf("evaluation failed: %v (every decision with this revision that reaches the same code would fail; fix the rule or guard it)", err)})

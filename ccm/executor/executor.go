@@ -190,11 +190,11 @@ func (x *Executor) reportApplied(svc *corev1.Service, applied []lbplan.Mutation)
 // gate decides every step of plan, one decision per request (lbplan.Plan.Steps: a create's
 // decision shows the listeners and targets its request carries); see Run.
 func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) error {
-	service := x.policyService(svc)
+	service, inputErr := x.policyService(svc)
 	steps := plan.Steps()
 	items := make([]gateItem, 0, len(steps))
 	for _, st := range steps {
-		items = append(items, gateItem{label: st.Label(), input: policy.Input{
+		items = append(items, gateItem{label: st.Label(), inputErr: inputErr, input: policy.Input{
 			Version:      policy.InputVersion,
 			Action:       st.Mutation.Action(),
 			Operation:    st.Mutation.Operation(),
@@ -215,24 +215,43 @@ func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Pl
 type gateItem struct {
 	label string
 	input policy.Input
+	// inputErr is set when the input could not be completed (namespace labels unreadable):
+	// the decision is then an evaluation failure (policy.InputFailer), never an input with
+	// the field null.
+	inputErr error
+}
+
+// decide decides one item; see gateItem.inputErr.
+func (x *Executor) decide(ctx context.Context, it gateItem) policy.Decision {
+	if it.inputErr != nil {
+		if f, ok := x.decider.(policy.InputFailer); ok {
+			return f.DecideFailed(ctx, it.input, it.inputErr)
+		}
+		// A decider that cannot fail an input (policy.AllowAll: no policy) decides without
+		// the field; no rule can depend on it.
+	}
+	return x.decider.Decide(ctx, it.input)
 }
 
 // decideAll is the one gate of every plan (load balancers and routes): it decides every item
-// before anything runs. Warnings and dry-run denials become one Warning event each on obj;
+// before anything runs. Warnings (and warn rules that failed) and deny messages that are not
+// enforced (dry-run mode, or "enforcement": "dryrun") become one Warning event each on obj;
 // when any item is denied, it counts each denied mutation, puts one Warning event
 // PolicyDenied on obj naming every denial, and returns an error wrapping policy.ErrDenied.
 func (x *Executor) decideAll(ctx context.Context, obj runtime.Object, items []gateItem) error {
 	var denied, dryRun, warnings messageGroups
 	var deniedItems []gateItem
+	failed := 0
 	for _, it := range items {
-		d := x.decider.Decide(ctx, it.input)
+		d := x.decide(ctx, it)
 		warnings.add(it.label, decisionWarnings(d))
-		switch {
-		case !d.Allowed:
+		dryRun.add(it.label, d.NotEnforced())
+		if !d.Allowed {
 			denied.add(it.label, denyMessages(d))
 			deniedItems = append(deniedItems, it)
-		case len(d.Deny) > 0:
-			dryRun.add(it.label, d.Deny)
+			if d.Err != nil {
+				failed++
+			}
 		}
 	}
 	if warnings.Len() > 0 {
@@ -251,13 +270,18 @@ func (x *Executor) decideAll(ctx context.Context, obj runtime.Object, items []ga
 	x.recorder.Event(obj, corev1.EventTypeWarning, ReasonPolicyDenied, "nothing changed: "+msg)
 	// DeniedError wraps policy.ErrDenied: callers match it, and the service and route
 	// controllers retry the returned error with backoff.
-	return &DeniedError{Denied: len(deniedItems), Of: len(items), Messages: msg}
+	return &DeniedError{Denied: len(deniedItems), Of: len(items), Failed: failed, Messages: msg}
 }
 
 // DeniedError is returned when the policy denies at least one step of a plan: nothing ran. It
 // wraps policy.ErrDenied.
 type DeniedError struct {
 	Denied, Of int
+	// Failed is how many of the Denied steps were denied because their evaluation failed
+	// (policy.Decision.Err under the failure mode closed) rather than by a deny message. Such
+	// a denial may pass on the next try with the same input (a deadline, an unreadable
+	// namespace).
+	Failed int
 	// Messages are the grouped deny messages, truncated to an event message's size.
 	Messages string
 }
@@ -270,17 +294,23 @@ func (e *DeniedError) Error() string {
 func (e *DeniedError) Unwrap() error { return policy.ErrDenied }
 
 // decisionWarnings are the warnings of d, plus an evaluation failure that the failure mode
-// resolved to allow (it must not pass silently).
+// resolved to allow and a failure of the warn rules alone (neither may pass silently).
 func decisionWarnings(d policy.Decision) []policy.Message {
+	out := d.Warn
 	if d.Err != nil && d.Allowed {
-		return append(append([]policy.Message{}, d.Warn...), policy.Message{Msg: "policy evaluation failed, allowed by the failure mode: " + d.Err.Error()})
+		out = append(append([]policy.Message{}, out...), policy.Message{Msg: "policy evaluation failed, allowed by the failure mode: " + d.Err.Error()})
 	}
-	return d.Warn
+	if d.WarnErr != nil {
+		out = append(append([]policy.Message{}, out...), policy.Message{Msg: d.WarnErr.Error()})
+	}
+	return out
 }
 
+// denyMessages are the messages that deny d: its blocking deny messages, else its evaluation
+// failure.
 func denyMessages(d policy.Decision) []policy.Message {
-	if len(d.Deny) > 0 {
-		return d.Deny
+	if b := d.Blocking(); len(b) > 0 {
+		return b
 	}
 	if d.Err != nil {
 		return []policy.Message{{Msg: "policy evaluation failed: " + d.Err.Error()}}
@@ -288,10 +318,13 @@ func denyMessages(d policy.Decision) []policy.Message {
 	return []policy.Message{{Msg: "denied"}}
 }
 
-// policyService is the policy view of svc.
-func (x *Executor) policyService(svc *corev1.Service) *policy.Service {
+// policyService is the policy view of svc. The error says that the labels of its namespace
+// could not be read (not in the informer's cache, or no permission to list namespaces): the
+// decisions are then evaluation failures (see gateItem.inputErr). Without a namespace lister
+// (WithNamespaceLister not given) namespace_labels is null.
+func (x *Executor) policyService(svc *corev1.Service) (*policy.Service, error) {
 	if svc == nil {
-		return nil
+		return nil, nil
 	}
 	s := &policy.Service{
 		Namespace:                svc.Namespace,
@@ -306,14 +339,43 @@ func (x *Executor) policyService(svc *corev1.Service) *policy.Service {
 	for _, p := range svc.Spec.Ports {
 		s.Ports = append(s.Ports, policy.ServicePort{Name: p.Name, Protocol: string(p.Protocol), Port: p.Port, NodePort: p.NodePort})
 	}
-	if x.namespaces != nil {
-		if ns, err := x.namespaces.Get(svc.Namespace); err == nil {
-			s.NamespaceLabels = copyMap(ns.Labels)
-		} else {
-			klog.V(2).InfoS("namespace labels unavailable for policy input", "namespace", svc.Namespace, "err", err)
-		}
+	labels, err := x.NamespaceLabels(svc.Namespace)
+	if err != nil {
+		return s, err
 	}
-	return s
+	s.NamespaceLabels = labels
+	return s, nil
+}
+
+// PolicyRevision returns the policy revision in force and whether there is one the decider
+// names: policy.Engine names its revision; policy.AllowAll, an engine before its first
+// revision and deciders without a Revision method do not.
+func (x *Executor) PolicyRevision() (string, bool) {
+	r, ok := x.decider.(interface{ Revision() string })
+	if !ok {
+		return "", false
+	}
+	rev := r.Revision()
+	return rev, rev != ""
+}
+
+// NamespaceLabels returns a copy of the labels of namespace ns as the policy input carries
+// them; nil (and no error) without a namespace lister. No request leaves the process: the
+// lister reads the informer's cache.
+//
+// # Errors
+//
+// An error names the namespace and the fix when the labels cannot be read: the namespace is
+// not in the cache (not synced yet, or the CCM may not list and watch namespaces).
+func (x *Executor) NamespaceLabels(ns string) (map[string]string, error) {
+	if x.namespaces == nil {
+		return nil, nil
+	}
+	n, err := x.namespaces.Get(ns)
+	if err != nil {
+		return nil, fmt.Errorf("namespace_labels: cannot read the labels of namespace %q (the CCM needs get, list and watch on namespaces; see deploy/base RBAC): %w", ns, err)
+	}
+	return copyMap(n.Labels), nil
 }
 
 func copyMap(m map[string]string) map[string]string {

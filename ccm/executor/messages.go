@@ -36,40 +36,26 @@ func (g *messageGroups) add(label string, ms []policy.Message) {
 // Len is the number of distinct messages.
 func (g *messageGroups) Len() int { return len(g.order) }
 
-// String joins the messages with "; ", each as "text: for step, step, N × operation", and
-// truncates the whole to an event message's size.
+// String joins the messages with "; ", each as "text: for step, step", and truncates the whole
+// to an event message's size.
 func (g *messageGroups) String() string {
 	parts := make([]string, 0, len(g.order))
 	for _, text := range g.order {
-		parts = append(parts, text+": for "+compactLabels(g.labels[text]))
+		parts = append(parts, text+": for "+listLabels(g.labels[text]))
 	}
 	return truncate.String(strings.Join(parts, "; "), truncate.EventMessage)
 }
 
-// compactLabels lists labels in order; several labels of one operation (add_target(server:1),
-// add_target(server:2)) become "2 × add_target" at the first one's place.
-func compactLabels(labels []string) string {
-	count := map[string]int{}
-	for _, l := range labels {
-		count[operationOf(l)]++
-	}
-	var out []string
-	done := map[string]bool{}
-	for _, l := range labels {
-		op := operationOf(l)
-		switch {
-		case count[op] == 1:
-			out = append(out, l)
-		case !done[op]:
-			out = append(out, fmt.Sprintf("%d × %s", count[op], op))
-			done[op] = true
-		}
-	}
-	return strings.Join(out, ", ")
-}
+// maxLabels is how many step labels one message names before the rest is counted.
+const maxLabels = 5
 
-// operationOf is the operation of a step label: add_target of add_target(server:1).
-func operationOf(label string) string {
-	op, _, _ := strings.Cut(label, "(")
-	return op
+// listLabels names the steps a message came from by their full labels, in plan order, so that
+// a message names exactly the steps it was given for: add_service(22), never "2 ×
+// add_service" (which would also count an allowed add_service(443)). Beyond maxLabels, the
+// rest is "and N more steps".
+func listLabels(labels []string) string {
+	if len(labels) <= maxLabels {
+		return strings.Join(labels, ", ")
+	}
+	return fmt.Sprintf("%s and %d more steps", strings.Join(labels[:maxLabels], ", "), len(labels)-maxLabels)
 }

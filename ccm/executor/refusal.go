@@ -182,3 +182,9 @@ func messageHint(message string) []annotation.Name {
 	}
 	return nil
 }
+
+// operationOf is the operation of a mutation label: "add_service" of "add_service(80)".
+func operationOf(label string) string {
+	op, _, _ := strings.Cut(label, "(")
+	return op
+}

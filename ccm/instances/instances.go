@@ -272,7 +272,8 @@ func (i *Instances) pluginLabels(ctx context.Context, node *corev1.Node, s *hclo
 }
 
 // NodeInput builds the node_labels hook input for node and its server s: the node's name and
-// labels, and the server's ID, name, type, location, network zone, labels, public IPs (the
+// labels, and the server's ID, name, type, location, network zone, datacenter (the node's
+// zone, ZoneFromLocation), labels, public IPs (the
 // IPv6 as the host address the node reports) and private network IPs. Maps and slices in the
 // result are never nil and never shared with node or s, which are left untouched.
 //
@@ -301,6 +302,7 @@ func NodeInput(node *corev1.Node, s *hcloud.Server) plugins.NodeInput {
 	if s.Location != nil {
 		in.Server.Location = s.Location.Name
 		in.Server.NetworkZone = string(s.Location.NetworkZone)
+		in.Server.Datacenter = ZoneFromLocation(s.Location.Name)
 	}
 	if !s.PublicNet.IPv4.IsUnspecified() {
 		in.Server.PublicIPv4 = s.PublicNet.IPv4.IP.String()

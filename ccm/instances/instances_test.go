@@ -329,7 +329,7 @@ func TestInstances_InstanceMetadataPlugin(t *testing.T) {
 			NodeName:   "node-1",
 			NodeLabels: map[string]string{"role": "worker"},
 			Server: plugins.Server{
-				ID: id, Name: "node-1", Type: "cx22", Location: "nbg1", NetworkZone: "eu-central",
+				ID: id, Name: "node-1", Type: "cx22", Location: "nbg1", NetworkZone: "eu-central", Datacenter: "nbg1-dc3",
 				Labels: map[string]string{"pool": "a"}, PublicIPv4: "203.0.113.9", PublicIPv6: "2001:db8:9::1",
 				PrivateNets: []plugins.PrivateNet{{NetworkID: e.networkID, IP: "10.0.0.9"}},
 			},
@@ -421,7 +421,7 @@ func TestNodeInput(t *testing.T) {
 			want: plugins.NodeInput{
 				NodeName: "n2", NodeLabels: map[string]string{"role": "worker"},
 				Server: plugins.Server{
-					ID: 8, Name: "n2", Type: "cx32", Location: "hel1", NetworkZone: "eu-central",
+					ID: 8, Name: "n2", Type: "cx32", Location: "hel1", NetworkZone: "eu-central", Datacenter: "hel1-dc2",
 					Labels: map[string]string{"pool": "b"}, PublicIPv4: "203.0.113.8", PublicIPv6: "2001:db8:8::1",
 					PrivateNets: []plugins.PrivateNet{{NetworkID: 3, IP: "10.0.0.8"}},
 				},

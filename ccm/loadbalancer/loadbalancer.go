@@ -98,6 +98,8 @@ type LoadBalancers struct {
 	namer    Namer
 	types    *typeCache
 	denials  DenialTracker
+	// denied answers unchanged retries of denied Services without a request (denials.go).
+	denied *denialCache
 }
 
 // DenialTracker learns which Services the policy denied, to retry them when the policy input
@@ -124,6 +126,13 @@ func WithDenialTracker(t DenialTracker) Option {
 	return func(l *LoadBalancers) { l.denials = t }
 }
 
+// WithDenialMaxAge sets how long a remembered denial answers the retries of an unchanged
+// Service without reading Hetzner (default DefaultDenialMaxAge); it bounds how late a change
+// made to a denied Service's load balancer behind the CCM's back is seen. 0 remembers nothing.
+func WithDenialMaxAge(d time.Duration) Option {
+	return func(l *LoadBalancers) { l.denied.maxAge = d }
+}
+
 // New returns the load balancer implementation. read are its reads of the API; exec runs its
 // plans (the only writes). network is the cluster network (nil if none), namer the naming
 // plugin (nil if none); a nil recorder drops events.
@@ -133,7 +142,8 @@ func New(read Readers, exec *executor.Executor, cfg config.LoadBalancer, network
 	}
 	l := &LoadBalancers{
 		read: read, exec: exec, cfg: cfg, recorder: recorder, namer: namer,
-		types: &typeCache{list: read.Types, maxAge: time.Hour, now: time.Now},
+		types:  &typeCache{list: read.Types, maxAge: time.Hour, now: time.Now},
+		denied: newDenialCache(DefaultDenialMaxAge),
 	}
 	l.network.Store(network)
 	for _, o := range opts {
@@ -240,9 +250,19 @@ func checkName(svc *corev1.Service) error {
 // EnsureLoadBalancer creates or updates the Service's load balancer and returns its status.
 // Implementations must treat the *v1.Service and *v1.Node parameters as read-only and not
 // modify them.
+//
+// A retry of a Service whose last call was denied, with unchanged inputs, returns the same
+// denial without a request (see denialCache).
 func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
 	compatmetrics.Operation(compatmetrics.OpEnsureLoadBalancer)
-	lb, d, err := l.reconcile(ctx, clusterName, svc, nodes, true)
+	name, rename := l.name(ctx, clusterName, svc)
+	digest := l.denialDigest(callEnsure, clusterName, name, rename, svc, nodes)
+	if err := l.rememberedDenial(svc, digest); err != nil {
+		l.track(svc, err, true)
+		return nil, err
+	}
+	lb, d, err := l.reconcile(ctx, svc, nodes, name, rename, true)
+	l.denied.record(svc.UID, digest, err)
 	l.track(svc, err, true)
 	if err != nil {
 		return nil, err
@@ -253,9 +273,19 @@ func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 // UpdateLoadBalancer updates the targets (and anything else that drifted) of the Service's
 // load balancer; a missing load balancer is left to EnsureLoadBalancer. Implementations must
 // treat the *v1.Service and *v1.Node parameters as read-only and not modify them.
+//
+// Like EnsureLoadBalancer, an unchanged retry of a denied call costs no request; another node
+// set is a change.
 func (l *LoadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) error {
 	compatmetrics.Operation(compatmetrics.OpUpdateLoadBalancer)
-	_, _, err := l.reconcile(ctx, clusterName, svc, nodes, false)
+	name, rename := l.name(ctx, clusterName, svc)
+	digest := l.denialDigest(callUpdate, clusterName, name, rename, svc, nodes)
+	if err := l.rememberedDenial(svc, digest); err != nil {
+		l.track(svc, err, false)
+		return err
+	}
+	_, _, err := l.reconcile(ctx, svc, nodes, name, rename, false)
+	l.denied.record(svc.UID, digest, err)
 	// A missing load balancer is not reconciled here, so only a denial says something.
 	l.track(svc, err, false)
 	return err
@@ -278,10 +308,32 @@ func (l *LoadBalancers) track(svc *corev1.Service, err error, settle bool) {
 // Warning event DeleteProtected and nil, so the Service can go (the official CCM skips it the
 // same way). Implementations must treat the *v1.Service parameter as read-only and not modify
 // it.
-func (l *LoadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *corev1.Service) error {
+//
+// Like EnsureLoadBalancer, an unchanged retry of a denied delete costs no request.
+func (l *LoadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *corev1.Service) error {
 	compatmetrics.Operation(compatmetrics.OpEnsureLoadBalancerDeleted)
+	digest := l.denialDigest(callDelete, clusterName, "", false, svc, nil)
+	if err := l.rememberedDenial(svc, digest); err != nil {
+		l.track(svc, err, true)
+		return err
+	}
 	err := l.ensureDeleted(ctx, svc)
+	l.denied.record(svc.UID, digest, err)
 	l.track(svc, err, true)
+	return err
+}
+
+// rememberedDenial returns the remembered denial of svc when its inputs digest to digest
+// (see denialCache); nil when the call must run.
+func (l *LoadBalancers) rememberedDenial(svc *corev1.Service, digest string) error {
+	if digest == "" {
+		return nil
+	}
+	err := l.denied.get(svc.UID, digest)
+	if err != nil {
+		klog.V(2).InfoS("Denied again without a request: the Service, its nodes, namespace labels and the policy revision are unchanged",
+			"service", klog.KObj(svc), "err", err)
+	}
 	return err
 }
 
@@ -311,12 +363,13 @@ func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) 
 // does nothing; the type warnings come before anything on a create and after the algorithm on
 // an update; input this CCM refuses before any write raises the warnings the official emits on
 // its way to the same failure.
-func (l *LoadBalancers) reconcile(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, create bool) (*lbplan.Actual, lbplan.Desired, error) {
+//
+// name and rename are l.name's answer (the caller needs them for the denial digest).
+func (l *LoadBalancers) reconcile(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, name string, rename, create bool) (*lbplan.Actual, lbplan.Desired, error) {
 	// The official CCM reads the node selector first: a bad one fails before any warning.
 	if _, err := annotation.LBNodeSelector.Selector(svc); err != nil && !errors.Is(err, annotation.ErrNotSet) {
 		return nil, lbplan.Desired{}, l.invalid(svc, err)
 	}
-	name, rename := l.name(ctx, clusterName, svc)
 	lb, err := l.find(ctx, svc, name)
 	if err != nil || (lb == nil && !create) {
 		return nil, lbplan.Desired{}, err

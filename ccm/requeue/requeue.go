@@ -132,9 +132,22 @@ func (r *Requeuer) NamespaceChanged(old, cur *corev1.Namespace) {
 	r.retry(cause{TriggerNamespace, "labels of namespace " + cur.Name}, func(k types.NamespacedName) bool { return k.Namespace == cur.Name })
 }
 
-// WatchNamespaces calls NamespaceChanged on every update of the namespace informer.
+// NamespaceAdded retries the denied Services of ns, which just reached the CCM's namespace
+// cache: a Service decided before (at start-up, before the cache synced) was denied because its
+// namespace's labels could not be read, and now they can.
+func (r *Requeuer) NamespaceAdded(ns *corev1.Namespace) {
+	r.retry(cause{TriggerNamespace, "namespace " + ns.Name + " readable"}, func(k types.NamespacedName) bool { return k.Namespace == ns.Name })
+}
+
+// WatchNamespaces calls NamespaceAdded for every namespace the informer adds and
+// NamespaceChanged on every update.
 func (r *Requeuer) WatchNamespaces(informer cache.SharedIndexInformer) error {
 	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if ns, ok := obj.(*corev1.Namespace); ok {
+				r.NamespaceAdded(ns)
+			}
+		},
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*corev1.Namespace)
 			c, ok2 := cur.(*corev1.Namespace)

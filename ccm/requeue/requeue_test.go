@@ -78,6 +78,11 @@ func TestRequeuer_triggers(t *testing.T) {
 		denied:  []*corev1.Service{service("shop", "web")},
 		trigger: func(r *Requeuer) { r.NamespaceChanged(namespace("shop", shopLabels), namespace("shop", shopLabels)) },
 	}, {
+		name:    "namespace added to the cache (its labels could not be read before): that namespace's denied Services",
+		denied:  []*corev1.Service{service("shop", "web"), service("blog", "web")},
+		trigger: func(r *Requeuer) { r.NamespaceAdded(namespace("shop", nil)) },
+		want:    []string{"shop/web=namespace shop readable" + at},
+	}, {
 		name:    "policy revision: every denied Service",
 		denied:  []*corev1.Service{service("shop", "web"), service("blog", "web")},
 		trigger: func(r *Requeuer) { r.PolicyLoaded("0123456789ab") },

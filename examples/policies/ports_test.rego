@@ -27,6 +27,25 @@ test_port_22_added_later_denied if {
 	denials(data.inputs.lb_update_add_service) == {"listen port 22 is not allowed (allowed: [80, 443])"}
 }
 
+# An update that adds a listener on 8080 is denied; the later steps of the same
+# plan, whose state still holds it, are not (the deny event names only the step
+# that adds it), and neither is an unrelated update of a load balancer that
+# already listens on 8080.
+test_only_the_step_adding_a_port_is_denied if {
+	with_8080 := json.patch(data.inputs.lb_create_default.load_balancer, [{
+		"op": "add",
+		"path": "/services/-",
+		"value": {"protocol": "tcp", "listen_port": 8080, "destination_port": 30081, "proxyprotocol": false},
+	}])
+	adds := object.union(data.inputs.lb_create_default, {
+		"action": "loadbalancer.update", "operation": "add_service",
+		"current": data.inputs.lb_create_default.load_balancer, "load_balancer": with_8080,
+	})
+	denials(adds) == {"listen port 8080 is not allowed (allowed: [80, 443])"}
+	later := object.union(adds, {"operation": "add_target", "current": with_8080})
+	denials(later) == set()
+}
+
 test_http_without_https_warns if {
 	inp := json.patch(data.inputs.lb_create_default, [
 		{"op": "remove", "path": "/load_balancer/services/1"},

@@ -53,11 +53,16 @@ type NodeInput struct {
 
 // Server is the Hetzner Cloud server behind a node.
 type Server struct {
-	ID          int64             `json:"id"`
-	Name        string            `json:"name"`
-	Type        string            `json:"type"`
-	Location    string            `json:"location"`
-	NetworkZone string            `json:"network_zone"`
+	ID          int64  `json:"id"`
+	Name        string `json:"name"`
+	Type        string `json:"type"`
+	Location    string `json:"location"`
+	NetworkZone string `json:"network_zone"`
+	// Datacenter is the datacenter name of the location, the value the CCM sets as the node's
+	// zone (topology.kubernetes.io/zone), e.g. "fsn1-dc14"; the location name for locations
+	// without a datacenter name. Added in ABI v1 without a version change (additive): hosts
+	// before it leave it "".
+	Datacenter  string            `json:"datacenter"`
 	Labels      map[string]string `json:"labels"`
 	PublicIPv4  string            `json:"public_ipv4,omitempty"`
 	PublicIPv6  string            `json:"public_ipv6,omitempty"`

@@ -59,3 +59,21 @@ func TestServe(t *testing.T) {
 		})
 	}
 }
+
+// TestServe_nodeInputDatacenter: the node_labels request carries the server's datacenter (the
+// node's zone) next to its location; an older host without the field gives "".
+func TestServe_nodeInputDatacenter(t *testing.T) {
+	wrap := func(n string) any { return sdk.LoadBalancerNameReply{Name: n} }
+	f := func(in sdk.NodeInput) (string, error) { return in.Server.Location + "/" + in.Server.Datacenter, nil }
+	tests := []struct{ name, req, want string }{
+		{"The datacenter is decoded", `{"server":{"location":"fsn1","datacenter":"fsn1-dc14"}}`, `{"name":"fsn1/fsn1-dc14"}`},
+		{"A request without it leaves it empty", `{"server":{"location":"fsn1"}}`, `{"name":"fsn1/"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := string(sdk.Serve([]byte(tc.req), f, wrap)); got != tc.want {
+				t.Errorf("reply %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,286 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+)
+
+// The gate with the real policy engine: what the CCM cannot read fails the decision, a warn
+// rule never blocks, and a deny message can be rolled out on its own in dry run.
+
+// engine returns a policy engine with the given failure mode and one revision holding the
+// module rules (package ccm). The rules of these tests fire only for cluster "prod" (the
+// executor's cluster in newEnv), so the shipped sample inputs that vet a revision pass them.
+func engine(t *testing.T, failure policy.FailureMode, rules string) *policy.Engine {
+	t.Helper()
+	e := policy.NewEngine(policy.Options{FailureMode: failure})
+	if _, err := e.Load(context.Background(), map[string][]byte{"gate.rego": []byte("package ccm\n\n" + rules)}, policy.Source{Name: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// namespaceLister is a NamespaceLister whose Get returns ns or err.
+type namespaceLister struct {
+	ns  *corev1.Namespace
+	err error
+}
+
+var _ corelisters.NamespaceLister = namespaceLister{}
+
+func (l namespaceLister) List(labels.Selector) ([]*corev1.Namespace, error) {
+	if l.err != nil {
+		return nil, l.err
+	}
+	return []*corev1.Namespace{l.ns}, nil
+}
+
+func (l namespaceLister) Get(name string) (*corev1.Namespace, error) {
+	if l.err != nil {
+		return nil, l.err
+	}
+	if l.ns == nil || l.ns.Name != name {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, name)
+	}
+	return l.ns, nil
+}
+
+// TestRun_NamespaceLabelsUnreadable: a rule keyed on a namespace label must not silently pass
+// when the CCM cannot read the labels; the decision is an evaluation error under the failure
+// mode instead of an input with namespace_labels null.
+func TestRun_NamespaceLabelsUnreadable(t *testing.T) {
+	const frozen = `deny contains "namespace is frozen" if {
+	input.cluster.name == "prod"
+	input.service.namespace_labels.frozen == "true"
+}
+`
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "shop", errors.New(`User "ccm" cannot get resource "namespaces"`))
+	shop := func(l map[string]string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: l}}
+	}
+	tests := []struct {
+		name        string
+		failure     policy.FailureMode
+		lister      namespaceLister
+		wantDenied  bool
+		wantEvent   string // prefix of an event that must be recorded
+		wantMessage string // in that event
+	}{
+		{
+			name:    "A labelled namespace is denied by the rule",
+			failure: policy.FailClosed, lister: namespaceLister{ns: shop(map[string]string{"frozen": "true"})},
+			wantDenied: true, wantEvent: "Warning PolicyDenied", wantMessage: "namespace is frozen",
+		},
+		{
+			name:    "An unlabelled namespace is allowed",
+			failure: policy.FailClosed, lister: namespaceLister{ns: shop(nil)},
+			wantEvent: "Normal LoadBalancerCreated",
+		},
+		{
+			name:    "A forbidden namespace read denies under closed",
+			failure: policy.FailClosed, lister: namespaceLister{err: forbidden},
+			wantDenied: true, wantEvent: "Warning PolicyDenied", wantMessage: `namespace_labels: cannot read the labels of namespace "shop"`,
+		},
+		{
+			name:    "A namespace missing from the cache denies under closed",
+			failure: policy.FailClosed, lister: namespaceLister{ns: &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "other"}}},
+			wantDenied: true, wantEvent: "Warning PolicyDenied", wantMessage: `"shop" not found`,
+		},
+		{
+			name:    "A forbidden namespace read is allowed with a warning under open",
+			failure: policy.FailOpen, lister: namespaceLister{err: forbidden},
+			wantEvent: "Warning PolicyWarning", wantMessage: "allowed by the failure mode",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := newEnv(t, allow, executor.WithNamespaceLister(tc.lister))
+			e := engine(t, tc.failure, frozen)
+			x := executor.New(ev.client, e, ev.recorder, policy.Cluster{Name: "prod"}, executor.WithNamespaceLister(tc.lister))
+			svc := newService()
+			_, err := x.Run(context.Background(), svc, ev.plan(t, svc, nil))
+			if denied := errors.Is(err, policy.ErrDenied); denied != tc.wantDenied {
+				t.Fatalf("err = %v, want denied %v", err, tc.wantDenied)
+			}
+			if tc.wantDenied && ev.emu.MutatingRequests() != 0 {
+				t.Errorf("%d mutating requests after a denial", ev.emu.MutatingRequests())
+			}
+			found := false
+			events := ev.events()
+			for _, e := range events {
+				if strings.HasPrefix(e, tc.wantEvent) && strings.Contains(e, tc.wantMessage) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("events = %q, want %q containing %q", events, tc.wantEvent, tc.wantMessage)
+			}
+		})
+	}
+}
+
+// TestRun_RuleErrors: a warn rule that fails (a division by zero) gives a warning and does not
+// block; a deny rule that fails blocks (closed).
+func TestRun_RuleErrors(t *testing.T) {
+	const divide = `10 / (count(input.cluster.name) - 4) > 1`
+	tests := []struct {
+		name       string
+		rules      string
+		wantDenied bool
+		wantEvent  string
+	}{
+		{
+			name:      "A warn rule that divides by zero does not block",
+			rules:     "warn contains \"w\" if {\n\tinput.cluster.name == \"prod\"\n\t" + divide + "\n}\n",
+			wantEvent: "Warning PolicyWarning",
+		},
+		{
+			name:       "A deny rule that divides by zero blocks",
+			rules:      "deny contains \"d\" if {\n\tinput.cluster.name == \"prod\"\n\t" + divide + "\n}\n",
+			wantDenied: true,
+			wantEvent:  "Warning PolicyDenied",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := newEnv(t, allow)
+			x := executor.New(ev.client, engine(t, policy.FailClosed, tc.rules), ev.recorder, policy.Cluster{Name: "prod"})
+			svc := newService()
+			_, err := x.Run(context.Background(), svc, ev.plan(t, svc, nil))
+			if denied := errors.Is(err, policy.ErrDenied); denied != tc.wantDenied {
+				t.Fatalf("err = %v, want denied %v", err, tc.wantDenied)
+			}
+			if mutating := ev.emu.MutatingRequests(); (mutating == 0) != tc.wantDenied {
+				t.Errorf("%d mutating requests, want them only when allowed", mutating)
+			}
+			events := ev.events()
+			if count(events, tc.wantEvent) != 1 || !strings.Contains(strings.Join(events, "\n"), "divide by zero") {
+				t.Errorf("events = %q, want one %q naming the division by zero", events, tc.wantEvent)
+			}
+		})
+	}
+}
+
+// TestRun_PerRuleDryRun: a deny message with "enforcement": "dryrun" is reported as
+// PolicyDryRunDenied and does not block; other deny messages still do.
+func TestRun_PerRuleDryRun(t *testing.T) {
+	const dryRunTargets = `deny contains {"msg": "new rule: no targets", "enforcement": "dryrun"} if {
+	input.cluster.name == "prod"
+	some t in input.load_balancer.targets
+	t.type == "server"
+}
+`
+	const noCreate = `deny contains "no creates" if {
+	input.cluster.name == "prod"
+	input.operation == "create"
+}
+`
+	tests := []struct {
+		name       string
+		rules      string
+		wantDenied bool
+		wantEvents map[string]string // event prefix -> text it contains
+	}{
+		{
+			name:  "A dry-run deny alone does not block",
+			rules: dryRunTargets,
+			wantEvents: map[string]string{
+				"Warning PolicyDryRunDenied": "would be denied (dry run): new rule: no targets: for create(",
+				"Normal LoadBalancerCreated": "applied: create(",
+			},
+		},
+		{
+			name:       "An enforced deny blocks next to a dry-run one, and both are reported",
+			rules:      dryRunTargets + noCreate,
+			wantDenied: true,
+			wantEvents: map[string]string{
+				"Warning PolicyDryRunDenied": "new rule: no targets",
+				"Warning PolicyDenied":       "nothing changed: no creates: for create(",
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := newEnv(t, allow)
+			x := executor.New(ev.client, engine(t, policy.FailClosed, tc.rules), ev.recorder, policy.Cluster{Name: "prod"})
+			svc := newService()
+			_, err := x.Run(context.Background(), svc, ev.plan(t, svc, nil))
+			if denied := errors.Is(err, policy.ErrDenied); denied != tc.wantDenied {
+				t.Fatalf("err = %v, want denied %v", err, tc.wantDenied)
+			}
+			if tc.wantDenied && strings.Contains(err.Error(), "new rule") {
+				t.Errorf("err = %v names the dry-run message", err)
+			}
+			events := ev.events()
+			for prefix, text := range tc.wantEvents {
+				if count(events, prefix) != 1 || !strings.Contains(strings.Join(events, "\n"), text) {
+					t.Errorf("events = %q, want one %q containing %q", events, prefix, text)
+				}
+			}
+			if !tc.wantDenied && count(events, "Warning PolicyDenied") != 0 {
+				t.Errorf("events = %q, want no PolicyDenied", events)
+			}
+		})
+	}
+}
+
+// TestRun_DenyEventNamesOnlyTheDeniedStep is the scenario of a policy author: the example
+// policies allow listeners on 80 and 443 only, and an update adds 22 and 443. Only
+// add_service(22) is denied, and the event names it alone, not "2 × add_service".
+func TestRun_DenyEventNamesOnlyTheDeniedStep(t *testing.T) {
+	ev := newEnv(t, allow)
+	files, err := policy.ReadDir("../../examples/policies")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := policy.NewEngine(policy.Options{})
+	if _, err := e.Load(context.Background(), files, policy.Source{Name: "examples"}); err != nil {
+		t.Fatal(err)
+	}
+	x := executor.New(ev.client, e, ev.recorder, policy.Cluster{Name: "prod"})
+	id, err := ev.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "web", Labels: map[string]string{lbplan.LabelServiceUID: uid}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, _, err := ev.client.LoadBalancer.GetByID(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := newService()
+	svc.Namespace = "default" // public load balancers are allowed there
+	svc.Spec.Ports = []corev1.ServicePort{
+		{Name: "ssh", Protocol: corev1.ProtocolTCP, Port: 22, NodePort: 30022},
+		{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443},
+	}
+	plan := ev.plan(t, svc, lb)
+	ev.emu.ResetRequests()
+	_, err = x.Run(context.Background(), svc, plan)
+	if !errors.Is(err, policy.ErrDenied) {
+		t.Fatalf("err = %v, want denied; plan %v", err, plan.Labels())
+	}
+	const want = "listen port 22 is not allowed (allowed: [80, 443]): for add_service(22)"
+	events := ev.events()
+	if count(events, "Warning PolicyDenied nothing changed: "+want) != 1 || len(events) != 1 {
+		t.Errorf("events = %q, want exactly one PolicyDenied ending %q (plan %v)", events, want, plan.Labels())
+	}
+	if !strings.HasSuffix(err.Error(), want) || !strings.HasPrefix(err.Error(), "1 of ") {
+		t.Errorf("err = %v, want 1 denied change, naming only add_service(22)", err)
+	}
+	if n := ev.emu.MutatingRequests(); n != 0 {
+		t.Errorf("%d mutating requests after a denial", n)
+	}
+}
