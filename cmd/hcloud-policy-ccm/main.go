@@ -90,7 +90,7 @@ func newToolsCommand() *cobra.Command {
 	// cobra passes the flags of pflag.CommandLine down as global flags: the --version that
 	// k8s.io/component-base/version/verflag registers there for the CCM. It means nothing to
 	// the tools, so their usage leaves the global flags out.
-	root.SetUsageTemplate(withoutGlobalFlags(root.UsageTemplate()))
+	root.SetUsageFunc(toolUsage)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see %s --help)", err, c.CommandPath())
 	})
@@ -98,17 +98,38 @@ func newToolsCommand() *cobra.Command {
 	return root
 }
 
-// withoutGlobalFlags removes the "Global Flags" section from a cobra usage template.
-func withoutGlobalFlags(tpl string) string {
-	start := strings.Index(tpl, "{{if .HasAvailableInheritedFlags}}")
-	if start < 0 {
-		return tpl
+// toolUsage writes the usage of a tool as cobra's default does, without the "Global Flags"
+// section. It is a function, not a usage template: a template would bring text/template's
+// reflective method calls into the binary and turn off the linker's dead-code elimination of
+// methods (make dce-check, TestLinkerDeadCodeElimination, fails then).
+func toolUsage(c *cobra.Command) error {
+	w := c.OutOrStderr()
+	fmt.Fprint(w, "Usage:")
+	if c.Runnable() {
+		fmt.Fprintf(w, "\n  %s", c.UseLine())
 	}
-	end := strings.Index(tpl[start:], "{{end}}")
-	if end < 0 {
-		return tpl
+	if c.HasAvailableSubCommands() {
+		fmt.Fprintf(w, "\n  %s [command]", c.CommandPath())
 	}
-	return tpl[:start] + tpl[start+end+len("{{end}}"):]
+	if c.HasExample() {
+		fmt.Fprintf(w, "\n\nExamples:\n%s", c.Example)
+	}
+	if c.HasAvailableSubCommands() {
+		fmt.Fprint(w, "\n\nAvailable Commands:")
+		for _, sub := range c.Commands() {
+			if sub.IsAvailableCommand() || sub.Name() == "help" {
+				fmt.Fprintf(w, "\n  %-*s %s", sub.NamePadding(), sub.Name(), sub.Short)
+			}
+		}
+	}
+	if c.HasAvailableLocalFlags() {
+		fmt.Fprintf(w, "\n\nFlags:\n%s", strings.TrimRight(c.LocalFlags().FlagUsages(), " \t\n"))
+	}
+	if c.HasAvailableSubCommands() {
+		fmt.Fprintf(w, "\n\nUse \"%s [command] --help\" for more information about a command.", c.CommandPath())
+	}
+	fmt.Fprintln(w)
+	return nil
 }
 
 // isTool reports whether args, the command line without the program name, call one of the
