@@ -68,6 +68,26 @@ func ReadDir(dir string) (map[string][]byte, error) {
 	return files, nil
 }
 
+// SkippedSubdirs lists the subdirectories of dir that [ReadDir] does not load: every one whose
+// name does not start with a dot (a mounted ConfigMap's "..data" and "..TIMESTAMP" are the
+// kubelet's, not the operator's). An unreadable dir lists none; ReadDir reports that error.
+func SkippedSubdirs(dir string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, ent := range entries {
+		if strings.HasPrefix(ent.Name(), ".") {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(dir, ent.Name())); err == nil && fi.IsDir() {
+			out = append(out, ent.Name()+"/")
+		}
+	}
+	return out
+}
+
 // WatchDir loads the policy files of dir into e and keeps reloading them on change until ctx
 // is done. It watches the directory (not single files), so the kubelet's "..data" symlink swap
 // of a mounted ConfigMap is seen; it also rereads the directory every 10 s.
@@ -84,6 +104,10 @@ func WatchDir(ctx context.Context, e *Engine, dir string) error {
 	files, err := ReadDir(dir)
 	if err != nil {
 		return err
+	}
+	if skipped := SkippedSubdirs(dir); len(skipped) > 0 {
+		klog.InfoS("Policy directory has subdirectories that are not loaded: a policy revision is the directory's files only, as a ConfigMap is flat; move policies and data files up, or test fixtures into data files (docs/policy.md § Testing)",
+			"dir", dir, "skipped", skipped)
 	}
 	if _, err := e.Load(ctx, files, src); err != nil {
 		return err
