@@ -27,8 +27,9 @@ import (
 )
 
 // swapWindow is how long the swapped-in CCM must stay quiet towards the Hetzner API after it has
-// reconciled every Service, node and route once.
-const swapWindow = 20 * time.Second
+// reconciled every Service, node and route once: two minutes, in which the route controller
+// (--route-reconciliation-period=30s in officialObjects) runs four more rounds.
+const swapWindow = 2 * time.Minute
 
 // swapNamespace is the unlabelled namespace of the ingress controller's Service: the example
 // policies deny a public load balancer there.
