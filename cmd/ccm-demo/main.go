@@ -109,6 +109,40 @@ type config struct {
 	kubeBinDir, binDir, ccmBin, pluginsDir, deployDir, seed, emulatorListen string
 	timeout                                                                 time.Duration
 	exitAfterReport                                                         bool
+	// policies and plugins are your own policy directory and plugin directory ("none": no
+	// plugins); empty: the examples. policyMode is --policy-mode; routes turns on the route
+	// controller.
+	policies, plugins, policyMode string
+	routes                        bool
+}
+
+// examples reports whether the demo runs the example policies and plugins in enforce mode: the
+// setup whose outcome (which Service is denied, which labels the plugin sets) the report checks.
+// Anything else gets the report of what happened (writeReport with examples false).
+func (c config) examples() bool {
+	return c.policies == "" && c.plugins == "" && c.policyMode == "enforce"
+}
+
+// validate checks the options that select policies, plugins and mode, naming the flag and the fix.
+func (c config) validate() error {
+	switch c.policyMode {
+	case "enforce", "dryrun":
+	default:
+		return fmt.Errorf("invalid --policy-mode %q (make demo MODE=...): expect enforce or dryrun", c.policyMode)
+	}
+	if c.policies != "" {
+		st, err := os.Stat(c.policies)
+		if err != nil || !st.IsDir() {
+			return fmt.Errorf("--policies %q (make demo POLICIES=...) is not a directory: pass a directory of *.rego and data files", c.policies)
+		}
+	}
+	if c.plugins != "" && c.plugins != "none" {
+		st, err := os.Stat(c.plugins)
+		if err != nil || !st.IsDir() {
+			return fmt.Errorf("--plugins %q (make demo PLUGINS=...) is not a directory: pass a directory with node-labels.wasm[.gz] and/or load-balancer-name.wasm[.gz], or none", c.plugins)
+		}
+	}
+	return nil
 }
 
 func main() {
@@ -123,6 +157,10 @@ func main() {
 	fs.StringVar(&cfg.emulatorListen, "emulator-listen", "127.0.0.1:0", "listen address of the Hetzner API emulator")
 	fs.DurationVar(&cfg.timeout, "timeout", time.Minute, "how long to wait for the CCM to converge")
 	fs.BoolVar(&cfg.exitAfterReport, "exit-after-report", false, "exit after the report (status 1 if the demo did not converge)")
+	fs.StringVar(&cfg.policies, "policies", "", "your own policy directory (*.rego, data files) instead of the example ConfigMap")
+	fs.StringVar(&cfg.plugins, "plugins", "", "your own plugin directory (node-labels.wasm[.gz], load-balancer-name.wasm[.gz] or lb-name.wasm[.gz]; each optional), or none, instead of the examples")
+	fs.StringVar(&cfg.policyMode, "policy-mode", "enforce", "the CCM's --policy-mode: enforce or dryrun")
+	fs.BoolVar(&cfg.routes, "routes", false, "run the route controller (HCLOUD_NETWORK_ROUTES_ENABLED=true, --allocate-node-cidrs, --cluster-cidr=10.244.0.0/16)")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "ccm-demo: unexpected arguments %q\n", fs.Args())
@@ -133,6 +171,10 @@ func main() {
 	}
 	if cfg.pluginsDir == "" {
 		cfg.pluginsDir = filepath.Join(cfg.binDir, "plugins")
+	}
+	if err := cfg.validate(); err != nil {
+		fmt.Fprintf(os.Stderr, "ccm-demo: %v\n", err)
+		os.Exit(2)
 	}
 
 	r := newRunner(os.Stderr)
@@ -185,9 +227,13 @@ func run(r *runner, cfg config, out io.Writer) (bool, *harness.Process) {
 	if _, err := os.Stat(cfg.ccmBin); err != nil {
 		r.Fatalf("%v: run `make build` (or pass --bin-dir or --ccm-bin)", err)
 	}
-	plugins := map[string]string{
-		"--plugin-node-labels":        pluginFile(r, cfg.pluginsDir, "node-labels"),
-		"--plugin-load-balancer-name": pluginFile(r, cfg.pluginsDir, "lb-name"),
+	plugins := selectPlugins(r, cfg)
+	if cfg.policies != "" {
+		abs, err := filepath.Abs(cfg.policies)
+		if err != nil {
+			r.Fatalf("--policies: %v", err)
+		}
+		cfg.policies = abs
 	}
 	if st, err := os.Stat(filepath.Join(cfg.deployDir, "kustomization.yaml")); err != nil || st.IsDir() {
 		r.Fatalf("no kustomization.yaml in --deploy-dir=%s: run the demo from the repository root (make demo)", cfg.deployDir)
@@ -238,7 +284,7 @@ func run(r *runner, cfg config, out io.Writer) (bool, *harness.Process) {
 
 	// 6. Convergence, then the report.
 	r.Logf("waiting up to %s for the CCM", cfg.timeout)
-	st, converged := waitConverged(r, c, emu, ccm, nodes, services, cfg.timeout)
+	st, converged := waitConverged(r, c, emu, ccm, nodes, services, cfg.examples(), cfg.timeout)
 	st.robotRequests = robot.Requests()
 	env := exploreEnv{
 		kubectl:     harness.Bin(r, "kubectl"),
@@ -249,20 +295,87 @@ func run(r *runner, cfg config, out io.Writer) (bool, *harness.Process) {
 		logDir:      harness.LogDir(r),
 		ccmLog:      ccm.LogPath,
 	}
+	env.examples = cfg.examples()
+	env.setup = describeSetup(cfg, plugins)
+	env.policyDir = cfg.policies
 	writeReport(out, st, converged, time.Since(start), env, cfg.exitAfterReport)
 	return converged, ccm
 }
 
+// selectPlugins returns the CCM's plugin flags and files: both example plugins from
+// cfg.pluginsDir (each required), or with --plugins those of that directory that exist (none:
+// no plugins; a directory with neither file is an error naming the file names).
+func selectPlugins(r *runner, cfg config) map[string]string {
+	if cfg.plugins == "" {
+		return map[string]string{
+			"--plugin-node-labels":        pluginFile(r, cfg.pluginsDir, "node-labels"),
+			"--plugin-load-balancer-name": pluginFile(r, cfg.pluginsDir, "lb-name"),
+		}
+	}
+	plugins := map[string]string{}
+	if cfg.plugins == "none" {
+		return plugins
+	}
+	for flag, names := range map[string][]string{
+		"--plugin-node-labels":        {"node-labels"},
+		"--plugin-load-balancer-name": {"load-balancer-name", "lb-name"},
+	} {
+		for _, name := range names {
+			if f := findPlugin(cfg.plugins, name); f != "" {
+				plugins[flag] = f
+				break
+			}
+		}
+	}
+	if len(plugins) == 0 {
+		r.Fatalf("--plugins %s has neither node-labels.wasm[.gz] nor load-balancer-name.wasm[.gz] (or lb-name.wasm[.gz]): name your plugins so, or pass --plugins=none (make demo PLUGINS=none)", cfg.plugins)
+	}
+	return plugins
+}
+
 // pluginFile returns dir/name.wasm.gz, or dir/name.wasm if only that exists.
 func pluginFile(r *runner, dir, name string) string {
-	gz := filepath.Join(dir, name+".wasm.gz")
-	for _, f := range []string{gz, strings.TrimSuffix(gz, ".gz")} {
-		if _, err := os.Stat(f); err == nil {
-			return f
-		}
+	if f := findPlugin(dir, name); f != "" {
+		return f
 	}
 	r.Fatalf("plugin %s not found in %s: run `make plugins` (or pass --bin-dir or --plugins-dir)", name+".wasm.gz", dir)
 	return ""
+}
+
+// findPlugin returns dir/name.wasm.gz or dir/name.wasm, whichever exists first, or "".
+func findPlugin(dir, name string) string {
+	gz := filepath.Join(dir, name+".wasm.gz")
+	for _, f := range []string{gz, strings.TrimSuffix(gz, ".gz")} {
+		if _, err := os.Stat(f); err == nil {
+			abs, err := filepath.Abs(f)
+			if err != nil {
+				return f
+			}
+			return abs
+		}
+	}
+	return ""
+}
+
+// describeSetup is the report's line on what the CCM runs with.
+func describeSetup(cfg config, plugins map[string]string) string {
+	policies := "the example policies (ConfigMap kube-system/hcloud-ccm-policies)"
+	if cfg.policies != "" {
+		policies = "policies from " + cfg.policies
+	}
+	var ps []string
+	for _, flag := range slices.Sorted(maps.Keys(plugins)) {
+		ps = append(ps, strings.TrimPrefix(flag, "--plugin-")+"="+filepath.Base(plugins[flag]))
+	}
+	plug := "no plugins"
+	if len(ps) > 0 {
+		plug = "plugins " + strings.Join(ps, ", ")
+	}
+	routes := "off"
+	if cfg.routes {
+		routes = "on"
+	}
+	return fmt.Sprintf("%s, --policy-mode=%s, %s, routes %s", policies, cfg.policyMode, plug, routes)
 }
 
 // startEmulator serves the emulator seeded with seed on listen until the demo exits, with the
@@ -307,13 +420,22 @@ func startCCM(r *runner, c *harness.Cluster, cfg config, plugins map[string]stri
 		"--bind-address=127.0.0.1",
 		"--cluster-name="+clusterName,
 		// deploy/ ships the policies in dry run (swap-safe); the demo shows a denial, so it
-		// enforces explicitly (the later --policy-mode wins).
-		"--policy-mode=enforce",
-		// No routes here (see HCLOUD_NETWORK_ROUTES_ENABLED below): without this flag (default
-		// true) the upstream route controller logs the warning "--configure-cloud-routes is set,
-		// but cloud provider does not support routes".
-		"--configure-cloud-routes=false",
+		// enforces explicitly unless --policy-mode says otherwise (the later flag wins).
+		"--policy-mode="+cfg.policyMode,
 	)
+	if cfg.policies != "" {
+		// Your directory replaces the ConfigMap of deploy/ (the CCM takes one source).
+		args = append(args, "--policy-configmap=", "--policy-dir="+cfg.policies)
+	}
+	if cfg.routes {
+		// As deploy/networks/: the route controller needs both; the Nodes' pod CIDRs are in this range.
+		args = append(args, "--configure-cloud-routes=true", "--allocate-node-cidrs=true", "--cluster-cidr="+podCIDRBase+".0.0/16")
+	} else {
+		// No routes (see HCLOUD_NETWORK_ROUTES_ENABLED below): without this flag (default true)
+		// the upstream route controller logs the warning "--configure-cloud-routes is set, but
+		// cloud provider does not support routes".
+		args = append(args, "--configure-cloud-routes=false")
+	}
 	for _, flag := range slices.Sorted(maps.Keys(plugins)) {
 		args = append(args, flag+"="+plugins[flag])
 	}
@@ -323,8 +445,8 @@ func startCCM(r *runner, c *harness.Cluster, cfg config, plugins map[string]stri
 		"HCLOUD_NETWORK=" + networkName,
 		"HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK=true", // this machine is not a server in that network
 		// Routes need --allocate-node-cidrs and --cluster-cidr (deploy/networks/); deploy/ has
-		// neither, so the route controller would not start.
-		"HCLOUD_NETWORK_ROUTES_ENABLED=false",
+		// neither, so they are on only with --routes, which adds both.
+		"HCLOUD_NETWORK_ROUTES_ENABLED=" + strconv.FormatBool(cfg.routes),
 		"HCLOUD_LOAD_BALANCERS_LOCATION=" + lbLocation,
 		"HCLOUD_LOAD_BALANCERS_TYPE=lb11",
 		"HCLOUD_METRICS_ADDRESS=" + metricsAddr,

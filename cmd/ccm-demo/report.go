@@ -52,22 +52,95 @@ type serviceState struct {
 	ipTargets []string
 	denial    string // message of the latest PolicyDenied event
 	warnings  []string
+	// events sums up the Service's events: what the policy decided and what the CCM applied.
+	events serviceEvents
+}
+
+// serviceEvents is what a Service's events say, each list oldest first.
+type serviceEvents struct {
+	denied, dryRunDenied, warnings []string // PolicyDenied, PolicyDryRunDenied, PolicyWarning messages
+	// applied has the operations of the LoadBalancerCreated/Updated events ("create(NAME)",
+	// "add_service(80)"), in the order they ran.
+	applied []string
+	// failure is the message of the latest SyncLoadBalancerFailed event, if it is newer than
+	// the latest LoadBalancerCreated/Updated event (a failure the CCM has since overcome is not
+	// shown).
+	failure string
+}
+
+// reasonSyncFailed is the upstream service controller's event reason for a failed reconcile.
+const reasonSyncFailed = "SyncLoadBalancerFailed"
+
+// operationLabel matches one operation of an "applied: ..." event: "add_target(server:101)".
+var operationLabel = regexp.MustCompile(`[a-z_]+\([^()]*\)`)
+
+// summarizeEvents sorts events by time (stable) and sums them up; events of other reasons are
+// ignored.
+func summarizeEvents(events []corev1.Event) serviceEvents {
+	events = slices.Clone(events)
+	slices.SortStableFunc(events, func(a, b corev1.Event) int { return a.LastTimestamp.Time.Compare(b.LastTimestamp.Time) })
+	var se serviceEvents
+	for _, ev := range events {
+		switch ev.Reason {
+		case executor.ReasonPolicyDenied:
+			se.denied = append(se.denied, ev.Message)
+		case executor.ReasonPolicyDryRunDenied:
+			se.dryRunDenied = append(se.dryRunDenied, ev.Message)
+		case executor.ReasonPolicyWarning:
+			se.warnings = append(se.warnings, ev.Message)
+		case executor.ReasonLoadBalancerCreated, executor.ReasonLoadBalancerUpdated:
+			msg := strings.TrimPrefix(ev.Message, "applied: ")
+			ops := operationLabel.FindAllString(msg, -1)
+			if len(ops) == 0 {
+				ops = []string{msg}
+			}
+			se.applied = append(se.applied, ops...)
+			se.failure = ""
+		case reasonSyncFailed:
+			se.failure = ev.Message
+		}
+	}
+	return se
+}
+
+// verdict says in a few words what happened to s. It calls a Service "denied by policy" only
+// while it has no address (TestVerdict).
+func (s serviceState) verdict() string {
+	e := s.events
+	switch {
+	case len(s.ingress) > 0 && len(e.dryRunDenied) > 0:
+		return "allowed in dry run: the policy denied, the CCM applied it anyway"
+	case len(s.ingress) > 0 && len(e.denied) > 0:
+		return "has an address; a later change was denied by policy"
+	case len(s.ingress) > 0:
+		return "allowed"
+	case len(e.denied) > 0:
+		return "denied by policy"
+	case e.failure != "":
+		return "not reconciled: " + e.failure
+	default:
+		return "pending"
+	}
 }
 
 // waitConverged collects the state every half second until it has converged or timeout passes,
 // and returns the last state. It ends the demo with the CCM's log tail if the CCM exits.
-func waitConverged(r *runner, c *harness.Cluster, emu *hcloudemu.Emulator, ccm *harness.Process, nodes []string, services []demoService, timeout time.Duration) (state, bool) {
+//
+// With examples, it waits for what the example policies and plugins lead to (plugin labels on
+// every cloud node, shop/web denied, the others with an address); otherwise for every node
+// initialised and every Service with an address or a PolicyDenied event.
+func waitConverged(r *runner, c *harness.Cluster, emu *hcloudemu.Emulator, ccm *harness.Process, nodes []string, services []demoService, examples bool, timeout time.Duration) (state, bool) {
 	deadline := time.Now().Add(timeout)
 	for {
 		if exited, err := ccm.Exited(); exited {
 			r.Fatalf("hcloud-policy-ccm exited (%v); its log is %s", err, ccm.LogPath)
 		}
-		st := collect(c, emu, nodes, services)
+		st := collect(c, emu, nodes, services, examples)
 		if len(st.pending) == 0 {
 			// The service controller may still be adding targets: report once the emulator has
 			// seen no request for a second (at most 5 s more).
 			waitQuiet(emu, time.Second, 5*time.Second)
-			return collect(c, emu, nodes, services), true
+			return collect(c, emu, nodes, services, examples), true
 		}
 		if time.Now().After(deadline) {
 			return st, false
@@ -96,7 +169,7 @@ func waitQuiet(emu *hcloudemu.Emulator, quiet, limit time.Duration) {
 }
 
 // collect reads the Nodes, Services, events and load balancers, and what is still missing.
-func collect(c *harness.Cluster, emu *hcloudemu.Emulator, nodes []string, services []demoService) state {
+func collect(c *harness.Cluster, emu *hcloudemu.Emulator, nodes []string, services []demoService, examples bool) state {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	client := c.Client()
@@ -115,7 +188,11 @@ func collect(c *harness.Cluster, emu *hcloudemu.Emulator, nodes []string, servic
 			zone:         n.Labels[corev1.LabelTopologyZone],
 		}
 		for _, k := range slices.Sorted(maps.Keys(n.Labels)) {
-			if rest, ok := strings.CutPrefix(k, pluginLabelPrefix); ok {
+			if !examples {
+				if !wellKnownLabel(k) {
+					ns.pluginLabels = append(ns.pluginLabels, k+"="+n.Labels[k])
+				}
+			} else if rest, ok := strings.CutPrefix(k, pluginLabelPrefix); ok {
 				ns.pluginLabels = append(ns.pluginLabels, rest+"="+n.Labels[k])
 			}
 		}
@@ -128,7 +205,7 @@ func collect(c *harness.Cluster, emu *hcloudemu.Emulator, nodes []string, servic
 		switch {
 		case ns.providerID == "" || tainted:
 			st.pending = append(st.pending, fmt.Sprintf("node %s is not initialised (providerID %q)", name, ns.providerID))
-		case len(ns.pluginLabels) == 0 && n.Labels["instance.hetzner.cloud/provided-by"] != "robot": // the plugin serves cloud servers
+		case examples && len(ns.pluginLabels) == 0 && n.Labels["instance.hetzner.cloud/provided-by"] != "robot": // the plugin serves cloud servers
 			st.pending = append(st.pending, fmt.Sprintf("node %s has no %s* labels from the node-labels plugin", name, pluginLabelPrefix))
 		}
 		st.nodes = append(st.nodes, ns)
@@ -156,11 +233,20 @@ func collect(c *harness.Cluster, emu *hcloudemu.Emulator, nodes []string, servic
 				}
 			}
 		}
-		if denials := eventMessages(ctx, c, s, executor.ReasonPolicyDenied); len(denials) > 0 {
-			ss.denial = denials[len(denials)-1]
+		ss.events = summarizeEvents(listServiceEvents(ctx, c, s))
+		if d := ss.events.denied; len(d) > 0 {
+			ss.denial = d[len(d)-1]
 		}
-		ss.warnings = eventMessages(ctx, c, s, executor.ReasonPolicyWarning)
+		ss.warnings = ss.events.warnings
 		switch {
+		case !examples:
+			if len(ss.ingress) == 0 && ss.denial == "" {
+				msg := fmt.Sprintf("service %s has no external IP and no %s event yet", s.key(), executor.ReasonPolicyDenied)
+				if f := ss.events.failure; f != "" {
+					msg += " (" + reasonSyncFailed + ": " + f + ")"
+				}
+				st.pending = append(st.pending, msg)
+			}
 		case s.denied && ss.denial == "":
 			st.pending = append(st.pending, fmt.Sprintf("service %s: no %s event yet", s.key(), executor.ReasonPolicyDenied))
 		case s.denied && ss.lbID != 0:
@@ -187,22 +273,31 @@ func collect(c *harness.Cluster, emu *hcloudemu.Emulator, nodes []string, servic
 	return st
 }
 
-// eventMessages returns the messages of the events with reason on the Service, oldest first.
-func eventMessages(ctx context.Context, c *harness.Cluster, s demoService, reason string) []string {
+// listServiceEvents returns the events on the Service (none if the list fails: the next collect
+// tries again).
+func listServiceEvents(ctx context.Context, c *harness.Cluster, s demoService) []corev1.Event {
 	events, err := c.Client().CoreV1().Events(s.namespace).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.Set{"involvedObject.kind": "Service", "involvedObject.name": s.name, "reason": reason}.String(),
+		FieldSelector: fields.Set{"involvedObject.kind": "Service", "involvedObject.name": s.name}.String(),
 	})
 	if err != nil {
 		return nil
 	}
-	slices.SortStableFunc(events.Items, func(a, b corev1.Event) int {
-		return a.LastTimestamp.Time.Compare(b.LastTimestamp.Time)
-	})
-	var msgs []string
-	for _, ev := range events.Items {
-		msgs = append(msgs, ev.Message)
+	return events.Items
+}
+
+// wellKnownLabel reports whether a Node label key belongs to Kubernetes or the CCM itself
+// (kubernetes.io, k8s.io and hetzner.cloud, with their subdomains), not to a plugin.
+func wellKnownLabel(key string) bool {
+	prefix, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return false
 	}
-	return msgs
+	for _, d := range []string{"kubernetes.io", "k8s.io", "hetzner.cloud"} {
+		if prefix == d || strings.HasSuffix(prefix, "."+d) {
+			return true
+		}
+	}
+	return false
 }
 
 // finding is one policy message and the operations (or Services) it was reported for.
@@ -261,6 +356,11 @@ func shortList(items []string, n int) string {
 // exploreEnv is what the report tells to explore further.
 type exploreEnv struct {
 	kubectl, kubeconfig, endpoint, token, metricsAddr, logDir, ccmLog string
+	// examples: the demo ran the example policies and plugins (config.examples); setup
+	// describes what it ran otherwise.
+	examples  bool
+	setup     string
+	policyDir string // --policies, absolute; "" for the example ConfigMap
 }
 
 // writeReport prints the report.
@@ -284,20 +384,52 @@ func writeReport(out io.Writer, st state, converged bool, took time.Duration, en
 		}
 		p("  see the CCM's log: %s", env.ccmLog)
 	}
+	if !env.examples {
+		p("Ran with %s.", env.setup)
+	}
 
 	p("")
-	p("Nodes (initialised by the CCM; labels %s* from the node-labels plugin)", pluginLabelPrefix)
+	if env.examples {
+		p("Nodes (initialised by the CCM; labels %s* from the node-labels plugin)", pluginLabelPrefix)
+	} else {
+		p("Nodes (initialised by the CCM; LABELS: those outside kubernetes.io, k8s.io and hetzner.cloud, such as a node-labels plugin's)")
+	}
 	w := tw()
-	fmt.Fprintln(w, "  NAME\tPROVIDER ID\tTYPE\tZONE\tPLUGIN LABELS\tADDRESSES")
+	if env.examples {
+		fmt.Fprintln(w, "  NAME\tPROVIDER ID\tTYPE\tZONE\tPLUGIN LABELS\tADDRESSES")
+	} else {
+		fmt.Fprintln(w, "  NAME\tPROVIDER ID\tTYPE\tZONE\tLABELS\tADDRESSES")
+	}
 	for _, n := range st.nodes {
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\t%s\n", n.name, dash(n.providerID), dash(n.instanceType), dash(n.zone),
 			dash(strings.Join(n.pluginLabels, ",")), dash(strings.Join(n.addresses, ",")))
 	}
 	_ = w.Flush()
 
+	if !env.examples {
+		writeServices(out, st.services)
+	} else {
+		writeExampleServices(out, st.services)
+	}
+	writeRequests(out, st)
+	writeExplore(out, env, exitAfter)
+}
+
+// writeExampleServices prints the Services as the example policies and plugins lead to them:
+// the table, the denial of shop/web, the warnings.
+func writeExampleServices(out io.Writer, services []serviceState) {
+	st := state{services: services}
+	p := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+	tw := func() *tabwriter.Writer { return tabwriter.NewWriter(out, 0, 0, 2, ' ', 0) }
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
 	p("")
 	p("Services of type LoadBalancer (load balancer names from the lb-name plugin)")
-	w = tw()
+	w := tw()
 	fmt.Fprintln(w, "  SERVICE\tEXTERNAL IP\tLOAD BALANCER\tID\tWHAT")
 	for _, s := range st.services {
 		ip, id := "<pending>", "-"
@@ -346,10 +478,102 @@ func writeReport(out io.Writer, st state, converged bool, took time.Duration, en
 			p("    on %s", strings.Join(f.subjects, ", "))
 		}
 	}
+}
 
+// writeServices prints, for any policies and plugins, each Service's outcome in a table and
+// then its policy decisions (from the PolicyDenied, PolicyDryRunDenied and PolicyWarning
+// events) and its plan (the operations of the LoadBalancerCreated/Updated events).
+func writeServices(out io.Writer, services []serviceState) {
+	p := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+	p("")
+	p("Services of type LoadBalancer")
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, "  SERVICE\tEXTERNAL IP\tLOAD BALANCER\tID\tOUTCOME")
+	for _, s := range services {
+		ip, name, id := "<pending>", "-", "-"
+		if len(s.ingress) > 0 {
+			ip = strings.Join(s.ingress, ",")
+		}
+		if s.lbName != "" {
+			name = s.lbName
+		}
+		if s.lbID != 0 {
+			id = fmt.Sprint(s.lbID)
+		}
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%s\n", s.key(), ip, name, id, s.note+": "+s.verdict())
+	}
+	_ = w.Flush()
+	for _, s := range services {
+		e := s.events
+		p("")
+		p("%s (%s): %s", s.key(), s.note, s.verdict())
+		switch {
+		case len(e.denied) > 0 && len(s.ingress) == 0:
+			p("  policy: denied (%s event; nothing was changed in the cloud):", executor.ReasonPolicyDenied)
+		case len(e.denied) > 0:
+			p("  policy: a later change was denied (%s event; the load balancer keeps what was applied):", executor.ReasonPolicyDenied)
+		case len(e.dryRunDenied) > 0:
+			p("  policy: denied in dry run (%s event; applied anyway):", executor.ReasonPolicyDryRunDenied)
+		case len(e.applied) > 0:
+			p("  policy: allowed")
+		default:
+			p("  policy: no decision reported yet")
+		}
+		var msgs []string
+		if len(e.denied) > 0 {
+			msgs = e.denied[len(e.denied)-1:]
+		} else if len(e.dryRunDenied) > 0 {
+			msgs = e.dryRunDenied
+		}
+		writeFindings(p, msgs, "    ")
+		if len(e.warnings) > 0 {
+			p("  warnings (%s events, not blocking):", executor.ReasonPolicyWarning)
+			writeFindings(p, e.warnings, "    ")
+		}
+		if len(e.applied) > 0 {
+			p("  plan applied (%s/%s events): %s", executor.ReasonLoadBalancerCreated, executor.ReasonLoadBalancerUpdated, shortList(e.applied, 8))
+		} else {
+			p("  plan applied: nothing")
+		}
+		if e.failure != "" && len(s.ingress) == 0 {
+			p("  last error (%s): %s", reasonSyncFailed, e.failure)
+		}
+		if len(s.ingress) > 0 {
+			p("  address: %s", strings.Join(s.ingress, ", "))
+		}
+	}
+}
+
+// writeFindings prints the distinct messages of the policy events, each with its operations.
+func writeFindings(p func(string, ...any), events []string, indent string) {
+	var all []finding
+	for _, ev := range events {
+		for _, f := range splitPolicyEvent(ev) {
+			for _, sub := range f.subjects {
+				all = addFinding(all, f.msg, sub)
+			}
+			if len(f.subjects) == 0 {
+				all = addFinding(all, f.msg, "")
+			}
+		}
+	}
+	for _, f := range all {
+		subjects := slices.DeleteFunc(slices.Clone(f.subjects), func(s string) bool { return s == "" })
+		if len(subjects) > 0 {
+			p("%s%s (for %s)", indent, f.msg, shortList(subjects, 3))
+		} else {
+			p("%s%s", indent, f.msg)
+		}
+	}
+}
+
+// writeRequests prints the emulators' request counts.
+func writeRequests(out io.Writer, st state) {
+	p := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
+	tw := func() *tabwriter.Writer { return tabwriter.NewWriter(out, 0, 0, 2, ' ', 0) }
 	p("")
 	p("Hetzner API (emulator): %d requests, %d mutating", st.requests, st.mutating)
-	w = tw()
+	w := tw()
 	for _, route := range slices.Sorted(maps.Keys(st.mutatingRoutes)) {
 		fmt.Fprintf(w, "  %s\t%d\n", route, st.mutatingRoutes[route])
 	}
@@ -361,17 +585,31 @@ func writeReport(out io.Writer, st state, converged bool, took time.Duration, en
 		}
 		p("Robot webservice (emulator): %s (server list cached for ROBOT_CACHE_TIMEOUT)", strings.Join(parts, ", "))
 	}
+}
+
+// writeExplore prints the commands to explore further.
+func writeExplore(out io.Writer, env exploreEnv, exitAfter bool) {
+	p := func(format string, args ...any) { fmt.Fprintf(out, format+"\n", args...) }
 
 	emuBase := strings.TrimSuffix(env.endpoint, "/v1")
 	p("")
 	p("Explore:")
 	p("  export KUBECONFIG=%s", env.kubeconfig)
 	p("  alias kubectl=%s", env.kubectl)
-	p("  kubectl get nodes -L node.kubernetes.io/instance-type,topology.kubernetes.io/zone,%spool", pluginLabelPrefix)
+	if env.examples {
+		p("  kubectl get nodes -L node.kubernetes.io/instance-type,topology.kubernetes.io/zone,%spool", pluginLabelPrefix)
+	} else {
+		p("  kubectl get nodes --show-labels")
+	}
 	p("  kubectl get services -A")
 	p("  kubectl get events -A --field-selector reason=%s", executor.ReasonPolicyDenied)
-	p("  kubectl label namespace shop hcloud-ccm/public=true   # the policy now allows shop/web: it gets an IP within seconds")
-	p("  kubectl -n kube-system edit configmap hcloud-ccm-policies   # the CCM reloads policies within a second")
+	if env.examples {
+		p("  kubectl label namespace shop hcloud-ccm/public=true   # the policy now allows shop/web: it gets an IP within seconds")
+		p("  kubectl -n kube-system edit configmap hcloud-ccm-policies   # the CCM reloads policies within a second")
+	}
+	if env.policyDir != "" {
+		p("  $EDITOR %s/*.rego   # the CCM reloads the directory on change", env.policyDir)
+	}
 	p("  export HCLOUD_ENDPOINT=%s HCLOUD_TOKEN=%s", env.endpoint, env.token)
 	p("  curl -s -H \"Authorization: Bearer $HCLOUD_TOKEN\" $HCLOUD_ENDPOINT/load_balancers")
 	p("  curl -s -H \"Authorization: Bearer $HCLOUD_TOKEN\" %s/_emu/counts", emuBase)

@@ -1,9 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 )
 
 func TestSplitPolicyEvent(t *testing.T) {
@@ -34,6 +41,183 @@ func TestSplitPolicyEvent(t *testing.T) {
 			got := splitPolicyEvent(tc.event)
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(finding{})); diff != "" {
 				t.Errorf("splitPolicyEvent (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// ev is a test event with reason and message, t seconds after a fixed time.
+func ev(t int, reason, msg string) corev1.Event {
+	return corev1.Event{Reason: reason, Message: msg, LastTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, t, 0, time.UTC))}
+}
+
+func TestSummarizeEvents(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		events []corev1.Event
+		want   serviceEvents
+	}{
+		{
+			name: "Created then Updated: the operations in the order they ran, out-of-order input sorted",
+			events: []corev1.Event{
+				ev(2, executor.ReasonLoadBalancerUpdated, "applied: add_target(server:102)"),
+				ev(1, executor.ReasonLoadBalancerCreated, "applied: create(demo-default-web-1a2b3c4d), add_service(80), add_target(server:101)"),
+				ev(3, "EnsuringLoadBalancer", "Ensuring load balancer"),
+			},
+			want: serviceEvents{applied: []string{"create(demo-default-web-1a2b3c4d)", "add_service(80)", "add_target(server:101)", "add_target(server:102)"}},
+		},
+		{
+			name: "Denied, with a sync failure after it",
+			events: []corev1.Event{
+				ev(1, executor.ReasonPolicyDenied, "nothing changed: create(x): no"),
+				ev(2, reasonSyncFailed, "Error syncing load balancer: denied by policy"),
+			},
+			want: serviceEvents{denied: []string{"nothing changed: create(x): no"}, failure: "Error syncing load balancer: denied by policy"},
+		},
+		{
+			name: "A failure followed by an applied change is overcome",
+			events: []corev1.Event{
+				ev(1, reasonSyncFailed, "timeout"),
+				ev(2, executor.ReasonLoadBalancerCreated, "applied: create(x)"),
+			},
+			want: serviceEvents{applied: []string{"create(x)"}},
+		},
+		{
+			name: "Dry-run denial and warnings kept apart; an applied message without operations kept whole",
+			events: []corev1.Event{
+				ev(1, executor.ReasonPolicyDryRunDenied, "create(x): public"),
+				ev(2, executor.ReasonPolicyWarning, "add_service(80): unencrypted"),
+				ev(3, executor.ReasonLoadBalancerCreated, "something else"),
+			},
+			want: serviceEvents{dryRunDenied: []string{"create(x): public"}, warnings: []string{"add_service(80): unencrypted"}, applied: []string{"something else"}},
+		},
+		{name: "No events", want: serviceEvents{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := summarizeEvents(tc.events)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(serviceEvents{})); diff != "" {
+				t.Errorf("summarizeEvents (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	ip := []string{"203.0.113.10"}
+	for _, tc := range []struct {
+		name    string
+		ingress []string
+		events  serviceEvents
+		want    string
+	}{
+		{name: "An address and applied changes", ingress: ip, events: serviceEvents{applied: []string{"create(x)"}}, want: "allowed"},
+		{name: "An address is never denied by policy", ingress: ip, events: serviceEvents{denied: []string{"create(x): no"}},
+			want: "has an address; a later change was denied by policy"},
+		{name: "Dry run: denied and applied", ingress: ip, events: serviceEvents{dryRunDenied: []string{"create(x): no"}},
+			want: "allowed in dry run: the policy denied, the CCM applied it anyway"},
+		{name: "Denied without an address", events: serviceEvents{denied: []string{"create(x): no"}, failure: "denied"}, want: "denied by policy"},
+		{name: "A failure without a decision", events: serviceEvents{failure: "plugin timeout"}, want: "not reconciled: plugin timeout"},
+		{name: "Nothing yet", want: "pending"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := serviceState{ingress: tc.ingress, events: tc.events}
+			if got := s.verdict(); got != tc.want {
+				t.Errorf("verdict() = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWriteReport(t *testing.T) {
+	allowed := serviceState{demoService: demoService{namespace: "default", name: "web", note: "public"},
+		ingress: []string{"203.0.113.10"}, lbName: "web-lb", lbID: 7,
+		events: summarizeEvents([]corev1.Event{
+			ev(1, executor.ReasonPolicyDryRunDenied, `create(web-lb): namespace "default" may not expose; add_service(80): namespace "default" may not expose`),
+			ev(2, executor.ReasonLoadBalancerCreated, "applied: create(web-lb), add_service(80)"),
+		})}
+	denied := serviceState{demoService: demoService{namespace: "shop", name: "web", denied: true, note: "public in namespace shop"},
+		events: summarizeEvents([]corev1.Event{ev(1, executor.ReasonPolicyDenied, "nothing changed: create(x): port 80 only")})}
+	denied.denial = denied.events.denied[0]
+	withIP := serviceState{demoService: demoService{namespace: "shop", name: "internal", note: "private"},
+		ingress: []string{"10.0.0.5"},
+		events: summarizeEvents([]corev1.Event{
+			ev(1, executor.ReasonLoadBalancerCreated, "applied: create(int)"),
+			ev(2, executor.ReasonPolicyDenied, "nothing changed: add_target(server:101): no"),
+		})}
+	withIP.denial = withIP.events.denied[0]
+	nodes := []nodeState{{name: "worker-1", providerID: "hcloud://101", pluginLabels: []string{"team=a"}}}
+	for _, tc := range []struct {
+		name      string
+		examples  bool
+		converged bool
+		services  []serviceState
+		pending   []string
+		want      []string // lines (substrings) the report must have
+		wantNot   []string
+	}{
+		{
+			name:      "Own policies in dry run: decisions and plan per Service",
+			services:  []serviceState{allowed, withIP},
+			converged: true,
+			want: []string{
+				"Ran with policies from /p, --policy-mode=dryrun",
+				"default/web (public): allowed in dry run: the policy denied, the CCM applied it anyway",
+				"policy: denied in dry run (PolicyDryRunDenied event; applied anyway):",
+				`namespace "default" may not expose (for create(web-lb), add_service(80))`,
+				"plan applied (LoadBalancerCreated/LoadBalancerUpdated events): create(web-lb), add_service(80)",
+				"address: 203.0.113.10",
+				"shop/internal (private): has an address; a later change was denied by policy",
+				"  LABELS  ",
+				"team=a",
+			},
+			wantNot: []string{"NOT CONVERGED", "node.hcloud.example", "kubectl label namespace shop", ": denied by policy"},
+		},
+		{
+			name:      "Own policies, a denial without address",
+			services:  []serviceState{denied},
+			converged: true,
+			want: []string{
+				"shop/web (public in namespace shop): denied by policy",
+				"policy: denied (PolicyDenied event; nothing was changed in the cloud):",
+				"port 80 only (for create(x))",
+				"plan applied: nothing",
+			},
+		},
+		{
+			name:     "Own policies, not converged: what is missing, no example labels",
+			services: []serviceState{{demoService: demoService{namespace: "default", name: "web", note: "public"}}},
+			pending:  []string{"service default/web has no external IP and no PolicyDenied event yet"},
+			want:     []string{"NOT CONVERGED", "service default/web has no external IP", "default/web (public): pending", "policy: no decision reported yet"},
+			wantNot:  []string{"node.hcloud.example"},
+		},
+		{
+			name:     "Examples: the report as before",
+			examples: true, converged: true,
+			services: []serviceState{allowed, denied},
+			want: []string{
+				"Nodes (initialised by the CCM; labels node.hcloud.example/* from the node-labels plugin)",
+				"Services of type LoadBalancer (load balancer names from the lb-name plugin)",
+				"public in namespace shop: denied by policy",
+				"Denied by policy (PolicyDenied event on shop/web; nothing was changed in the cloud):",
+				"kubectl label namespace shop hcloud-ccm/public=true",
+			},
+			wantNot: []string{"Ran with", "plan applied"},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			env := exploreEnv{examples: tc.examples, setup: "policies from /p, --policy-mode=dryrun, no plugins, routes off", endpoint: "http://127.0.0.1:1/v1"}
+			writeReport(&buf, state{nodes: nodes, services: tc.services, pending: tc.pending}, tc.converged, time.Second, env, true)
+			report := buf.String()
+			for _, w := range tc.want {
+				if !strings.Contains(report, w) {
+					t.Errorf("the report lacks %q:\n%s", w, report)
+				}
+			}
+			for _, w := range tc.wantNot {
+				if strings.Contains(report, w) {
+					t.Errorf("the report has %q:\n%s", w, report)
+				}
 			}
 		})
 	}
