@@ -125,9 +125,13 @@ e2e-versions: helm-bin build plugins
 test: fmt-check vet lint build dce-check plugins-fixtures-check unit race policy-test chart-test e2e bench-smoke
 
 # The demo: local kube-apiserver + etcd + Hetzner API emulator + this CCM with the example
-# policies and plugins (cmd/ccm-demo). Ctrl-C stops everything.
+# policies and plugins (cmd/ccm-demo). Ctrl-C stops everything. Your own setup (README, "The
+# demo"): POLICIES=dir (*.rego and data files), PLUGINS=dir|none (node-labels.wasm[.gz],
+# load-balancer-name.wasm[.gz]), MODE=enforce|dryrun, ROUTES=1, V=N (the CCM's log verbosity).
 demo: kube-bins build plugins
-	$(BIN)/ccm-demo --kube-bin-dir=$(KUBE_BIN_DIR) --bin-dir=$(BIN)
+	$(BIN)/ccm-demo --kube-bin-dir=$(KUBE_BIN_DIR) --bin-dir=$(BIN) \
+		$(if $(POLICIES),--policies=$(POLICIES)) $(if $(PLUGINS),--plugins=$(PLUGINS)) \
+		$(if $(MODE),--policy-mode=$(MODE)) $(if $(ROUTES),--routes=$(ROUTES)) $(if $(V),--ccm-v=$(V))
 
 # Scale benchmark of the CCM binary (test/bench, docs/performance.md): real kube-apiserver + etcd,
 # the emulator, routes on. Prints a Markdown table and writes it to $(BENCH_OUT); then the Go

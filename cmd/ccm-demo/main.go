@@ -114,6 +114,7 @@ type config struct {
 	// controller.
 	policies, plugins, policyMode string
 	routes                        bool
+	ccmV                          int // the CCM's --v; -1: the Deployment's
 }
 
 // examples reports whether the demo runs the example policies and plugins in enforce mode: the
@@ -160,6 +161,7 @@ func main() {
 	fs.StringVar(&cfg.policies, "policies", "", "your own policy directory (*.rego, data files) instead of the example ConfigMap")
 	fs.StringVar(&cfg.plugins, "plugins", "", "your own plugin directory (node-labels.wasm[.gz], load-balancer-name.wasm[.gz] or lb-name.wasm[.gz]; each optional), or none, instead of the examples")
 	fs.StringVar(&cfg.policyMode, "policy-mode", "enforce", "the CCM's --policy-mode: enforce or dryrun")
+	fs.IntVar(&cfg.ccmV, "ccm-v", -1, "the CCM's log verbosity (--v); -1: the Deployment's")
 	fs.BoolVar(&cfg.routes, "routes", false, "run the route controller (HCLOUD_NETWORK_ROUTES_ENABLED=true, --allocate-node-cidrs, --cluster-cidr=10.244.0.0/16)")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
 	if fs.NArg() > 0 {
@@ -423,6 +425,9 @@ func startCCM(r *runner, c *harness.Cluster, cfg config, plugins map[string]stri
 		// enforces explicitly unless --policy-mode says otherwise (the later flag wins).
 		"--policy-mode="+cfg.policyMode,
 	)
+	if cfg.ccmV >= 0 {
+		args = append(args, "--v="+strconv.Itoa(cfg.ccmV))
+	}
 	if cfg.policies != "" {
 		// Your directory replaces the ConfigMap of deploy/ (the CCM takes one source).
 		args = append(args, "--policy-configmap=", "--policy-dir="+cfg.policies)

@@ -332,6 +332,38 @@ func splitPolicyEvent(event string) []finding {
 	return out
 }
 
+// groupedPart matches one message of a policy event as the executor groups them (see
+// ccm/executor's messageGroups): "TEXT: for STEP, STEP[ and N more steps]", followed by "; " or
+// the end.
+var groupedPart = regexp.MustCompile(`(.*?): for ((?:[a-z_]+\([^()]*\))(?:, [a-z_]+\([^()]*\))*(?: and \d+ more steps)?)(?:; |$)`)
+
+// splitGroupedEvent splits the message of a PolicyDenied, PolicyDryRunDenied or PolicyWarning
+// event in the executor's grouped form ("[nothing changed: |would be denied (dry run): ]TEXT: for
+// STEP, STEP; TEXT: for STEP") into its messages, each with its steps. A message it cannot
+// split completely is returned whole, without steps.
+func splitGroupedEvent(event string) []finding {
+	for _, prefix := range []string{"nothing changed: ", "would be denied (dry run): "} {
+		event = strings.TrimPrefix(event, prefix)
+	}
+	var out []finding
+	rest := event
+	for rest != "" {
+		m := groupedPart.FindStringSubmatchIndex(rest)
+		if m == nil || m[0] != 0 {
+			return []finding{{msg: event}}
+		}
+		msg, steps := rest[m[2]:m[3]], rest[m[4]:m[5]]
+		for _, step := range strings.Split(steps, ", ") {
+			out = addFinding(out, msg, step)
+		}
+		rest = rest[m[1]:]
+	}
+	if len(out) == 0 {
+		return []finding{{msg: event}}
+	}
+	return out
+}
+
 // addFinding adds what to the finding with msg, or appends a new finding.
 func addFinding(list []finding, msg, what string) []finding {
 	for i := range list {
@@ -548,7 +580,7 @@ func writeServices(out io.Writer, services []serviceState) {
 func writeFindings(p func(string, ...any), events []string, indent string) {
 	var all []finding
 	for _, ev := range events {
-		for _, f := range splitPolicyEvent(ev) {
+		for _, f := range splitGroupedEvent(ev) {
 			for _, sub := range f.subjects {
 				all = addFinding(all, f.msg, sub)
 			}

@@ -46,6 +46,49 @@ func TestSplitPolicyEvent(t *testing.T) {
 	}
 }
 
+func TestSplitGroupedEvent(t *testing.T) {
+	for _, tc := range []struct {
+		name, event string
+		want        []finding
+	}{
+		{
+			name:  "A dry-run denial of two steps",
+			event: "would be denied (dry run): listen port 443 is reserved: for create(a1), add_target(server:101)",
+			want:  []finding{{msg: "listen port 443 is reserved", subjects: []string{"create(a1)", "add_target(server:101)"}}},
+		},
+		{
+			name:  "A denial with two messages, a code and more steps",
+			event: `nothing changed: namespace "shop" may not: label it (public_exposure): for create(a1); port 22 (ports): for add_service(22) and 3 more steps`,
+			want: []finding{
+				{msg: `namespace "shop" may not: label it (public_exposure)`, subjects: []string{"create(a1)"}},
+				{msg: "port 22 (ports)", subjects: []string{"add_service(22) and 3 more steps"}},
+			},
+		},
+		{
+			name:  "A warning",
+			event: "the load balancer listens on port 80 without 443: traffic is not encrypted: for add_service(80)",
+			want:  []finding{{msg: "the load balancer listens on port 80 without 443: traffic is not encrypted", subjects: []string{"add_service(80)"}}},
+		},
+		{
+			name:  "Another format is kept whole",
+			event: "nothing changed: policy evaluation failed: timeout",
+			want:  []finding{{msg: "policy evaluation failed: timeout"}},
+		},
+		{
+			name:  "A tail that does not parse keeps the whole message",
+			event: "a: for create(x); trailing text",
+			want:  []finding{{msg: "a: for create(x); trailing text"}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := splitGroupedEvent(tc.event)
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(finding{})); diff != "" {
+				t.Errorf("splitGroupedEvent (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // ev is a test event with reason and message, t seconds after a fixed time.
 func ev(t int, reason, msg string) corev1.Event {
 	return corev1.Event{Reason: reason, Message: msg, LastTimestamp: metav1.NewTime(time.Date(2026, 1, 1, 0, 0, t, 0, time.UTC))}
@@ -132,17 +175,18 @@ func TestWriteReport(t *testing.T) {
 	allowed := serviceState{demoService: demoService{namespace: "default", name: "web", note: "public"},
 		ingress: []string{"203.0.113.10"}, lbName: "web-lb", lbID: 7,
 		events: summarizeEvents([]corev1.Event{
-			ev(1, executor.ReasonPolicyDryRunDenied, `create(web-lb): namespace "default" may not expose; add_service(80): namespace "default" may not expose`),
+			ev(1, executor.ReasonPolicyDryRunDenied, `would be denied (dry run): namespace "default" may not expose: for create(web-lb)`),
+			ev(3, executor.ReasonPolicyDryRunDenied, `would be denied (dry run): namespace "default" may not expose: for add_service(80)`),
 			ev(2, executor.ReasonLoadBalancerCreated, "applied: create(web-lb), add_service(80)"),
 		})}
 	denied := serviceState{demoService: demoService{namespace: "shop", name: "web", denied: true, note: "public in namespace shop"},
-		events: summarizeEvents([]corev1.Event{ev(1, executor.ReasonPolicyDenied, "nothing changed: create(x): port 80 only")})}
+		events: summarizeEvents([]corev1.Event{ev(1, executor.ReasonPolicyDenied, "nothing changed: port 80 only: for create(x)")})}
 	denied.denial = denied.events.denied[0]
 	withIP := serviceState{demoService: demoService{namespace: "shop", name: "internal", note: "private"},
 		ingress: []string{"10.0.0.5"},
 		events: summarizeEvents([]corev1.Event{
 			ev(1, executor.ReasonLoadBalancerCreated, "applied: create(int)"),
-			ev(2, executor.ReasonPolicyDenied, "nothing changed: add_target(server:101): no"),
+			ev(2, executor.ReasonPolicyDenied, "nothing changed: no: for add_target(server:101)"),
 		})}
 	withIP.denial = withIP.events.denied[0]
 	nodes := []nodeState{{name: "worker-1", providerID: "hcloud://101", pluginLabels: []string{"team=a"}}}
