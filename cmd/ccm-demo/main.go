@@ -269,7 +269,7 @@ func run(r *runner, cfg config, out io.Writer) (bool, *harness.Process) {
 		c.CreateNode(r, s.Name, fmt.Sprintf("%s.%d.0/24", podCIDRBase, len(nodes)+1))
 		nodes = append(nodes, s.Name)
 	}
-	if seed.Robot != nil {
+	if seed.Robot != nil && !cfg.routes { // the CCM refuses routes with Robot
 		for _, s := range seed.Robot.Servers { // dedicated servers: a mixed cluster
 			c.CreateNode(r, s.Name, fmt.Sprintf("%s.%d.0/24", podCIDRBase, len(nodes)+1))
 			nodes = append(nodes, s.Name)
@@ -456,7 +456,8 @@ func startCCM(r *runner, c *harness.Cluster, cfg config, plugins map[string]stri
 		"HCLOUD_LOAD_BALANCERS_TYPE=lb11",
 		"HCLOUD_METRICS_ADDRESS=" + metricsAddr,
 		// Robot (dedicated servers), as the official CCM reads it; only the endpoint is ours.
-		"ROBOT_ENABLED=true",
+		// Off with routes: the CCM (as the official one) refuses routes with Robot.
+		"ROBOT_ENABLED=" + strconv.FormatBool(!cfg.routes),
 		"ROBOT_USER=" + robot.User(),
 		"ROBOT_PASSWORD=" + robot.Password(),
 		"ROBOT_ENDPOINT=" + robotemu.EndpointBeside(endpoint),

@@ -567,7 +567,7 @@ func writeServices(out io.Writer, services []serviceState) {
 		} else {
 			p("  plan applied: nothing")
 		}
-		if e.failure != "" && len(s.ingress) == 0 {
+		if e.failure != "" && len(s.ingress) == 0 && len(e.denied) == 0 { // a denial's failure repeats it
 			p("  last error (%s): %s", reasonSyncFailed, e.failure)
 		}
 		if len(s.ingress) > 0 {
