@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -20,10 +21,18 @@ import (
 // demoTimeout bounds the whole demo run (start, convergence, report, shutdown).
 const demoTimeout = 3 * time.Minute
 
-// TestDemo runs `make demo`'s runner (cmd/ccm-demo) end to end with --exit-after-report and
-// checks its report: converged, nodes initialised with plugin labels, an external IP and a
-// plugin-made name for default/web, the policy's message for the denied shop/web, and the
-// emulator's request counts. Afterwards its temporary directory must be gone.
+// TestDemo runs `make demo`'s runner (cmd/ccm-demo) end to end with --exit-after-report, twice:
+//
+//   - with the examples, it checks the report: converged, nodes initialised with plugin labels,
+//     an external IP and a plugin-made name for default/web, the policy's message for the denied
+//     shop/web, and the emulator's request counts;
+//   - with an own policy directory (one deny rule on port 443), --policy-mode=dryrun and no
+//     plugins (make demo POLICIES=dir MODE=dryrun PLUGINS=none), it checks that the report says
+//     what happened: every Service has an address, default/web was denied in dry run with the
+//     policy's message and its applied plan, and nothing is called denied by policy or missing
+//     the example plugin's labels.
+//
+// Afterwards the demo's temporary directory must be gone.
 func TestDemo(t *testing.T) {
 	harness.Bin(t, "kube-apiserver") // fail early with the command that builds it
 	demo := filepath.Join(t.TempDir(), "ccm-demo")
@@ -31,14 +40,65 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("go build ./cmd/ccm-demo: %v\n%s", err, out)
 	}
 
+	t.Run("examples", func(t *testing.T) {
+		report := runDemo(t, demo, "--plugins-dir="+demoPluginsDir(t))
+		for _, want := range []*regexp.Regexp{
+			regexp.MustCompile(`demo: converged`),
+			regexp.MustCompile(`(?m)^\s+worker-3\s+hcloud://104\s+cax11\s+hel1-dc2\s+cpu-arch=arm64,pool=batch,server-family=cax\s`),
+			// An external IP and the name from the lb-name plugin (<cluster>-<namespace>-<name>-<hash>).
+			regexp.MustCompile(`(?m)^\s+default/web\s+\d+\.\d+\.\d+\.\d+\S*\s+demo-default-web-[0-9a-f]{8}\s+\d+\s`),
+			regexp.MustCompile(`(?m)^\s+shop/web\s+<pending>\s`),
+			regexp.MustCompile(`namespace "shop" may not expose load balancers publicly`),
+			regexp.MustCompile(`Hetzner API \(emulator\): \d+ requests, \d+ mutating`),
+			regexp.MustCompile(`(?m)^\s+export KUBECONFIG=\S+`),
+		} {
+			if !want.MatchString(report) {
+				t.Errorf("the report does not match %s", want)
+			}
+		}
+	})
+
+	t.Run("own policies in dry run without plugins", func(t *testing.T) {
+		policies := t.TempDir()
+		rule := "package ccm\n\ndeny contains msg if {\n\tsome svc in input.load_balancer.services\n\tsvc.listen_port == 443\n\tmsg := \"listen port 443 is reserved for the platform team\"\n}\n"
+		if err := os.WriteFile(filepath.Join(policies, "reserved.rego"), []byte(rule), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		report := runDemo(t, demo, "--policies="+policies, "--policy-mode=dryrun", "--plugins=none")
+		for _, want := range []*regexp.Regexp{
+			regexp.MustCompile(`demo: converged`),
+			regexp.MustCompile(`Ran with policies from \S+, --policy-mode=dryrun, no plugins, routes off`),
+			// Every Service has an address (default/web's IPv4 first, shop/internal's private IP).
+			regexp.MustCompile(`(?m)^\s+default/web\s+\d+\.\d+\.\d+\.\d+\S*\s+\S+\s+\d+\s+public: allowed in dry run`),
+			regexp.MustCompile(`(?m)^\s+shop/web\s+\d+\.\d+\.\d+\.\d+\S*\s+\S+\s+\d+\s+public in namespace shop: allowed$`),
+			regexp.MustCompile(`(?m)^\s+shop/internal\s+10\.\d+\.\d+\.\d+\s+\S+\s+\d+\s+private, network k8s: allowed$`),
+			regexp.MustCompile(`policy: denied in dry run \(PolicyDryRunDenied event; applied anyway\):\n\s+listen port 443 is reserved for the platform team \(for create\(`),
+			regexp.MustCompile(`plan applied \(LoadBalancerCreated/LoadBalancerUpdated events\): create\([^)]+\), add_service\(80\), add_service\(443\)`),
+		} {
+			if !want.MatchString(report) {
+				t.Errorf("the report does not match %s", want)
+			}
+		}
+		for _, unwanted := range []string{"NOT CONVERGED", ": denied by policy", "node.hcloud.example/", "kubectl label namespace shop"} {
+			if strings.Contains(report, unwanted) {
+				t.Errorf("the report has %q", unwanted)
+			}
+		}
+	})
+}
+
+// runDemo runs demo with --exit-after-report and args from the repository root, fails the test
+// if it exits non-zero, checks that the CCM logged no misleading warning and that the demo left
+// nothing behind, and returns the report.
+func runDemo(t *testing.T, demo string, args ...string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), demoTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, demo,
+	cmd := exec.CommandContext(ctx, demo, append([]string{
 		"--exit-after-report",
-		"--kube-bin-dir="+harness.BinDir(),
-		"--ccm-bin="+ccmBinary(t),
-		"--plugins-dir="+demoPluginsDir(t),
-	)
+		"--kube-bin-dir=" + harness.BinDir(),
+		"--ccm-bin=" + ccmBinary(t),
+	}, args...)...)
 	cmd.Dir = "../.."                                                        // the repository root, as `make demo` runs it: deploy/ and examples/ from there
 	cmd.Env = append(os.Environ(), "E2E_KEEP_LOGS=1")                        // to read the CCM's log below; removed by this test
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) } // let it clean up
@@ -51,21 +111,6 @@ func TestDemo(t *testing.T) {
 	t.Logf("ccm-demo ran %s; report:\n%s", time.Since(start).Round(100*time.Millisecond), report)
 	if err != nil {
 		t.Fatalf("ccm-demo --exit-after-report: %v; stderr:\n%s", err, stderr.String())
-	}
-
-	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`demo: converged`),
-		regexp.MustCompile(`(?m)^\s+worker-3\s+hcloud://104\s+cax11\s+hel1-dc2\s+cpu-arch=arm64,pool=batch,server-family=cax\s`),
-		// An external IP and the name from the lb-name plugin (<cluster>-<namespace>-<name>-<hash>).
-		regexp.MustCompile(`(?m)^\s+default/web\s+\d+\.\d+\.\d+\.\d+\S*\s+demo-default-web-[0-9a-f]{8}\s+\d+\s`),
-		regexp.MustCompile(`(?m)^\s+shop/web\s+<pending>\s`),
-		regexp.MustCompile(`namespace "shop" may not expose load balancers publicly`),
-		regexp.MustCompile(`Hetzner API \(emulator\): \d+ requests, \d+ mutating`),
-		regexp.MustCompile(`(?m)^\s+export KUBECONFIG=\S+`),
-	} {
-		if !want.MatchString(report) {
-			t.Errorf("the report does not match %s", want)
-		}
 	}
 
 	// The CCM logged no warning a newcomer would take for a problem. The logs were kept for this
@@ -95,6 +140,7 @@ func TestDemo(t *testing.T) {
 			t.Errorf("the demo's directory %s still exists after exit (stat: %v)", filepath.Dir(m[1]), err)
 		}
 	}
+	return report
 }
 
 // demoPluginsDir returns a directory with both example plugins: $PLUGINS_DIR if set (`make
