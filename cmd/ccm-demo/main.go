@@ -51,6 +51,29 @@
 //	--emulator-listen    the emulator's address (default 127.0.0.1:0, a free port)
 //	--timeout            how long to wait for convergence (default 60s)
 //	--exit-after-report  exit after the report instead of waiting for Ctrl-C
+//	--policies           your own policy directory, passed as the CCM's --policy-dir (with
+//	                     --policy-configmap= to drop deploy/'s ConfigMap); default: the examples
+//	--plugins            your own plugin directory: node-labels.wasm[.gz] and
+//	                     load-balancer-name.wasm[.gz] (or lb-name.wasm[.gz]), each optional; none:
+//	                     no plugins; default: both examples from --plugins-dir
+//	--policy-mode        the CCM's --policy-mode, enforce (default) or dryrun
+//	--routes             the route controller on: HCLOUD_NETWORK_ROUTES_ENABLED=true,
+//	                     --configure-cloud-routes, --allocate-node-cidrs, --cluster-cidr=10.244.0.0/16;
+//	                     Robot off and no dedicated Node (the CCM refuses routes with Robot)
+//	--ccm-v              the CCM's --v (default: the Deployment's)
+//
+// make demo passes POLICIES, PLUGINS, MODE, ROUTES and V as these flags.
+//
+// # Your own policies and plugins
+//
+// With the examples (no --policies, no --plugins, --policy-mode=enforce) the demo waits for their
+// outcome (plugin labels on every cloud Node, shop/web denied) and the report is the one above.
+// With anything else (config.examples) it waits for every Node initialised and every Service
+// with an address or a PolicyDenied event, and the report (writeServices) shows the setup, each
+// Node's labels outside kubernetes.io, k8s.io and hetzner.cloud, and per Service its outcome,
+// the policy's messages from its PolicyDenied, PolicyDryRunDenied and PolicyWarning events, the
+// steps of its LoadBalancerCreated/Updated events, and its addresses. A Service with an address
+// is never called denied by policy (TestVerdict, TestWriteReport, TestDemo).
 //
 // # Notes
 //
