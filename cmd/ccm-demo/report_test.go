@@ -235,6 +235,14 @@ func TestWriteReport(t *testing.T) {
 			wantNot:  []string{"node.hcloud.example"},
 		},
 		{
+			name: "Own policies, a sync failure without a decision",
+			services: []serviceState{{demoService: demoService{namespace: "default", name: "web", note: "public"},
+				events: summarizeEvents([]corev1.Event{ev(1, reasonSyncFailed, "plugin timeout")})}},
+			pending: []string{"service default/web has no external IP and no PolicyDenied event yet (SyncLoadBalancerFailed: plugin timeout)"},
+			want:    []string{"default/web (public): not reconciled: plugin timeout", "last error (SyncLoadBalancerFailed): plugin timeout", "plan applied: nothing"},
+			wantNot: []string{"denied"},
+		},
+		{
 			name:     "Examples: the report as before",
 			examples: true, converged: true,
 			services: []serviceState{allowed, denied},
