@@ -15,8 +15,8 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
 )
 
-// TestCCMDeniedRetriesCostNoRequests: 50 Services that the policy of deploy/ denies (public
-// load balancers in namespace shop) are retried by the upstream service controller with
+// TestCCMDeniedRetriesCostNoRequests: 50 Services that the policy of deploy/, enforced, denies
+// (public load balancers in namespace shop) are retried by the upstream service controller with
 // backoff; after the first try of each, the retries cost no load balancer request at all.
 func TestCCMDeniedRetriesCostNoRequests(t *testing.T) {
 	const services = 50
@@ -25,7 +25,7 @@ func TestCCMDeniedRetriesCostNoRequests(t *testing.T) {
 	emu, endpoint := hcloudemu.NewTestServer(t)
 	id := addServer(t, emu, hcloudemu.ServerSpec{Name: "worker-1"})
 	c.CreateNode(t, "worker-1", "10.244.1.0/24")
-	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: lbEnv})
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: lbEnv, args: []string{enforce}})
 	waitInitialised(t, c, ccm, "worker-1", id)
 
 	if _, err := c.Client().CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
