@@ -272,4 +272,3 @@ func assertSameLB(t *testing.T, got schema.LoadBalancer, want *policy.LoadBalanc
 		t.Errorf("CCM listeners %s, plan %s", gj, wj)
 	}
 }
-
