@@ -26,6 +26,7 @@ func TestToolHelp(t *testing.T) {
 		{[]string{"policy", "--help"}, []string{"eval", "test", "capabilities"}},
 		{[]string{"plugin", "run", "--help"}, []string{"--module", "--hook", "--input"}},
 		{[]string{"help", "policy", "eval"}, []string{"--policies", "--input"}},
+		{[]string{"plan", "--help"}, []string{"-f, --filename", "--policies", "--env-file", "--state", "-o, --output", "Exit status: 0 allowed, 1 denied, 2 bad input"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
