@@ -125,6 +125,8 @@ type ServiceResult struct {
 	// Final is the load balancer after every step, in the policy input's shape; null when the
 	// Service has an error.
 	Final *policy.LoadBalancer `json:"final"`
+	// final is the planner's load balancer after every step (nil: none, or an error), for After.
+	final *lbplan.Actual
 }
 
 // Step is one request the CCM would send, with its verdict.
@@ -217,6 +219,10 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 		}
 		res.Steps = append(res.Steps, st)
 		res.Final = in.Input.Final
+	}
+	res.final = plan.Actual
+	for _, m := range plan.Mutations {
+		res.final = m.Apply(res.final)
 	}
 	if plan.Empty() && plan.Actual != nil {
 		res.Final = plan.Actual.Policy(plan.IPv6)

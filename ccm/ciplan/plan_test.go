@@ -272,3 +272,33 @@ func assertSameLB(t *testing.T, got schema.LoadBalancer, want *policy.LoadBalanc
 		t.Errorf("CCM listeners %s, plan %s", gj, wj)
 	}
 }
+
+// TestSaveStateRoundTrip: the state the allowed plans leave (After, WriteState), read back
+// (ReadState) and planned again, holds the allowed Services' load balancers unchanged (no
+// step), while the denied Services, which changed nothing, are still creates.
+func TestSaveStateRoundTrip(t *testing.T) {
+	m := readExamples(t)
+	o := Options{Config: config.Default(), Decider: exampleEngine(t)}
+	first := Run(context.Background(), m, o)
+	path := filepath.Join(t.TempDir(), "state.json")
+	if err := WriteState(path, first.After(State{})); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if o.State, err = ReadState(path); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(o.State.LoadBalancers); got != 2 {
+		t.Fatalf("saved %d load balancers, want the 2 allowed ones", got)
+	}
+	second := Run(context.Background(), m, o)
+	for i, s := range second.Services {
+		was := first.Services[i]
+		switch {
+		case was.Allowed && (!s.Exists || len(s.Steps) != 0):
+			t.Errorf("%s/%s was allowed: want an existing load balancer and no step, got exists=%t steps=%+v", s.Namespace, s.Name, s.Exists, s.Steps)
+		case !was.Allowed && (s.Exists || len(s.Steps) == 0 || s.Steps[0].Operation != "create"):
+			t.Errorf("%s/%s was denied: want a create again, got exists=%t steps=%+v", s.Namespace, s.Name, s.Exists, s.Steps)
+		}
+	}
+}

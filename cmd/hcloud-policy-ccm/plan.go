@@ -34,7 +34,7 @@ func badInput(err error) error { return &exitError{code: ciplan.ExitBadInput, er
 // offline (ccm/ciplan).
 func newPlanCommand() *cobra.Command {
 	var files []string
-	var policies, envFile, statePath, output, mode, failure, clusterName, clusterCIDR string
+	var policies, envFile, statePath, saveState, output, mode, failure, clusterName, clusterCIDR string
 	cmd := &cobra.Command{
 		Use:   "plan -f FILE|DIR|- --policies DIR [flags]",
 		Short: "Show the load balancer requests the CCM would send for Service manifests, with each policy verdict (for CI)",
@@ -43,7 +43,8 @@ multi-document YAML; other kinds are skipped, Namespace manifests give their lab
 CCM's own planner and policy gate, and print each request with its verdict, deny and warn
 messages, and the final load balancer. The environment (HCLOUD_*) comes from the process or
 --env-file; the current load balancers from --state (the JSON of GET /v1/load_balancers), else
-every Service is a create. No network request is made.
+every Service is a create; --save-state writes the state the allowed plans would leave. No
+network request is made.
 
 Exit status: 0 allowed, 1 denied, 2 bad input (a manifest, annotation, policy or flag).`,
 		Example: `  kustomize build overlays/prod | hcloud-policy-ccm plan -f - --policies policies/
@@ -105,6 +106,11 @@ Exit status: 0 allowed, 1 denied, 2 bad input (a manifest, annotation, policy or
 			if err != nil {
 				return err
 			}
+			if saveState != "" {
+				if err := ciplan.WriteState(saveState, r.After(state)); err != nil {
+					return badInput(fmt.Errorf("plan: %w", err))
+				}
+			}
 			if code := r.ExitCode(); code != ciplan.ExitAllowed {
 				return &exitError{code: code}
 			}
@@ -115,6 +121,7 @@ Exit status: 0 allowed, 1 denied, 2 bad input (a manifest, annotation, policy or
 	cmd.Flags().StringVar(&policies, "policies", "", "directory of policies and data files, read as --policy-dir")
 	cmd.Flags().StringVar(&envFile, "env-file", "", "KEY=VALUE file with the CCM's environment (default: the process environment)")
 	cmd.Flags().StringVar(&statePath, "state", "", "JSON of the current load balancers (GET /v1/load_balancers); default: none exist")
+	cmd.Flags().StringVar(&saveState, "save-state", "", "write the state the allowed plans would leave (same format as --state) to this file")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	cmd.Flags().StringVar(&mode, "policy-mode", "enforce", "enforce or dryrun, as the CCM's --policy-mode")
 	cmd.Flags().StringVar(&failure, "policy-failure-mode", "closed", "closed or open, as the CCM's --policy-failure-mode")
