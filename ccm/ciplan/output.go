@@ -29,7 +29,7 @@ func (r Report) WriteText(w io.Writer) error {
 	for _, s := range r.Services {
 		state := "create"
 		if s.Exists {
-			state = "update"
+			state = "exists"
 		}
 		fmt.Fprintf(&b, "Service %s/%s (%s:%d): load balancer %s (%s)\n", s.Namespace, s.Name, s.Source.File, s.Source.Line, s.LoadBalancer, state)
 		if s.Error != "" {

@@ -59,7 +59,7 @@ func WriteState(path string, st State) error {
 	if err != nil {
 		return fmt.Errorf("write state: %w", err)
 	}
-	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(path, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write state: %w", err)
 	}
 	return nil

@@ -110,7 +110,8 @@ func docCommands(t *testing.T, files ...string) []docCommand {
 				inCode = !inCode
 				continue
 			}
-			if !inCode || !(strings.HasPrefix(line, "hcloud-policy-ccm policy ") || strings.HasPrefix(line, "hcloud-policy-ccm plan ")) {
+			isCmd := strings.HasPrefix(line, "hcloud-policy-ccm policy ") || strings.HasPrefix(line, "hcloud-policy-ccm plan ")
+			if !inCode || !isCmd {
 				continue
 			}
 			line, _, _ = strings.Cut(line, " #")
