@@ -34,6 +34,7 @@ func badInput(err error) error { return &exitError{code: ciplan.ExitBadInput, er
 // offline (ccm/ciplan).
 func newPlanCommand() *cobra.Command {
 	var files []string
+	var fromAPI bool
 	var policies, envFile, statePath, saveState, output, mode, failure, clusterName, clusterCIDR string
 	cmd := &cobra.Command{
 		Use:   "plan -f FILE|DIR|- --policies DIR [flags]",
@@ -42,9 +43,10 @@ func newPlanCommand() *cobra.Command {
 multi-document YAML; other kinds are skipped, Namespace manifests give their labels) with the
 CCM's own planner and policy gate, and print each request with its verdict, deny and warn
 messages, and the final load balancer. The environment (HCLOUD_*) comes from the process or
---env-file; the current load balancers from --state (the JSON of GET /v1/load_balancers), else
-every Service is a create; --save-state writes the state the allowed plans would leave. No
-network request is made.
+--env-file. The current load balancers come from --state (the JSON of GET
+/v1/load_balancers) or --from-api (the Hetzner API, GET requests only), else every Service
+is a create; --save-state writes the state the allowed plans would leave. No other network
+request is made.
 
 Exit status: 0 allowed, 1 denied, 2 bad input (a manifest, annotation, policy or flag).`,
 		Example: `  kustomize build overlays/prod | hcloud-policy-ccm plan -f - --policies policies/
@@ -85,6 +87,14 @@ Exit status: 0 allowed, 1 denied, 2 bad input (a manifest, annotation, policy or
 				return badInput(fmt.Errorf("plan: no .rego file in %s (the CCM would allow everything)", policies))
 			}
 			var state ciplan.State
+			if statePath != "" && fromAPI {
+				return badInput(errors.New("plan: --state and --from-api exclude each other: pick one source of the current state"))
+			}
+			if fromAPI {
+				if state, err = ciplan.StateFromAPI(cmd.Context(), cfg.HCloud); err != nil {
+					return badInput(err)
+				}
+			}
 			if statePath != "" {
 				if state, err = ciplan.ReadState(statePath); err != nil {
 					return badInput(fmt.Errorf("plan: %w", err))
@@ -121,6 +131,7 @@ Exit status: 0 allowed, 1 denied, 2 bad input (a manifest, annotation, policy or
 	cmd.Flags().StringVar(&policies, "policies", "", "directory of policies and data files, read as --policy-dir")
 	cmd.Flags().StringVar(&envFile, "env-file", "", "KEY=VALUE file with the CCM's environment (default: the process environment)")
 	cmd.Flags().StringVar(&statePath, "state", "", "JSON of the current load balancers (GET /v1/load_balancers); default: none exist")
+	cmd.Flags().BoolVar(&fromAPI, "from-api", false, "read the current load balancers from the Hetzner API (HCLOUD_TOKEN, read-only token enough; GET requests only)")
 	cmd.Flags().StringVar(&saveState, "save-state", "", "write the state the allowed plans would leave (same format as --state) to this file")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	cmd.Flags().StringVar(&mode, "policy-mode", "enforce", "enforce or dryrun, as the CCM's --policy-mode")
