@@ -1,11 +1,15 @@
 package ciplan
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
 func TestReadManifests(t *testing.T) {
@@ -143,4 +147,35 @@ func TestReadEnvFile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzPlan: no input crashes plan; whatever the documents, Run returns a report whose exit
+// status is one of the three documented. Seeds: the example manifests and broken variants.
+func FuzzPlan(f *testing.F) {
+	for _, name := range []string{"allowed.yaml", "denied-port.yaml", "denied-public.yaml"} {
+		b, err := os.ReadFile(filepath.Join(exampleManifests, name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("apiVersion: v1\nkind: Service\nmetadata: {name: a, annotations: {load-balancer.hetzner.cloud/health-check-interval: -1s}}\nspec: {type: LoadBalancer, ports: [{port: 0}]}\n"))
+	f.Add([]byte("apiVersion: v1\nkind: Service\nmetadata: {name: a, uid: x}\nspec: {type: LoadBalancer, allocateLoadBalancerNodePorts: false, ports: [{port: 80, protocol: UDP}]}\n"))
+	f.Add([]byte("---\n---\n\x00\n"))
+	e := policy.NewEngine(policy.Options{})
+	files, err := policy.ReadDir(examplePolicies)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if _, err := e.Load(context.Background(), files, policy.DirSource(examplePolicies)); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m := Manifests{Namespaces: map[string]map[string]string{}}
+		m.add("fuzz.yaml", data)
+		r := Run(context.Background(), m, Options{Config: config.Default(), Decider: e})
+		if c := r.ExitCode(); c != ExitAllowed && c != ExitDenied && c != ExitBadInput {
+			t.Fatalf("exit %d", c)
+		}
+	})
 }
