@@ -1,5 +1,5 @@
 // Package ciplan is `hcloud-policy-ccm plan`: what the CCM would do with Service manifests,
-// and what the policies say about each step, without a cluster and without the network.
+// and what the policies say about each step, without a cluster and without the network (StateFromAPI, for --from-api, only reads).
 //
 // It runs the CCM's own code: lbplan.NewDesired and lbplan.Compute plan the load balancer,
 // executor.Inputs and executor.PolicyService build the policy inputs the gate decides, and a
@@ -7,7 +7,8 @@
 // evaluation path would drift; TestPlanMatchesCCM runs this package and the executor's gate on
 // the same Services and compares the verdicts.
 //
-// Start with ReadManifests, then Run; Report.WriteText and JSON output follow.
+// Start with ReadManifests, then Run; Report.WriteText or Report.WriteJSON print the result,
+// Report.After and WriteState save the state it would leave.
 package ciplan
 
 import (
