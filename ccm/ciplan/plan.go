@@ -1,5 +1,6 @@
 // Package ciplan is `hcloud-policy-ccm plan`: what the CCM would do with Service manifests,
-// and what the policies say about each step, without a cluster and without the network (StateFromAPI, for --from-api, only reads).
+// and what the policies say about each step, without a cluster and without the network
+// (StateFromAPI, for --from-api, only reads).
 //
 // It runs the CCM's own code: lbplan.NewDesired and lbplan.Compute plan the load balancer,
 // executor.Inputs and executor.PolicyService build the policy inputs the gate decides, and a
