@@ -191,14 +191,35 @@ func (x *Executor) reportApplied(svc *corev1.Service, applied []lbplan.Mutation)
 // decision shows the listeners and targets its request carries); see Run.
 func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) error {
 	service, inputErr := x.policyService(svc)
-	steps := plan.Steps()
+	steps := Inputs(plan, x.cluster, service)
 	items := make([]gateItem, 0, len(steps))
 	for _, st := range steps {
-		items = append(items, gateItem{label: st.Label(), inputErr: inputErr, input: policy.Input{
+		items = append(items, gateItem{label: st.Label, inputErr: inputErr, input: st.Input})
+	}
+	return x.decideAll(ctx, svc, items)
+}
+
+// StepInput is one mutation of a plan as the gate decides it: its label (Step.Label) and its
+// policy input.
+type StepInput struct {
+	Label string
+	Input policy.Input
+}
+
+// Inputs returns the policy input of every step of plan (plan.Steps, in order) for the Service
+// view service (PolicyService) in cluster. It is pure. The gate of Run decides exactly these
+// inputs, and `hcloud-policy-ccm plan` calls it too, so CI and the CCM cannot build different
+// inputs (enforced by the code path: gate calls Inputs; TestPlanMatchesCCM in ccm/ciplan
+// compares the verdicts).
+func Inputs(plan lbplan.Plan, cluster policy.Cluster, service *policy.Service) []StepInput {
+	steps := plan.Steps()
+	out := make([]StepInput, 0, len(steps))
+	for _, st := range steps {
+		out = append(out, StepInput{Label: st.Label(), Input: policy.Input{
 			Version:      policy.InputVersion,
 			Action:       st.Mutation.Action(),
 			Operation:    st.Mutation.Operation(),
-			Cluster:      x.cluster,
+			Cluster:      cluster,
 			Service:      service,
 			LoadBalancer: st.LoadBalancer,
 			Current:      st.Current,
@@ -208,7 +229,7 @@ func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Pl
 			Certificate:  st.Certificate,
 		}})
 	}
-	return x.decideAll(ctx, svc, items)
+	return out
 }
 
 // gateItem is one mutation as the gate decides it: its label and its policy input.
@@ -244,10 +265,10 @@ func (x *Executor) decideAll(ctx context.Context, obj runtime.Object, items []ga
 	failed := 0
 	for _, it := range items {
 		d := x.decide(ctx, it)
-		warnings.add(it.label, decisionWarnings(d))
+		warnings.add(it.label, DecisionWarnings(d))
 		dryRun.add(it.label, d.NotEnforced())
 		if !d.Allowed {
-			denied.add(it.label, denyMessages(d))
+			denied.add(it.label, DenyMessages(d))
 			deniedItems = append(deniedItems, it)
 			if d.Err != nil {
 				failed++
@@ -293,9 +314,9 @@ func (e *DeniedError) Error() string {
 // Unwrap lets errors.Is(err, policy.ErrDenied) match.
 func (e *DeniedError) Unwrap() error { return policy.ErrDenied }
 
-// decisionWarnings are the warnings of d, plus an evaluation failure that the failure mode
+// DecisionWarnings are the warnings of d (as the PolicyWarning event and plan show them), plus an evaluation failure that the failure mode
 // resolved to allow and a failure of the warn rules alone (neither may pass silently).
-func decisionWarnings(d policy.Decision) []policy.Message {
+func DecisionWarnings(d policy.Decision) []policy.Message {
 	out := d.Warn
 	if d.Err != nil && d.Allowed {
 		out = append(append([]policy.Message{}, out...), policy.Message{Msg: "policy evaluation failed, allowed by the failure mode: " + d.Err.Error()})
@@ -306,9 +327,9 @@ func decisionWarnings(d policy.Decision) []policy.Message {
 	return out
 }
 
-// denyMessages are the messages that deny d: its blocking deny messages, else its evaluation
+// DenyMessages are the messages that deny d (as the PolicyDenied event and plan show them): its blocking deny messages, else its evaluation
 // failure.
-func denyMessages(d policy.Decision) []policy.Message {
+func DenyMessages(d policy.Decision) []policy.Message {
 	if b := d.Blocking(); len(b) > 0 {
 		return b
 	}
@@ -326,6 +347,16 @@ func (x *Executor) policyService(svc *corev1.Service) (*policy.Service, error) {
 	if svc == nil {
 		return nil, nil
 	}
+	labels, err := x.NamespaceLabels(svc.Namespace)
+	return PolicyService(svc, labels), err
+}
+
+// PolicyService is the policy view of svc, with nsLabels as the labels of its namespace; nil
+// for a nil svc. It is pure and copies what it takes from svc.
+func PolicyService(svc *corev1.Service, nsLabels map[string]string) *policy.Service {
+	if svc == nil {
+		return nil
+	}
 	s := &policy.Service{
 		Namespace:                svc.Namespace,
 		Name:                     svc.Name,
@@ -336,15 +367,13 @@ func (x *Executor) policyService(svc *corev1.Service) (*policy.Service, error) {
 		LoadBalancerSourceRanges: append([]string{}, svc.Spec.LoadBalancerSourceRanges...),
 		ExternalTrafficPolicy:    string(svc.Spec.ExternalTrafficPolicy),
 	}
+	if nsLabels != nil { // nil stays null: no namespace lister (see NamespaceLabels)
+		s.NamespaceLabels = copyMap(nsLabels)
+	}
 	for _, p := range svc.Spec.Ports {
 		s.Ports = append(s.Ports, policy.ServicePort{Name: p.Name, Protocol: string(p.Protocol), Port: p.Port, NodePort: p.NodePort})
 	}
-	labels, err := x.NamespaceLabels(svc.Namespace)
-	if err != nil {
-		return s, err
-	}
-	s.NamespaceLabels = labels
-	return s, nil
+	return s
 }
 
 // PolicyRevision returns the policy revision in force and whether there is one the decider

@@ -15,6 +15,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -65,8 +66,14 @@ func main() {
 	}
 	if tools := newToolsCommand(); isTool(tools, os.Args[1:]) {
 		if err := runTool(tools, os.Args[1:], os.Stdout); err != nil {
-			fmt.Fprintf(os.Stderr, "Error: %v\n", err)
-			os.Exit(1)
+			var exit *exitError
+			if !errors.As(err, &exit) {
+				exit = &exitError{code: 1, err: err}
+			}
+			if exit.err != nil {
+				fmt.Fprintf(os.Stderr, "Error: %v\n", exit.err)
+			}
+			os.Exit(exit.code)
 		}
 		return
 	}
@@ -94,7 +101,7 @@ func newToolsCommand() *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see %s --help)", err, c.CommandPath())
 	})
-	root.AddCommand(newPolicyCommand(), newPluginCommand(), newVersionCommand())
+	root.AddCommand(newPolicyCommand(), newPluginCommand(), newPlanCommand(), newVersionCommand())
 	return root
 }
 

@@ -26,6 +26,7 @@ func TestToolHelp(t *testing.T) {
 		{[]string{"policy", "--help"}, []string{"eval", "test", "capabilities"}},
 		{[]string{"plugin", "run", "--help"}, []string{"--module", "--hook", "--input"}},
 		{[]string{"help", "policy", "eval"}, []string{"--policies", "--input"}},
+		{[]string{"plan", "--help"}, []string{"-f, --filename", "--policies", "--env-file", "--state", "-o, --output", "Exit status: 0 allowed, 1 denied, 2 bad input"}},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
@@ -109,7 +110,8 @@ func docCommands(t *testing.T, files ...string) []docCommand {
 				inCode = !inCode
 				continue
 			}
-			if !inCode || !strings.HasPrefix(line, "hcloud-policy-ccm policy ") {
+			isCmd := strings.HasPrefix(line, "hcloud-policy-ccm policy ") || strings.HasPrefix(line, "hcloud-policy-ccm plan ")
+			if !inCode || !isCmd {
 				continue
 			}
 			line, _, _ = strings.Cut(line, " #")
@@ -122,9 +124,9 @@ func docCommands(t *testing.T, files ...string) []docCommand {
 	return cmds
 }
 
-// TestDocCommands runs every `hcloud-policy-ccm policy ...` command of docs/policy.md,
+// TestDocCommands runs every `hcloud-policy-ccm policy ...` and `hcloud-policy-ccm plan ...` command of docs/policy.md,
 // README.md and examples/policies/README.md from the module root, so the docs cannot drift from the CLI. A command succeeds,
-// or (policy eval) exits non-zero only because the decision denies; written output is JSON
+// or (policy eval, plan) exits non-zero only because the decision denies; written output is JSON
 // where the command prints JSON.
 func TestDocCommands(t *testing.T) {
 	t.Chdir(filepath.Join("..", ".."))
@@ -138,7 +140,9 @@ func TestDocCommands(t *testing.T) {
 			seen[c.args[1]] = true
 			var out bytes.Buffer
 			err := runTool(newToolsCommand(), c.args, &out)
-			if denied := c.args[1] == "eval" && errors.Is(err, policy.ErrDenied); err != nil && !denied {
+			var exit *exitError
+			planDenied := c.args[0] == "plan" && errors.As(err, &exit) && exit.code == 1
+			if denied := c.args[1] == "eval" && errors.Is(err, policy.ErrDenied); err != nil && !denied && !planDenied {
 				t.Fatalf("%s: %v\n%s", strings.Join(c.args, " "), err, out.String())
 			}
 			if c.args[1] == "eval" || c.args[1] == "capabilities" {

@@ -1,0 +1,92 @@
+package ciplan
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+)
+
+// WriteJSON writes r as indented JSON (the schema of docs/policy.md § In CI: plan).
+func (r Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("write plan: %w", err)
+	}
+	return nil
+}
+
+// WriteText writes r for people: per Service its load balancer, each step with its verdict
+// and messages, and a summary of the final load balancer; then one verdict line.
+func (r Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	for _, e := range r.Errors {
+		fmt.Fprintf(&b, "error: %s\n", e)
+	}
+	for _, s := range r.Services {
+		state := "create"
+		if s.Exists {
+			state = "exists"
+		}
+		fmt.Fprintf(&b, "Service %s/%s (%s:%d): load balancer %s (%s)\n", s.Namespace, s.Name, s.Source.File, s.Source.Line, s.LoadBalancer, state)
+		if s.Error != "" {
+			fmt.Fprintf(&b, "  error: %s\n\n", s.Error)
+			continue
+		}
+		if len(s.Steps) == 0 {
+			b.WriteString("  no change\n")
+		}
+		for _, st := range s.Steps {
+			verdict := "allowed"
+			if !st.Allowed {
+				verdict = "DENIED"
+			}
+			fmt.Fprintf(&b, "  %-7s %s\n", verdict, st.Label)
+			writeMessages(&b, "deny", st.Deny)
+			writeMessages(&b, "dry run", st.NotEnforced)
+			writeMessages(&b, "warn", st.Warn)
+		}
+		if f := s.Final; f != nil {
+			ports := make([]string, 0, len(f.Services))
+			for _, l := range f.Services {
+				ports = append(ports, fmt.Sprintf("%s/%d", l.Protocol, l.ListenPort))
+			}
+			where := f.Location
+			if where == "" {
+				where = f.NetworkZone
+			}
+			fmt.Fprintf(&b, "  final: %s type=%s at=%s public=%t listeners=[%s] targets=%d\n",
+				f.Name, f.Type, where, f.PublicInterface, strings.Join(ports, " "), len(f.Targets))
+		}
+		b.WriteString("\n")
+	}
+	switch code := r.ExitCode(); code {
+	case ExitBadInput:
+		b.WriteString("result: bad input (exit 2)\n")
+	case ExitDenied:
+		b.WriteString("result: denied (exit 1)\n")
+	default:
+		b.WriteString("result: allowed (exit 0)\n")
+	}
+	if r.Revision != "" {
+		fmt.Fprintf(&b, "policy revision: %s\n", r.Revision)
+	}
+	_, err := io.WriteString(w, b.String())
+	if err != nil {
+		return fmt.Errorf("write plan: %w", err)
+	}
+	return nil
+}
+
+func writeMessages(b *strings.Builder, kind string, msgs []policy.Message) {
+	for _, m := range msgs {
+		fmt.Fprintf(b, "          %s: %s", kind, m.Msg)
+		if m.Code != "" {
+			fmt.Fprintf(b, " [%s]", m.Code)
+		}
+		b.WriteString("\n")
+	}
+}

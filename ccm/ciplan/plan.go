@@ -1,0 +1,303 @@
+// Package ciplan is `hcloud-policy-ccm plan`: what the CCM would do with Service manifests,
+// and what the policies say about each step, without a cluster and without the network
+// (StateFromAPI, for --from-api, only reads).
+//
+// It runs the CCM's own code: lbplan.NewDesired and lbplan.Compute plan the load balancer,
+// executor.Inputs and executor.PolicyService build the policy inputs the gate decides, and a
+// policy.Engine loaded like the CCM's (policy.ReadDir, Engine.Load) decides them. A second
+// evaluation path would drift; TestPlanMatchesCCM runs this package and the executor's gate on
+// the same Services and compares the verdicts.
+//
+// Start with ReadManifests, then Run; Report.WriteText or Report.WriteJSON print the result,
+// Report.After and WriteState save the state it would leave.
+package ciplan
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	cloudprovider "k8s.io/cloud-provider"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+)
+
+// Exit statuses of the plan command.
+const (
+	ExitAllowed  = 0
+	ExitDenied   = 1
+	ExitBadInput = 2
+)
+
+// State is the current state plan starts from: the load balancers, in the JSON shape of the
+// Hetzner API's GET /v1/load_balancers answer ({"load_balancers": [...]}), so a saved API
+// answer is a state file too.
+type State struct {
+	LoadBalancers []*hcloud.LoadBalancer
+}
+
+// ReadState reads a state file (see State).
+func ReadState(path string) (State, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return State{}, fmt.Errorf("read state: %w", err)
+	}
+	var resp schema.LoadBalancerListResponse
+	if err := json.Unmarshal(data, &resp); err != nil {
+		return State{}, fmt.Errorf("read state %s: %w (want the JSON of GET /v1/load_balancers: {\"load_balancers\": [...]})", path, err)
+	}
+	var st State
+	for _, lb := range resp.LoadBalancers {
+		st.LoadBalancers = append(st.LoadBalancers, hcloud.LoadBalancerFromSchema(lb))
+	}
+	return st, nil
+}
+
+// find returns the load balancer of svc as the CCM finds it: by the Service UID label, else
+// by name; nil when there is none.
+func (s State) find(svc *corev1.Service, name string) *hcloud.LoadBalancer {
+	if svc.UID != "" {
+		for _, lb := range s.LoadBalancers {
+			if lb.Labels[lbplan.LabelServiceUID] == string(svc.UID) {
+				return lb
+			}
+		}
+	}
+	for _, lb := range s.LoadBalancers {
+		if lb.Name == name {
+			return lb
+		}
+	}
+	return nil
+}
+
+// Options are the inputs of Run besides the manifests.
+type Options struct {
+	// Config is the CCM's environment (config.Read); only its load balancer defaults are used.
+	Config config.Config
+	// Cluster is the cluster of the policy input (--cluster-name, --cluster-cidr).
+	Cluster policy.Cluster
+	// Decider decides each step; the CCM's is a *policy.Engine.
+	Decider policy.Decider
+	// State is the current state; empty means every Service is a create.
+	State State
+}
+
+// Report is the outcome of a plan: one ServiceResult per Service manifest of type
+// LoadBalancer, in input order. Its JSON is the schema of `plan -o json` (docs/policy.md § In
+// CI: plan).
+type Report struct {
+	// Revision is the policy revision that decided.
+	Revision string `json:"revision"`
+	// Allowed is false when any step of any Service is denied.
+	Allowed bool `json:"allowed"`
+	// Errors are the bad input that is no Service's: documents that could not be read.
+	Errors   []string        `json:"errors"`
+	Services []ServiceResult `json:"services"`
+}
+
+// ServiceResult is the plan of one Service.
+type ServiceResult struct {
+	Source    Source `json:"source"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// UID is the Service's UID, PlaceholderUID's when the manifest has none.
+	UID string `json:"uid"`
+	// LoadBalancer is the load balancer's name; Exists is true when the state has it.
+	LoadBalancer string `json:"load_balancer"`
+	Exists       bool   `json:"exists"`
+	// Error is bad input (an annotation, an unusable combination): the CCM would refuse the
+	// Service before any write. Steps is then empty.
+	Error   string `json:"error,omitempty"`
+	Allowed bool   `json:"allowed"`
+	Steps   []Step `json:"steps"`
+	// Final is the load balancer after every step, in the policy input's shape; null when the
+	// Service has an error.
+	Final *policy.LoadBalancer `json:"final"`
+	// final is the planner's load balancer after every step (nil: none, or an error), for After.
+	final *lbplan.Actual
+}
+
+// Step is one request the CCM would send, with its verdict.
+type Step struct {
+	Label     string `json:"label"`
+	Action    string `json:"action"`
+	Operation string `json:"operation"`
+	Allowed   bool   `json:"allowed"`
+	// DryRun is true when deny messages were reported but not enforced.
+	DryRun bool `json:"dry_run"`
+	// Deny are the messages that deny the step (executor.DenyMessages: the PolicyDenied
+	// event's); empty when allowed.
+	Deny []policy.Message `json:"deny"`
+	// NotEnforced are deny messages that do not block (dry run).
+	NotEnforced []policy.Message `json:"not_enforced"`
+	// Warn are the warnings (executor.DecisionWarnings: the PolicyWarning event's).
+	Warn []policy.Message `json:"warn"`
+}
+
+// ExitCode is the exit status for r: ExitBadInput when any input is bad, else ExitDenied when
+// any step is denied, else ExitAllowed.
+func (r Report) ExitCode() int {
+	if len(r.Errors) > 0 {
+		return ExitBadInput
+	}
+	for _, s := range r.Services {
+		if s.Error != "" {
+			return ExitBadInput
+		}
+	}
+	if !r.Allowed {
+		return ExitDenied
+	}
+	return ExitAllowed
+}
+
+// Run plans every Service of m of type LoadBalancer and decides each step with o.Decider.
+// Namespace labels come from the Namespace manifests of m; a Service in a namespace without
+// one gets no labels (an empty map): label the namespace in the input to plan with them.
+// Run makes no network request.
+func Run(ctx context.Context, m Manifests, o Options) Report {
+	r := Report{Allowed: true, Errors: []string{}, Services: []ServiceResult{}}
+	if rev, ok := o.Decider.(interface{ Revision() string }); ok {
+		r.Revision = rev.Revision()
+	}
+	for _, p := range m.Problems {
+		r.Errors = append(r.Errors, p.Error())
+	}
+	for _, mf := range m.Services {
+		if mf.Service.Spec.Type != corev1.ServiceTypeLoadBalancer {
+			continue
+		}
+		labels := m.Namespaces[mf.Service.Namespace]
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		res := planService(ctx, mf, labels, o)
+		if !res.Allowed {
+			r.Allowed = false
+		}
+		r.Services = append(r.Services, res)
+	}
+	return r
+}
+
+// planService plans and decides one Service.
+func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o Options) ServiceResult {
+	svc := withNodePorts(mf.Service)
+	res := ServiceResult{Source: mf.Source, Namespace: svc.Namespace, Name: svc.Name, UID: string(svc.UID), Allowed: true, Steps: []Step{}}
+	name, rename := lbName(svc)
+	res.LoadBalancer = name
+	lb := o.State.find(svc, name)
+	res.Exists = lb != nil
+	plan, err := compute(svc, name, rename, lb, o)
+	if err != nil {
+		res.Error = fmt.Sprintf("%s: Service %s/%s: %v", mf.Source, svc.Namespace, svc.Name, err)
+		return res
+	}
+	service := executor.PolicyService(svc, nsLabels)
+	for _, in := range executor.Inputs(plan, o.Cluster, service) {
+		d := o.Decider.Decide(ctx, in.Input)
+		st := Step{
+			Label: in.Label, Action: in.Input.Action, Operation: in.Input.Operation,
+			Allowed: d.Allowed, DryRun: d.DryRun, Deny: []policy.Message{},
+			NotEnforced: nonNil(d.NotEnforced()), Warn: nonNil(executor.DecisionWarnings(d)),
+		}
+		if !d.Allowed {
+			st.Deny = executor.DenyMessages(d)
+			res.Allowed = false
+		}
+		res.Steps = append(res.Steps, st)
+		res.Final = in.Input.Final
+	}
+	res.final = plan.Actual
+	for _, m := range plan.Mutations {
+		res.final = m.Apply(res.final)
+	}
+	if plan.Empty() && plan.Actual != nil {
+		res.Final = plan.Actual.Policy(plan.IPv6)
+	}
+	return res
+}
+
+// compute is the CCM's planning of svc (ccm/loadbalancer reconcile) without the API: the name
+// and node selector checks, lbplan.NewDesired with the environment's defaults and no nodes,
+// and lbplan.Compute against lb.
+func compute(svc *corev1.Service, name string, rename bool, lb *hcloud.LoadBalancer, o Options) (lbplan.Plan, error) {
+	if _, err := annotation.LBNodeSelector.Selector(svc); err != nil && !errors.Is(err, annotation.ErrNotSet) {
+		return lbplan.Plan{}, err
+	}
+	if n, ok := annotation.LBName.Value(svc); ok && plugins.ValidateLoadBalancerName(n) != nil {
+		return lbplan.Plan{}, &annotation.InvalidError{Name: annotation.LBName, Value: n, Accepted: "1 to 128 characters without leading or trailing whitespace"}
+	}
+	d, err := lbplan.NewDesired(lbplan.Input{Service: svc, Name: name, Rename: rename, Defaults: o.Config.LoadBalancer})
+	if err != nil {
+		return lbplan.Plan{}, err
+	}
+	return lbplan.Compute(d, lbplan.NewActual(lb))
+}
+
+// FirstNodePort is the first placeholder node port plan gives a Service port without one.
+const FirstNodePort = 30000
+
+// withNodePorts returns svc, or a copy of it whose ports without a node port have one, as the
+// API server allocates them when a Service of type LoadBalancer is applied (unless
+// spec.allocateLoadBalancerNodePorts is false): FirstNodePort, FirstNodePort+1, ... in port
+// order, placeholders for the ports the cluster will pick.
+//
+// A Service without a UID (a manifest not applied yet) gets PlaceholderUID's.
+func withNodePorts(svc *corev1.Service) *corev1.Service {
+	out := svc.DeepCopy()
+	if out.UID == "" {
+		out.UID = PlaceholderUID(out.Namespace, out.Name)
+	}
+	if a := svc.Spec.AllocateLoadBalancerNodePorts; a != nil && !*a {
+		return out
+	}
+	next := int32(FirstNodePort)
+	for i := range out.Spec.Ports {
+		if out.Spec.Ports[i].NodePort == 0 {
+			out.Spec.Ports[i].NodePort = next
+			next++
+		}
+	}
+	return out
+}
+
+// PlaceholderUID is the UID plan gives a Service manifest without one: a UUID-shaped hash of
+// namespace/name, stable across runs (the cluster assigns the real one on apply, so the default
+// load balancer name "a<uid>" in a plan is a placeholder too).
+func PlaceholderUID(namespace, name string) types.UID {
+	h := sha256.Sum256([]byte(namespace + "/" + name))
+	x := hex.EncodeToString(h[:16])
+	return types.UID(x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:32])
+}
+
+// lbName is the CCM's load balancer name without a naming plugin: the name annotation, else
+// the default name from the Service UID (cloudprovider.DefaultLoadBalancerName). A manifest
+// has no UID before it is applied: see PlaceholderUID.
+func lbName(svc *corev1.Service) (string, bool) {
+	if n, err := annotation.LBName.NonEmptyString(svc); err == nil {
+		return n, true
+	}
+	return cloudprovider.DefaultLoadBalancerName(svc), false
+}
+
+func nonNil(m []policy.Message) []policy.Message {
+	if m == nil {
+		return []policy.Message{}
+	}
+	return m
+}
