@@ -247,7 +247,12 @@ func (x *Executor) decideAll(ctx context.Context, obj runtime.Object, items []ga
 		warnings.add(it.label, decisionWarnings(d))
 		dryRun.add(it.label, d.NotEnforced())
 		if !d.Allowed {
-			denied.add(it.label, denyMessages(d))
+			label := it.label
+			if d.ID != "" {
+				// The ID traces the denial from kubectl to its decision log line.
+				label += " (decision " + d.ID + ")"
+			}
+			denied.add(label, denyMessages(d))
 			deniedItems = append(deniedItems, it)
 			if d.Err != nil {
 				failed++
