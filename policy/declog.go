@@ -165,9 +165,9 @@ func boundedInput(in Input) (raw json.RawMessage, masked, erased []string, err e
 	return b, masked, nil, nil
 }
 
-// boundMap returns a copy of m with sensitive values redacted and values longer than max cut,
+// boundMap returns a copy of m with sensitive values redacted and values longer than limit cut,
 // and appends their JSON pointers (prefix + key) to masked, sorted.
-func boundMap(m map[string]string, prefix string, max int, masked []string) (map[string]string, []string) {
+func boundMap(m map[string]string, prefix string, limit int, masked []string) (map[string]string, []string) {
 	if m == nil {
 		return nil, masked
 	}
@@ -178,8 +178,8 @@ func boundMap(m map[string]string, prefix string, max int, masked []string) (map
 		case sensitiveKey.MatchString(k):
 			out[k] = "[redacted]"
 			changed = append(changed, prefix+pointerEscape(k))
-		case len(v) > max:
-			out[k] = v[:max] + fmt.Sprintf("…[%d bytes cut]", len(v)-max)
+		case len(v) > limit:
+			out[k] = v[:limit] + fmt.Sprintf("…[%d bytes cut]", len(v)-limit)
 			changed = append(changed, prefix+pointerEscape(k))
 		default:
 			out[k] = v
