@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Decision log levels: which decisions a [DecisionLog] writes. The names are the values of the
@@ -179,7 +180,11 @@ func boundMap(m map[string]string, prefix string, limit int, masked []string) (m
 			out[k] = "[redacted]"
 			changed = append(changed, prefix+pointerEscape(k))
 		case len(v) > limit:
-			out[k] = v[:limit] + fmt.Sprintf("…[%d bytes cut]", len(v)-limit)
+			n := limit
+			for n > 0 && !utf8.RuneStart(v[n]) {
+				n-- // cut on a character boundary
+			}
+			out[k] = v[:n] + fmt.Sprintf("…[%d bytes cut]", len(v)-n)
 			changed = append(changed, prefix+pointerEscape(k))
 		default:
 			out[k] = v
