@@ -21,6 +21,11 @@ type Options struct {
 	PolicyMode string
 	// PolicyFailureMode is "closed" (an evaluation error denies) or "open" (it allows).
 	PolicyFailureMode string
+	// PolicyDecisionLog is "off", "deny" (default: denials, dry-run denials and failed
+	// evaluations) or "all": which decisions are written as OPA decision log lines.
+	PolicyDecisionLog string
+	// PolicyDecisionLogFile is where decision log lines go: "-" (default) is stdout.
+	PolicyDecisionLogFile string
 	// NodeLabelsPlugin is the path of a .wasm or .wasm.gz module implementing node_labels.
 	NodeLabelsPlugin string
 	// LoadBalancerNamePlugin is the path of a module implementing load_balancer_name.
@@ -37,10 +42,12 @@ type Options struct {
 // NewOptions returns the defaults.
 func NewOptions() *Options {
 	return &Options{
-		PolicyMode:        "enforce",
-		PolicyFailureMode: "closed",
-		PluginTimeout:     500 * time.Millisecond,
-		NodeLabelResync:   5 * time.Minute,
+		PolicyMode:            "enforce",
+		PolicyFailureMode:     "closed",
+		PolicyDecisionLog:     "deny",
+		PolicyDecisionLogFile: "-",
+		PluginTimeout:         500 * time.Millisecond,
+		NodeLabelResync:       5 * time.Minute,
 	}
 }
 
@@ -50,6 +57,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PolicyConfigMap, "policy-configmap", o.PolicyConfigMap, "ConfigMap \"namespace/name\" holding Rego policies and data files, watched through the API and reloaded within a second. Empty: no ConfigMap source.")
 	fs.StringVar(&o.PolicyMode, "policy-mode", o.PolicyMode, "\"enforce\": a deny blocks the mutation; \"dryrun\": a deny is reported (event, metric, log) but the mutation runs.")
 	fs.StringVar(&o.PolicyFailureMode, "policy-failure-mode", o.PolicyFailureMode, "What a policy evaluation error means: \"closed\" denies the mutation, \"open\" allows it.")
+	fs.StringVar(&o.PolicyDecisionLog, "policy-decision-log", o.PolicyDecisionLog, "Which policy decisions are written as JSON lines in OPA's decision log format: \"off\", \"deny\" (denied, dry-run denied and failed ones) or \"all\".")
+	fs.StringVar(&o.PolicyDecisionLogFile, "policy-decision-log-file", o.PolicyDecisionLogFile, "File the decision log lines are appended to; \"-\" is stdout.")
 	fs.StringVar(&o.NodeLabelsPlugin, "plugin-node-labels", o.NodeLabelsPlugin, "Path of a wasm module (.wasm or .wasm.gz) implementing the node_labels hook.")
 	fs.StringVar(&o.LoadBalancerNamePlugin, "plugin-load-balancer-name", o.LoadBalancerNamePlugin, "Path of a wasm module (.wasm or .wasm.gz) implementing the load_balancer_name hook.")
 	fs.BoolVar(&o.PluginsOptional, "plugins-optional", o.PluginsOptional, "Start without a plugin that fails to load (logged as a warning) instead of exiting.")
@@ -69,6 +78,14 @@ func (o *Options) Validate() error {
 	case "closed", "open":
 	default:
 		errs = append(errs, fmt.Errorf("invalid value for --policy-failure-mode: %q (expect one of: closed, open)", o.PolicyFailureMode))
+	}
+	switch o.PolicyDecisionLog {
+	case "off", "deny", "all":
+	default:
+		errs = append(errs, fmt.Errorf("invalid value for --policy-decision-log: %q (expect one of: off, deny, all)", o.PolicyDecisionLog))
+	}
+	if o.PolicyDecisionLogFile == "" {
+		errs = append(errs, errors.New("invalid value for --policy-decision-log-file: empty (expect a file path, or - for stdout)"))
 	}
 	if o.PolicyDir != "" && o.PolicyConfigMap != "" {
 		errs = append(errs, errors.New("--policy-dir and --policy-configmap are both set: set only one policy source (a mounted ConfigMap works with --policy-dir)"))

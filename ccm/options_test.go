@@ -30,6 +30,16 @@ func TestOptions_Validate(t *testing.T) {
 			wantErr: []string{`--policy-configmap: "policies" (expect namespace/name`},
 		},
 		{
+			name:    "a decision log level outside off, deny, all is rejected",
+			tweak:   func(o *ccm.Options) { o.PolicyDecisionLog = "denied" },
+			wantErr: []string{`--policy-decision-log: "denied" (expect one of: off, deny, all)`},
+		},
+		{
+			name:    "an empty decision log file is rejected with the stdout hint",
+			tweak:   func(o *ccm.Options) { o.PolicyDecisionLogFile = "" },
+			wantErr: []string{"--policy-decision-log-file: empty (expect a file path, or - for stdout)"},
+		},
+		{
 			name: "every problem is reported at once",
 			tweak: func(o *ccm.Options) {
 				o.PolicyFailureMode = "maybe"

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"time"
 
@@ -34,11 +36,16 @@ func startPolicy(ctx context.Context, d Deps, onLoad func(revision string)) (pol
 		klog.InfoS("No policy source configured: every mutation is allowed (set --policy-dir or --policy-configmap to enable the gate)")
 		return policy.AllowAll{}, nil
 	}
+	declog, err := openDecisionLog(o)
+	if err != nil {
+		return nil, err
+	}
 	engine := policy.NewEngine(policy.Options{
 		Mode:        policy.Mode(o.PolicyMode),
 		FailureMode: policy.FailureMode(o.PolicyFailureMode),
 		Recorder:    d.Recorder,
 		OnLoad:      onLoad,
+		DecisionLog: declog,
 	})
 	if o.PolicyDir != "" {
 		if err := policy.WatchDir(ctx, engine, o.PolicyDir); err != nil {
@@ -160,4 +167,29 @@ func serveMetrics(addr string) net.Addr {
 			"address", ln.Addr().String())
 	}
 	return ln.Addr()
+}
+
+// openDecisionLog returns the decision log of --policy-decision-log and
+// --policy-decision-log-file (nil when off). The file is opened for appending and stays open
+// for the life of the process.
+func openDecisionLog(o *Options) (*policy.DecisionLog, error) {
+	if o.PolicyDecisionLog == policy.DecisionLogOff || o.PolicyDecisionLog == "" {
+		return nil, nil
+	}
+	w := io.Writer(os.Stdout)
+	if f := o.PolicyDecisionLogFile; f != "" && f != "-" {
+		file, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+		if err != nil {
+			return nil, fmt.Errorf("opening --policy-decision-log-file: %w", err)
+		}
+		w = file
+	}
+	l, err := policy.NewDecisionLog(o.PolicyDecisionLog, w, map[string]string{
+		"app": "hcloud-policy-ccm", "version": Version,
+		"policy_mode": o.PolicyMode, "failure_mode": o.PolicyFailureMode,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--policy-decision-log: %w", err)
+	}
+	return l, nil
 }

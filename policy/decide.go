@@ -66,10 +66,16 @@ func (e *Engine) decide(ctx context.Context, in Input, inputErr error) Decision 
 		d = e.evalOnOwnStack(ctx, c, in)
 	}
 	elapsed := time.Since(start)
+	d.ID = newDecisionID()
 	decisionDuration.WithLabelValues(in.Action).Observe(elapsed.Seconds())
 	result := resultOf(d)
 	decisionsTotal.WithLabelValues(in.Action, result).Inc()
 	logDecision(in, d, result, elapsed)
+	if l := e.opts.DecisionLog; l.wants(result) {
+		if err := l.write(in, d, start, elapsed); err != nil {
+			klog.ErrorS(err, "Writing the decision log failed", "decision", d.ID)
+		}
+	}
 	return d
 }
 

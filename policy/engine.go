@@ -74,6 +74,9 @@ type Options struct {
 	// (not for a rejected one, nor for the revision already in force), after it is in force
 	// and while Load still holds its lock: it must return quickly.
 	OnLoad func(revision string)
+	// DecisionLog, if set, receives the decisions its level selects, as JSON lines in OPA's
+	// decision log shape (see [DecisionLog]); nil logs none.
+	DecisionLog *DecisionLog
 }
 
 // Validate reports every invalid field of o, naming the field and the accepted values.

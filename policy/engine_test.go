@@ -487,7 +487,10 @@ deny contains "slow" if {
 			case tc.wantWarnErr != "" && (d.WarnErr == nil || !strings.Contains(d.WarnErr.Error(), tc.wantWarnErr)):
 				t.Errorf("WarnErr = %v, want it to contain %q", d.WarnErr, tc.wantWarnErr)
 			}
-			d.Revision, d.Err, d.WarnErr = "", nil, nil
+			if d.ID == "" {
+				t.Error("ID is empty, want a decision ID")
+			}
+			d.Revision, d.Err, d.WarnErr, d.ID = "", nil, nil, ""
 			if diff := cmp.Diff(tc.want, d); diff != "" {
 				t.Errorf("Decide mismatch (-want +got):\n%s", diff)
 			}

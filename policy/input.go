@@ -240,6 +240,10 @@ const (
 
 // Decision is the result of deciding one Input.
 type Decision struct {
+	// ID is the decision's random UUID: the decision_id of its decision log line, also named in
+	// the PolicyDenied event and the plan output. "" for decisions without an engine
+	// (AllowAll).
+	ID string
 	// Allowed is false when a deny message is enforced (mode enforce, and the message is not
 	// EnforcementDryRun) or evaluation failed closed.
 	Allowed bool

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 )
 
@@ -51,14 +52,14 @@ func TestReadOnlyTransport(t *testing.T) {
 		sent++
 		return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
 	})
-	tr := readOnly{next: next}
+	tr := hcloudclient.ReadOnlyTransport{Next: next}
 	for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch} {
 		req, _ := http.NewRequest(method, "https://api.hetzner.cloud/v1/load_balancers", nil)
 		resp, err := tr.RoundTrip(req)
 		if err == nil {
 			_ = resp.Body.Close()
 		}
-		if !errors.Is(err, ErrWriteRefused) || !strings.Contains(err.Error(), method) {
+		if !errors.Is(err, hcloudclient.ErrWriteRefused) || !strings.Contains(err.Error(), method) {
 			t.Errorf("%s: err %v, want ErrWriteRefused naming the method", method, err)
 		}
 	}

@@ -268,7 +268,12 @@ func (x *Executor) decideAll(ctx context.Context, obj runtime.Object, items []ga
 		warnings.add(it.label, DecisionWarnings(d))
 		dryRun.add(it.label, d.NotEnforced())
 		if !d.Allowed {
-			denied.add(it.label, DenyMessages(d))
+			label := it.label
+			if d.ID != "" {
+				// The ID traces the denial from kubectl to its decision log line.
+				label += " (decision " + d.ID + ")"
+			}
+			denied.add(label, DenyMessages(d))
 			deniedItems = append(deniedItems, it)
 			if d.Err != nil {
 				failed++

@@ -19,7 +19,7 @@ func newPolicyCommand() *cobra.Command {
 		Use:   "policy",
 		Short: "Evaluate and test Rego policies offline, with the CCM's own engine and sandbox",
 	}
-	var dir, input, mode, failure string
+	var dir, input, mode, failure, logLine string
 	eval := &cobra.Command{
 		Use:   "eval --policies DIR --input FILE",
 		Short: "Print the decision of the policies in DIR for the input document in FILE (- for stdin)",
@@ -28,18 +28,25 @@ input document as JSON. It exits non-zero when the mutation would not be allowed
 		Example: `  hcloud-policy-ccm policy eval --policies examples/policies --input examples/policies/inputs/lb_create_default.json`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if dir == "" || input == "" {
-				return errors.New("policy eval: --policies and --input are required (for example --policies examples/policies --input examples/policies/inputs/lb_create_default.json)")
+			if dir == "" || (input == "") == (logLine == "") {
+				return errors.New("policy eval: --policies and one of --input or --decision-log-line are required (for example --policies examples/policies --input examples/policies/inputs/lb_create_default.json)")
 			}
 			o := policy.Options{Mode: policy.Mode(mode), FailureMode: policy.FailureMode(failure)}
 			if err := o.Validate(); err != nil {
 				return fmt.Errorf("policy eval: %w", err)
+			}
+			if logLine != "" {
+				if err := policy.ReplayDecisionLogLine(cmd.Context(), dir, logLine, cmd.OutOrStdout(), o); err != nil {
+					return fmt.Errorf("policy eval: %w", err)
+				}
+				return nil
 			}
 			return policy.EvalFile(cmd.Context(), dir, input, cmd.OutOrStdout(), o)
 		},
 	}
 	eval.Flags().StringVar(&dir, "policies", "", "directory of policies and data files")
 	eval.Flags().StringVar(&input, "input", "", "JSON input document (see docs/reference/policy-input.md); - reads stdin")
+	eval.Flags().StringVar(&logLine, "decision-log-line", "", "replay one line of --policy-decision-log (a file, - for stdin): evaluate its input, say whether the result equals the logged one (exit 1 if not); its policy_mode and failure_mode labels override --mode and --failure-mode")
 	eval.Flags().StringVar(&mode, "mode", "enforce", "enforce or dryrun")
 	eval.Flags().StringVar(&failure, "failure-mode", "closed", "closed or open")
 

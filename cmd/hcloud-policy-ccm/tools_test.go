@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,12 +140,24 @@ func TestDocCommands(t *testing.T) {
 	for _, c := range cmds {
 		t.Run(c.where+" "+strings.Join(c.args, " "), func(t *testing.T) {
 			seen[c.args[1]] = true
+			args := slices.Clone(c.args)
+			replay := slices.Index(args, "--decision-log-line")
+			if replay >= 0 && replay+1 < len(args) {
+				// The doc's line file comes from a running CCM: make one the same way.
+				args[replay+1] = decisionLogLine(t)
+			}
 			var out bytes.Buffer
-			err := runTool(newToolsCommand(), c.args, &out)
+			err := runTool(newToolsCommand(), args, &out)
 			var exit *exitError
 			planDenied := c.args[0] == "plan" && errors.As(err, &exit) && exit.code == 1
 			if denied := c.args[1] == "eval" && errors.Is(err, policy.ErrDenied); err != nil && !denied && !planDenied {
 				t.Fatalf("%s: %v\n%s", strings.Join(c.args, " "), err, out.String())
+			}
+			if replay >= 0 {
+				if !strings.Contains(out.String(), "same result as logged") {
+					t.Errorf("replay output does not say the result is the logged one:\n%s", out.String())
+				}
+				return
 			}
 			if c.args[1] == "eval" || c.args[1] == "capabilities" {
 				var v any
@@ -158,4 +172,41 @@ func TestDocCommands(t *testing.T) {
 			t.Errorf("no `hcloud-policy-ccm policy %s` command in the docs", sub)
 		}
 	}
+}
+
+// decisionLogLine writes the decision log line of the examples' lb_create_default decision, as
+// the CCM logs it, to a file and returns its path.
+func decisionLogLine(t *testing.T) string {
+	t.Helper()
+	var buf bytes.Buffer
+	dl, err := policy.NewDecisionLog(policy.DecisionLogAll, &buf, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := policy.ReadDir("examples/policies")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := policy.NewEngine(policy.Options{DecisionLog: dl})
+	if _, err := e.Load(context.Background(), files, policy.DirSource("examples/policies")); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("examples/policies/inputs/lb_create_default.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wrapped map[string]policy.Input
+	if err := json.Unmarshal(raw, &wrapped); err != nil {
+		t.Fatal(err)
+	}
+	e.Decide(context.Background(), wrapped["lb_create_default"])
+	line, _, _ := strings.Cut(buf.String(), "\n")
+	if line == "" {
+		t.Fatal("the engine logged no decision")
+	}
+	p := filepath.Join(t.TempDir(), "line.json")
+	if err := os.WriteFile(p, []byte(line+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -1,0 +1,56 @@
+package hcloudclient
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+)
+
+// ErrWriteRefused is returned for any request of a read-only client that is not a read.
+var ErrWriteRefused = fmt.Errorf("refused a request that is not GET or HEAD (this client only reads)")
+
+// ReadOnlyTransport is an http.RoundTripper that sends GET and HEAD requests and refuses every
+// other method before it leaves the process (TestReadOnlyTransport).
+type ReadOnlyTransport struct{ Next http.RoundTripper }
+
+// RoundTrip sends r through Next when it is a GET or HEAD, and refuses it otherwise.
+func (t ReadOnlyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		return nil, fmt.Errorf("%s %s: %w", r.Method, r.URL.Path, ErrWriteRefused)
+	}
+	return t.Next.RoundTrip(r)
+}
+
+// ListLoadBalancersReadOnly lists every load balancer of the project (GET /v1/load_balancers,
+// every page) with the token and endpoint of cfg, for offline tools such as `plan --from-api`.
+// Its client sends through ReadOnlyTransport, so it makes no write whatever the token may do,
+// and the client never leaves this function: the executor stays the only code that holds a
+// client that can write (TestOnlyTheExecutorCanWriteToHetzner).
+func ListLoadBalancersReadOnly(ctx context.Context, cfg config.HCloud, application string) ([]*hcloud.LoadBalancer, error) {
+	if cfg.Token == "" {
+		return nil, fmt.Errorf("list load balancers: HCLOUD_TOKEN is not set (a read-only API token of the project is enough)")
+	}
+	timeout := cfg.Timeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	opts := []hcloud.ClientOption{
+		hcloud.WithToken(cfg.Token),
+		hcloud.WithApplication(application, ""),
+		hcloud.WithHTTPClient(&http.Client{Timeout: timeout, Transport: ReadOnlyTransport{Next: http.DefaultTransport}}),
+		hcloud.WithRetryOpts(hcloud.RetryOpts{BackoffFunc: hcloud.ConstantBackoff(time.Second), MaxRetries: 2}),
+	}
+	if cfg.Endpoint != "" {
+		opts = append(opts, hcloud.WithEndpoint(cfg.Endpoint))
+	}
+	lbs, err := hcloud.NewClient(opts...).LoadBalancer.All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list load balancers: %w", err)
+	}
+	return lbs, nil
+}
