@@ -43,7 +43,7 @@ LINT_BIN ?= $(LINT_DIR)/golangci-lint
 GO_TEST_FLAGS ?= -count=1
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build dce-check test unit race vet lint lint-bin fmt-check policy-test kube-bins helm-bin chart-test e2e e2e-versions bench bench-smoke demo clean
+.PHONY: all build release dce-check test unit race vet lint lint-bin fmt-check policy-test kube-bins helm-bin chart-test e2e e2e-versions bench bench-smoke demo clean
 
 all: build
 
@@ -52,6 +52,13 @@ include plugins/plugins.mk
 build:
 	mkdir -p $(BIN)
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
+
+# Release artefacts under bin/release/$(VERSION)/ (deploy/release.sh): static linux binaries for
+# RELEASE_ARCHES, capabilities.json, policy-input.schema.json, VERSIONS.txt and SHA256SUMS. Not
+# part of `make test`. VERSION defaults to `git describe`; a -dirty one is refused.
+RELEASE_ARCHES ?= amd64 arm64
+release:
+	deploy/release.sh $(BIN)/release/$(VERSION) $(VERSION) $(RELEASE_ARCHES)
 
 # The linker's dead-code elimination of methods is on for the CCM binary: no function that calls
 # reflect's Method or MethodByName with a non-constant argument is reachable from main (cmd/
