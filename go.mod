@@ -99,6 +99,7 @@ require (
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
+	github.com/policy-ccm/hcloud-policy-ccm/plugins/sdk v0.0.0
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.70.1 // indirect
 	github.com/prometheus/procfs v0.21.1 // indirect
@@ -166,3 +167,5 @@ require (
 )
 
 tool github.com/open-policy-agent/opa
+
+replace github.com/policy-ccm/hcloud-policy-ccm/plugins/sdk => ./plugins/sdk

@@ -1,7 +1,7 @@
 # Plugin targets. Include from the top-level Makefile with `include plugins/plugins.mk`.
 #
 #   make plugins                  build the example plugins into $(BIN)/plugins (.wasm and .wasm.gz)
-#   make plugins-test             go test ./plugins/... (builds the Go examples itself)
+#   make plugins-test             go test ./plugins/... and the SDK module's tests (builds the Go examples itself)
 #   make plugins-bench            load, call latency and memory benchmarks
 #   make plugins-fixtures         rebuild the committed WAT fixtures from their .wat sources
 #   make plugins-fixtures-check   fail when a committed .wasm differs from its .wat source
@@ -31,6 +31,7 @@ plugins: plugins-tools
 
 plugins-test:
 	GOTOOLCHAIN=local go test -count=1 ./plugins/...
+	cd plugins/sdk && GOTOOLCHAIN=local go test -count=1 ./...
 
 plugins-bench:
 	GOTOOLCHAIN=local go test -run '^$$' -bench . -benchmem ./plugins/

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -125,14 +127,56 @@ func newPluginCommand() *cobra.Command {
 	return cmd
 }
 
-// newVersionCommand prints the build version.
+// versionModules are the dependencies whose versions `version` prints: the policy engine, the
+// wasm runtime and the Kubernetes libraries, the three that decide what a policy or plugin
+// author can rely on (Rego built-ins, the plugin sandbox, the cloud-provider framework).
+var versionModules = []string{
+	"github.com/open-policy-agent/opa",
+	"github.com/tetratelabs/wazero",
+	"k8s.io/cloud-provider",
+}
+
+// newVersionCommand prints the build version (ccm.Version, stamped by the Makefile's LDFLAGS and
+// deploy/Dockerfile), the Go release, and the versions of versionModules as linked into this
+// binary (read from its build information, so they cannot drift from go.mod).
 func newVersionCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
-		Short: "Print the version",
+		Short: "Print the version, and the Go, OPA, wazero and Kubernetes library versions it was built with",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintf(cmd.OutOrStdout(), "hcloud-policy-ccm %s\n", ccm.Version)
+			info, _ := debug.ReadBuildInfo()
+			fmt.Fprint(cmd.OutOrStdout(), versionText(ccm.Version, info))
 		},
 	}
+}
+
+// versionText is the output of `version`: the first line is "hcloud-policy-ccm VERSION", then one
+// "MODULE VERSION" line for Go and each of versionModules. A module missing from info (or info
+// nil: a binary built without module support) prints "unknown" rather than failing, since the
+// command exists to diagnose builds.
+func versionText(version string, info *debug.BuildInfo) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "hcloud-policy-ccm %s\n", version)
+	goVersion := "unknown"
+	deps := map[string]string{}
+	if info != nil {
+		goVersion = info.GoVersion
+		for _, d := range info.Deps {
+			v := d.Version
+			if d.Replace != nil { // a replaced module reports the replacement's version
+				v = d.Replace.Version
+			}
+			deps[d.Path] = v
+		}
+	}
+	fmt.Fprintf(&b, "go %s\n", goVersion)
+	for _, m := range versionModules {
+		v := deps[m]
+		if v == "" {
+			v = "unknown"
+		}
+		fmt.Fprintf(&b, "%s %s\n", m, v)
+	}
+	return b.String()
 }
