@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
@@ -82,16 +83,24 @@ func TestCCMStartsWithValuesTheOfficialAccepts(t *testing.T) {
 		"HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE=ROUND_ROBIN",
 		"HCLOUD_NETWORK_ROUTES_ENABLED=junk", // no HCLOUD_NETWORK: not read
 	}})
-	node := waitInitialised(t, c, ccm, "worker-1", id)
-	var external []string
-	for _, a := range node.Status.Addresses {
-		if a.Type == corev1.NodeExternalIP {
-			external = append(external, a.Address)
+	waitInitialised(t, c, ccm, "worker-1", id)
+	// The addresses come with the node status update that follows initialisation: wait for them.
+	waitCCM(t, ccm, time.Minute, func() (bool, error) {
+		node, err := c.Client().CoreV1().Nodes().Get(t.Context(), "worker-1", metav1.GetOptions{})
+		if err != nil {
+			return false, err
 		}
-	}
-	if len(external) != 1 || net.ParseIP(external[0]).To4() == nil {
-		t.Errorf("ExternalIPs = %v, want the public IPv4 alone (an empty HCLOUD_INSTANCES_ADDRESS_FAMILY is ipv4)", external)
-	}
+		var external []string
+		for _, a := range node.Status.Addresses {
+			if a.Type == corev1.NodeExternalIP {
+				external = append(external, a.Address)
+			}
+		}
+		if len(external) != 1 || net.ParseIP(external[0]).To4() == nil {
+			return false, fmt.Errorf("ExternalIPs = %v, want the public IPv4 alone (an empty HCLOUD_INSTANCES_ADDRESS_FAMILY is ipv4)", external)
+		}
+		return true, nil
+	})
 	for _, want := range []string{"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT=-1s is negative", `HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE="ROUND_ROBIN" is accepted as "round_robin"`} {
 		if !strings.Contains(ccm.Logs(), want) {
 			t.Errorf("no warning %q in the CCM's log", want)
