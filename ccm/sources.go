@@ -178,7 +178,7 @@ func openDecisionLog(o *Options) (*policy.DecisionLog, error) {
 	}
 	w := io.Writer(os.Stdout)
 	if f := o.PolicyDecisionLogFile; f != "" && f != "-" {
-		file, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+		file, err := os.OpenFile(f, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("opening --policy-decision-log-file: %w", err)
 		}
