@@ -93,19 +93,7 @@ func EvalFile(ctx context.Context, policyDir, inputFile string, w io.Writer, o O
 		return fmt.Errorf("evaluate policy: no .rego file in %s (the CCM would allow everything)", policyDir)
 	}
 	d := e.Decide(ctx, in)
-	res := EvalResult{Allowed: d.Allowed, DryRun: d.DryRun, Revision: d.Revision, Deny: d.Deny, Warn: d.Warn}
-	if res.Deny == nil {
-		res.Deny = []Message{}
-	}
-	if res.Warn == nil {
-		res.Warn = []Message{}
-	}
-	if d.Err != nil {
-		res.Error = d.Err.Error()
-	}
-	if d.WarnErr != nil {
-		res.WarnError = d.WarnErr.Error()
-	}
+	res := evalResult(d) // the shape a decision log line holds, so a replay compares like with like
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(res); err != nil {
