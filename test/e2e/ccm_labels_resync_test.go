@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
@@ -46,13 +47,11 @@ func TestCCMNodeLabelsFollowServerLabels(t *testing.T) {
 	})
 
 	// Someone else labels the node; the controller must never touch that label.
-	node, err := c.Client().CoreV1().Nodes().Get(context.Background(), "worker-1", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	node.Labels["team.example.com/owner"] = "ops"
-	if _, err := c.Client().CoreV1().Nodes().Update(context.Background(), node, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
+	// A merge patch, not Get+Update: the CCM writes the node at the same time, and an
+	// Update on a stale resourceVersion fails with a conflict.
+	patch := []byte(`{"metadata":{"labels":{"team.example.com/owner":"ops"}}}`)
+	if _, err := c.Client().CoreV1().Nodes().Patch(context.Background(), "worker-1", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("label the node as someone else: %v", err)
 	}
 
 	// The pool label changes and the tier label disappears on the Hetzner server.
