@@ -102,7 +102,7 @@ func loadBalancerOf(a *lbplan.Actual) *hcloud.LoadBalancer {
 	return lb
 }
 
-func serviceOf(s lbplan.Service) hcloud.LoadBalancerService {
+func serviceOf(s lbplan.Listener) hcloud.LoadBalancerService {
 	h, hc := s.HTTP, s.HealthCheck
 	out := hcloud.LoadBalancerService{
 		Protocol: s.Protocol, ListenPort: s.ListenPort, DestinationPort: s.DestinationPort,

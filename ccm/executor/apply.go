@@ -94,7 +94,7 @@ func createOpts(c lbplan.Create, inline []lbplan.Mutation, certificateID int64) 
 
 // createServiceOpts is the listener s as the create request takes it: the same fields as
 // add_service.
-func createServiceOpts(s lbplan.Service) hcloud.LoadBalancerCreateOptsService {
+func createServiceOpts(s lbplan.Listener) hcloud.LoadBalancerCreateOptsService {
 	a := addServiceOpts(s)
 	o := hcloud.LoadBalancerCreateOptsService{
 		Protocol: a.Protocol, ListenPort: a.ListenPort, DestinationPort: a.DestinationPort, Proxyprotocol: a.Proxyprotocol,
@@ -116,7 +116,7 @@ func createServiceOpts(s lbplan.Service) hcloud.LoadBalancerCreateOptsService {
 
 // addServiceOpts is the add_service body of s: the fields updateServiceOpts sends, plus the
 // listen port.
-func addServiceOpts(s lbplan.Service) hcloud.LoadBalancerAddServiceOpts {
+func addServiceOpts(s lbplan.Listener) hcloud.LoadBalancerAddServiceOpts {
 	u := updateServiceOpts(s)
 	o := hcloud.LoadBalancerAddServiceOpts{
 		Protocol: s.Protocol, ListenPort: new(s.ListenPort), DestinationPort: u.DestinationPort, Proxyprotocol: u.Proxyprotocol,
@@ -143,7 +143,7 @@ func addServiceOpts(s lbplan.Service) hcloud.LoadBalancerAddServiceOpts {
 // health check's protocol and port always; every optional field only when it is set (the API
 // keeps the others); an http object when any http setting is set, and an http health check
 // object (maybe empty) for an http or https check.
-func updateServiceOpts(s lbplan.Service) hcloud.LoadBalancerUpdateServiceOpts {
+func updateServiceOpts(s lbplan.Listener) hcloud.LoadBalancerUpdateServiceOpts {
 	o := hcloud.LoadBalancerUpdateServiceOpts{Protocol: s.Protocol, DestinationPort: new(s.DestinationPort), Proxyprotocol: s.Proxyprotocol}
 	if h := s.HTTP; h.IsSet() {
 		o.HTTP = &hcloud.LoadBalancerUpdateServiceOptsHTTP{

@@ -190,7 +190,7 @@ func (f *faithfulEnv) randomDesired(r *rand.Rand, svc *corev1.Service, create bo
 		if !pick(2) {
 			continue
 		}
-		s := lbplan.Service{Protocol: hcloud.LoadBalancerServiceProtocolTCP, ListenPort: port, DestinationPort: 30000 + port + r.IntN(2),
+		s := lbplan.Listener{Protocol: hcloud.LoadBalancerServiceProtocolTCP, ListenPort: port, DestinationPort: 30000 + port + r.IntN(2),
 			HealthCheck: lbplan.HealthCheck{Protocol: hcloud.LoadBalancerServiceProtocolTCP, Port: 30000 + port}}
 		if pick(2) {
 			s.Proxyprotocol = new(pick(2))

@@ -52,14 +52,14 @@ func init() {
 	}})
 	add(spec[lbplan.AddService]{
 		send: func(ctx context.Context, x *Executor, c call, m lbplan.AddService) (answer, error) {
-			return action(x.lbClient().AddService(ctx, c.ref(), addServiceOpts(withCertificate(m.Service, c.certificateID))))
+			return action(x.lbClient().AddService(ctx, c.ref(), addServiceOpts(withCertificate(m.Listener, c.certificateID))))
 		},
 		inline: func(o *hcloud.LoadBalancerCreateOpts, m lbplan.AddService, certificateID int64) {
-			o.Services = append(o.Services, createServiceOpts(withCertificate(m.Service, certificateID)))
+			o.Services = append(o.Services, createServiceOpts(withCertificate(m.Listener, certificateID)))
 		},
 	})
 	add(spec[lbplan.UpdateService]{send: func(ctx context.Context, x *Executor, c call, m lbplan.UpdateService) (answer, error) {
-		s := withCertificate(m.Service, c.certificateID)
+		s := withCertificate(m.Listener, c.certificateID)
 		return action(x.lbClient().UpdateService(ctx, c.ref(), s.ListenPort, updateServiceOpts(s)))
 	}})
 	add(spec[lbplan.DeleteService]{send: func(ctx context.Context, x *Executor, c call, m lbplan.DeleteService) (answer, error) {
@@ -305,7 +305,7 @@ func sendDelete(ctx context.Context, x *Executor, c call, _ lbplan.Delete) (answ
 
 // withCertificate puts the certificate created in this run into a listener that waits for it
 // (lbplan.PendingCertificateID).
-func withCertificate(s lbplan.Service, id int64) lbplan.Service {
+func withCertificate(s lbplan.Listener, id int64) lbplan.Listener {
 	certs := slices.Clone(s.HTTP.Certificates)
 	for i, c := range certs {
 		if c == lbplan.PendingCertificateID {

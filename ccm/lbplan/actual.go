@@ -25,7 +25,7 @@ type Actual struct {
 	IPv4RDNS        string
 	IPv6RDNS        string
 	Networks        []AttachedNetwork
-	Services        []Service // sorted by ListenPort
+	Services        []Listener // sorted by ListenPort
 	Targets         []Target  // server targets only, sorted by ServerID
 	// IPTargets are the addresses of IP targets, sorted. Without Robot support the official CCM
 	// removes every IP target, and so does the planner.
@@ -86,7 +86,7 @@ func NewActual(lb *hcloud.LoadBalancer) *Actual {
 	for _, s := range lb.Services {
 		a.Services = append(a.Services, actualService(s))
 	}
-	slices.SortFunc(a.Services, func(x, y Service) int { return cmpInt(x.ListenPort, y.ListenPort) })
+	slices.SortFunc(a.Services, func(x, y Listener) int { return cmpInt(x.ListenPort, y.ListenPort) })
 	for _, t := range lb.Targets {
 		if t.Type == hcloud.LoadBalancerTargetTypeServer && t.Server != nil && t.Server.Server != nil {
 			a.Targets = append(a.Targets, Target{ServerID: t.Server.Server.ID, UsePrivateIP: t.UsePrivateIP})
@@ -104,9 +104,9 @@ func NewActual(lb *hcloud.LoadBalancer) *Actual {
 }
 
 // actualService converts a listener as the API reports it; every field is set.
-func actualService(s hcloud.LoadBalancerService) Service {
+func actualService(s hcloud.LoadBalancerService) Listener {
 	h, hc := s.HTTP, s.HealthCheck
-	out := Service{
+	out := Listener{
 		Protocol:        s.Protocol,
 		ListenPort:      s.ListenPort,
 		DestinationPort: s.DestinationPort,

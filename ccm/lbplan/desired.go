@@ -103,7 +103,7 @@ type Desired struct {
 	Network *Network
 	// IPv4RDNS and IPv6RDNS are the wanted PTR records; nil leaves them alone.
 	IPv4RDNS, IPv6RDNS *string
-	Services           []Service // sorted by ListenPort
+	Services           []Listener // sorted by ListenPort
 	Targets            []Target  // sorted by ServerID
 	// IPTargets are the targets of Robot nodes, sorted by IP.
 	IPTargets []IPTarget
@@ -133,11 +133,11 @@ type Network struct {
 	Subnet *net.IPNet
 }
 
-// Service is one listener. Protocol, ports and the health check's protocol and port are always
+// Listener is one listener. Protocol, ports and the health check's protocol and port are always
 // managed. Every pointer (and nil slice) is optional: nil means "not set by annotation or
 // environment", it is neither compared nor sent, and the load balancer keeps what it has, as
 // with the official CCM.
-type Service struct {
+type Listener struct {
 	Protocol        hcloud.LoadBalancerServiceProtocol
 	ListenPort      int
 	DestinationPort int

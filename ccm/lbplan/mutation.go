@@ -207,28 +207,28 @@ func (DisablePublicInterface) Apply(a *Actual) *Actual {
 // AddService adds a listener.
 type AddService struct {
 	update
-	Service Service
+	Listener Listener
 }
 
 func (AddService) Operation() string { return OpAddService }
-func (m AddService) Label() string   { return fmt.Sprintf("add_service(%d)", m.Service.ListenPort) }
+func (m AddService) Label() string   { return fmt.Sprintf("add_service(%d)", m.Listener.ListenPort) }
 func (m AddService) Apply(a *Actual) *Actual {
-	return a.with(func(c *Actual) { c.Services = setService(c.Services, m.Service) })
+	return a.with(func(c *Actual) { c.Services = setService(c.Services, m.Listener) })
 }
 
 // UpdateService changes a listener; planned only when something differs.
 type UpdateService struct {
 	update
-	Service Service
+	Listener Listener
 }
 
 func (UpdateService) Operation() string { return OpUpdateService }
-func (m UpdateService) Label() string   { return fmt.Sprintf("update_service(%d)", m.Service.ListenPort) }
+func (m UpdateService) Label() string   { return fmt.Sprintf("update_service(%d)", m.Listener.ListenPort) }
 
 // Apply sets the listener; the proxy protocol flag is kept when not sent, as the API does.
 func (m UpdateService) Apply(a *Actual) *Actual {
 	return a.with(func(c *Actual) {
-		next := m.Service
+		next := m.Listener
 		if next.Proxyprotocol == nil {
 			for _, s := range c.Services {
 				if s.ListenPort == next.ListenPort {
@@ -250,7 +250,7 @@ func (DeleteService) Operation() string { return OpDeleteService }
 func (m DeleteService) Label() string   { return fmt.Sprintf("delete_service(%d)", m.ListenPort) }
 func (m DeleteService) Apply(a *Actual) *Actual {
 	return a.with(func(c *Actual) {
-		c.Services = slices.DeleteFunc(c.Services, func(s Service) bool { return s.ListenPort == m.ListenPort })
+		c.Services = slices.DeleteFunc(c.Services, func(s Listener) bool { return s.ListenPort == m.ListenPort })
 	})
 }
 
@@ -334,7 +334,7 @@ func deleteNetwork(list []AttachedNetwork, id int64) []AttachedNetwork {
 	return slices.DeleteFunc(list, func(n AttachedNetwork) bool { return n.ID == id })
 }
 
-func policyService(s Service) policy.LBService {
+func policyService(s Listener) policy.LBService {
 	return policy.LBService{Protocol: string(s.Protocol), ListenPort: s.ListenPort, DestinationPort: s.DestinationPort, Proxyprotocol: s.Proxyprotocol != nil && *s.Proxyprotocol}
 }
 
@@ -343,10 +343,10 @@ func policyTarget(t Target) policy.LBTarget {
 }
 
 // setService puts s in place of the listener on its port and keeps list sorted by port.
-func setService(list []Service, s Service) []Service {
-	list = slices.DeleteFunc(list, func(x Service) bool { return x.ListenPort == s.ListenPort })
+func setService(list []Listener, s Listener) []Listener {
+	list = slices.DeleteFunc(list, func(x Listener) bool { return x.ListenPort == s.ListenPort })
 	list = append(list, s)
-	slices.SortFunc(list, func(a, b Service) int { return cmpInt(a.ListenPort, b.ListenPort) })
+	slices.SortFunc(list, func(a, b Listener) int { return cmpInt(a.ListenPort, b.ListenPort) })
 	return list
 }
 

@@ -157,9 +157,9 @@ func policyListenerOf(m Mutation, before *Actual) *policy.LBService {
 	var port int
 	switch m := m.(type) {
 	case AddService:
-		port = m.Service.ListenPort
+		port = m.Listener.ListenPort
 	case UpdateService:
-		port = m.Service.ListenPort
+		port = m.Listener.ListenPort
 	case DeleteService:
 		port = m.ListenPort
 	default:
@@ -329,7 +329,7 @@ func planCreate(d Desired, p Plan) (Plan, error) {
 	p.Mutations = append(p.Mutations, planDNSPtr(d, &Actual{IPv4RDNS: "\x00", IPv6RDNS: "\x00"})...)
 	p.Mutations = append(p.Mutations, planCertificate(d)...)
 	for _, s := range d.Services {
-		p.Mutations = append(p.Mutations, AddService{Service: s})
+		p.Mutations = append(p.Mutations, AddService{Listener: s})
 	}
 	_, adds, skipped, skippedIP := planTargets(d, &Actual{})
 	p.Mutations = append(p.Mutations, adds...)
@@ -449,7 +449,7 @@ func planTargets(d Desired, a *Actual) (removes, adds []Mutation, skipped []Targ
 // adds new ones.
 func planServices(d Desired, a *Actual) []Mutation {
 	var dels, ups, adds []Mutation
-	have := map[int]Service{}
+	have := map[int]Listener{}
 	for _, s := range a.Services {
 		have[s.ListenPort] = s
 	}
@@ -459,9 +459,9 @@ func planServices(d Desired, a *Actual) []Mutation {
 		cur, ok := have[s.ListenPort]
 		switch {
 		case !ok:
-			adds = append(adds, AddService{Service: s})
+			adds = append(adds, AddService{Listener: s})
 		case !serviceMatches(s, cur):
-			ups = append(ups, UpdateService{Service: s})
+			ups = append(ups, UpdateService{Listener: s})
 		}
 	}
 	for _, s := range a.Services {
@@ -474,7 +474,7 @@ func planServices(d Desired, a *Actual) []Mutation {
 
 // serviceMatches reports whether the actual listener already is what the desired one asks
 // for. Optional desired fields that are not set are not compared.
-func serviceMatches(want, have Service) bool {
+func serviceMatches(want, have Listener) bool {
 	if want.Protocol != have.Protocol || want.DestinationPort != have.DestinationPort || !optEqual(want.Proxyprotocol, have.Proxyprotocol) {
 		return false
 	}

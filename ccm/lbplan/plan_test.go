@@ -693,7 +693,7 @@ func TestCompute_ManagedCertificateOnCreate(t *testing.T) {
 	if diff := cmp.Diff(want, c); diff != "" {
 		t.Errorf("certificate (-want +got):\n%s", diff)
 	}
-	if got := p.Mutations[2].(lbplan.AddService).Service.HTTP.Certificates; !cmp.Equal(got, []int64{lbplan.PendingCertificateID}) {
+	if got := p.Mutations[2].(lbplan.AddService).Listener.HTTP.Certificates; !cmp.Equal(got, []int64{lbplan.PendingCertificateID}) {
 		t.Errorf("listener certificates = %v, want the pending one", got)
 	}
 }

@@ -58,7 +58,7 @@ func desiredServices(d *Desired, in Input) error {
 		s.HealthCheck.StatusCodes = slices.Clone(tmpl.HealthCheck.StatusCodes)
 		d.Services = append(d.Services, s)
 	}
-	slices.SortFunc(d.Services, func(a, b Service) int { return cmpInt(a.ListenPort, b.ListenPort) })
+	slices.SortFunc(d.Services, func(a, b Listener) int { return cmpInt(a.ListenPort, b.ListenPort) })
 	for i := 1; i < len(d.Services); i++ {
 		if d.Services[i].ListenPort == d.Services[i-1].ListenPort {
 			return fmt.Errorf("service port %d is used twice", d.Services[i].ListenPort)
@@ -68,9 +68,9 @@ func desiredServices(d *Desired, in Input) error {
 }
 
 // serviceTemplate reads the annotations shared by every listener.
-func serviceTemplate(in Input) (Service, error) {
+func serviceTemplate(in Input) (Listener, error) {
 	svc, def := in.Service, in.Defaults
-	var s Service
+	var s Listener
 	var err error
 	p, err := annotation.LBSvcProtocol.Protocol(svc)
 	if s.Protocol, err = pick(p, err, hcloud.LoadBalancerServiceProtocolTCP); err != nil {

@@ -68,7 +68,7 @@ func TestMutation_ApplyIsPureAndFeedsTheStatus(t *testing.T) {
 		{"detaching the network leaves the public IPs", lbplan.DetachNetwork{NetworkID: 5}, ing("203.0.113.10", "2001:db8::1")},
 		{"an attachment with a fixed IP shows it", lbplan.AttachNetwork{Network: lbplan.Network{ID: 6, IP: net.ParseIP("10.1.0.9")}},
 			ing("203.0.113.10", "2001:db8::1", "10.0.0.3", "10.1.0.9")},
-		{"a new listener changes no address", lbplan.AddService{Service: lbplan.Service{ListenPort: 443}}, ing("203.0.113.10", "2001:db8::1", "10.0.0.3")},
+		{"a new listener changes no address", lbplan.AddService{Listener: lbplan.Listener{ListenPort: 443}}, ing("203.0.113.10", "2001:db8::1", "10.0.0.3")},
 		{"nothing is left after a delete", lbplan.Delete{Name: "web-lb"}, nil},
 	}
 	for _, tc := range tests {
