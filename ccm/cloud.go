@@ -71,7 +71,7 @@ type Deps struct {
 // Cloud implements cloudprovider.Interface for Hetzner Cloud.
 type Cloud struct {
 	cfg       config.Config
-	client    *hcloud.Client
+	conn      *hcloudclient.Conn // reads; the executor builds the one writing client from it
 	instances *instances.Instances
 	lbs       *loadbalancer.LoadBalancers
 	routes    *routes.Routes
@@ -103,16 +103,16 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	client, err := hcloudclient.New(cfg.HCloud, legacyregistry.Registerer(), hcloudclient.WithVersion(Version))
+	conn, err := hcloudclient.New(cfg.HCloud, legacyregistry.Registerer(), hcloudclient.WithVersion(Version))
 	if err != nil {
 		return nil, fmt.Errorf("ccm.New: %w", err)
 	}
-	if err := hcloudclient.Check(ctx, client, cfg.HCloud); err != nil {
+	if err := hcloudclient.Check(ctx, conn, cfg.HCloud); err != nil {
 		return nil, fmt.Errorf("ccm.New: %w", err)
 	}
 	var network *hcloud.Network
 	if cfg.Network.NameOrID != "" {
-		if network, err = hcloudclient.Network(ctx, client, cfg.Network.NameOrID); err != nil {
+		if network, err = hcloudclient.Network(ctx, conn, cfg.Network.NameOrID); err != nil {
 			return nil, fmt.Errorf("ccm.New: %w", err)
 		}
 	}
@@ -122,7 +122,7 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 	if cfg.Metrics.Enabled {
 		serveMetrics(cfg.Metrics.Address) // a failure is logged; the CCM runs on, as the official
 	}
-	c := &Cloud{cfg: cfg, client: client}
+	c := &Cloud{cfg: cfg, conn: conn}
 	var onLoad func(string)
 	if d.Kube != nil && d.Informers != nil {
 		c.requeue = requeue.New(d.Kube)
@@ -171,7 +171,7 @@ func readConfig(d Deps) (config.Config, error) {
 
 // build constructs the provider's parts.
 func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLabeler, namer loadbalancer.Namer) error {
-	cache, err := servercache.New(&c.client.Server, c.cfg.ServerCache)
+	cache, err := servercache.New(servercache.Options{Servers: c.conn.Servers(), Config: c.cfg.ServerCache})
 	if err != nil {
 		return fmt.Errorf("ccm.New: %w", err)
 	}
@@ -179,11 +179,16 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 	if network != nil {
 		networkID = network.ID
 	}
-	c.instances = instances.New(cache, c.cfg.Instances, networkID, d.Recorder, labeler)
 	if c.cfg.Robot.Enabled && c.cfg.Robot.HasCredentials() {
 		// No request at start: Robot allows few per hour, and a rate limit must not stop the CCM.
 		c.robot = robot.New(c.cfg.Robot)
-		c.instances.WithRobot(c.robot, c.cfg.Robot)
+	}
+	c.instances, err = instances.New(instances.Options{
+		Cache: cache, Config: c.cfg.Instances, NetworkID: networkID, Recorder: d.Recorder, Labeler: labeler,
+		Robot: c.robot, ForwardInternalIPs: c.cfg.Robot.ForwardInternalIPs,
+	})
+	if err != nil {
+		return fmt.Errorf("ccm.New: %w", err)
 	}
 	if labeler != nil && d.Informers != nil && d.Kube != nil {
 		nl, err := nodelabels.New(nodelabels.Options{
@@ -200,30 +205,34 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 		c.nodeLabels.Store(nl)
 	}
 
-	var execOpts []executor.Option
+	execOpts := executor.Options{
+		Conn: c.conn, Decider: c.decider, Recorder: d.Recorder, Cluster: clusterView(d, network),
+		ActionPollInterval: c.cfg.HCloud.PollInterval,
+	}
 	if d.Informers != nil {
-		execOpts = append(execOpts, executor.WithNamespaceLister(d.Informers.Core().V1().Namespaces().Lister()))
+		execOpts.Namespaces = d.Informers.Core().V1().Namespaces().Lister()
 	}
-	execOpts = append(execOpts, executor.WithActionPollInterval(c.cfg.HCloud.PollInterval))
-	exec := executor.New(c.client, c.decider, d.Recorder, clusterView(d, network), execOpts...)
-	var lbOpts []loadbalancer.Option
+	exec, err := executor.New(execOpts)
+	if err != nil {
+		return fmt.Errorf("ccm.New: %w", err)
+	}
+	lbOpts := loadbalancer.Options{
+		Readers: loadbalancer.Readers{
+			LoadBalancers: c.conn.LoadBalancers(), Networks: c.conn.Networks(), Certificates: c.conn.Certificates(), Types: c.conn.LoadBalancerTypes(),
+		},
+		Executor: exec, Config: c.cfg.LoadBalancer, Network: network, Recorder: d.Recorder, Namer: namer,
+		Robot: c.cfg.Robot.Enabled, RobotClient: c.robot, // RobotClient is nil without credentials
+	}
 	if c.requeue != nil {
-		lbOpts = append(lbOpts, loadbalancer.WithDenialTracker(c.requeue))
+		lbOpts.DenialTracker = c.requeue
 	}
-	if c.cfg.Robot.Enabled {
-		var servers loadbalancer.RobotServers // nil interface without credentials
-		if c.robot != nil {
-			servers = c.robot
-		}
-		lbOpts = append(lbOpts, loadbalancer.WithRobot(servers))
+	if c.lbs, err = loadbalancer.New(lbOpts); err != nil {
+		return fmt.Errorf("ccm.New: %w", err)
 	}
-	c.lbs = loadbalancer.New(loadbalancer.Readers{
-		LoadBalancers: &c.client.LoadBalancer, Networks: &c.client.Network, Certificates: &c.client.Certificate, Types: &c.client.LoadBalancerType,
-	}, exec, c.cfg.LoadBalancer, network, d.Recorder, namer, lbOpts...)
 
 	if network != nil && c.cfg.Network.RoutesEnabled && d.Informers != nil && routesClusterCIDR(d.ClusterCIDR) {
 		r, err := routes.New(routes.Options{
-			Networks:    &c.client.Network,
+			Networks:    c.conn.Networks(),
 			Network:     network,
 			ClusterCIDR: d.ClusterCIDR,
 			Servers:     cache,

@@ -24,9 +24,9 @@ import (
 // code may get hold of a client that can write.
 var (
 	// allowedPackages may hold the client: the executor writes, hcloudclient builds it.
-	allowedPackages = []string{"ccm/executor", "ccm/hcloudclient"}
+	allowedPackages = []string{"ccm/executor", "ccm/executor/internal/writeclient", "ccm/hcloudclient"}
 	// allowedFiles wire the client's read-only parts into the other packages.
-	allowedFiles = []string{"ccm/cloud.go"}
+	allowedFiles = []string{}
 )
 
 const (
@@ -153,8 +153,8 @@ func clientUses(t *testing.T, path string, writing map[string]bool) []string {
 				out = append(out, fmt.Sprintf("line %d: hcloud.%s", fset.Position(sel.Pos()).Line, name))
 			}
 		case hcloudclientImport:
-			if name == "New" {
-				out = append(out, fmt.Sprintf("line %d: hcloudclient.New", fset.Position(sel.Pos()).Line))
+			if name == "ClientOptions" {
+				out = append(out, fmt.Sprintf("line %d: hcloudclient.Conn.ClientOptions", fset.Position(sel.Pos()).Line))
 			}
 		}
 		return true
@@ -175,8 +175,8 @@ func TestClientUses_SeesThroughAliases(t *testing.T) {
 var c *hcloud.Client`, 1},
 		{"a renamed import holding one writing client", `import hc "github.com/hetznercloud/hcloud-go/v2/hcloud"
 type x struct{ lbs *hc.LoadBalancerClient }`, 1},
-		{"building a client", `import "github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
-var c, _ = hcloudclient.New(cfg, nil)`, 1},
+		{"building a client", `import "github.com/hetznercloud/hcloud-go/v2/hcloud"
+var c = hcloud.NewClient()`, 1},
 		{"a dot import", `import . "github.com/hetznercloud/hcloud-go/v2/hcloud"
 var c *Client`, 1},
 		{"read-only types and clients are fine", `import "github.com/hetznercloud/hcloud-go/v2/hcloud"

@@ -22,6 +22,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
@@ -197,10 +198,16 @@ func TestPlanMatchesCCM(t *testing.T) {
 		res := r.Services[i]
 		t.Run(res.Namespace+"/"+res.Name, func(t *testing.T) {
 			emu, endpoint := hcloudemu.NewTestServer(t)
-			client := hcloud.NewClient(hcloud.WithEndpoint(endpoint), hcloud.WithToken(emu.Token()),
-				hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ConstantBackoff(2 * time.Millisecond)}))
+			conn, err := hcloudclient.New(config.HCloud{Endpoint: endpoint, Token: emu.Token(), PollInterval: 2 * time.Millisecond, RetryInterval: time.Millisecond, Timeout: 30 * time.Second}, nil,
+				hcloudclient.WithClientOptions(hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ConstantBackoff(2 * time.Millisecond)})))
+			if err != nil {
+				t.Fatal(err)
+			}
 			rec := record.NewFakeRecorder(100)
-			x := executor.New(client, e, rec, cluster, executor.WithNamespaceLister(namespaces(m.Namespaces)))
+			x, err := executor.New(executor.Options{Conn: conn, Decider: e, Recorder: rec, Cluster: cluster, Namespaces: namespaces(m.Namespaces)})
+			if err != nil {
+				t.Fatal(err)
+			}
 			svc := withNodePorts(mf.Service)
 			name, rename := lbName(svc)
 			plan, err := compute(svc, name, rename, nil, Options{Config: config.Default()})

@@ -13,20 +13,14 @@ import (
 
 // Action polling of the shared waiter.
 const (
-	// DefaultActionPollInterval is the first wait of a polling round when WithActionPollInterval
-	// is not given (HCLOUD_POLL_INTERVAL's default).
+	// DefaultActionPollInterval is the first wait of a polling round when Options.ActionPollInterval
+	// is 0 (HCLOUD_POLL_INTERVAL's default).
 	DefaultActionPollInterval = 250 * time.Millisecond
 	// maxActionPollInterval caps the doubling wait between rounds (or the interval, if larger).
 	maxActionPollInterval = 2 * time.Second
 	// actionsPerPoll is how many action IDs one GET /actions carries (the API's largest page).
 	actionsPerPoll = 50
 )
-
-// WithActionPollInterval sets the first wait before the actions of route writes are polled;
-// each later round waits twice as long, up to 2s (or d, if larger). Pass HCLOUD_POLL_INTERVAL.
-func WithActionPollInterval(d time.Duration) Option {
-	return func(x *Executor) { x.actions.interval = d }
-}
 
 // actionWaiter waits for many actions with shared polls: one goroutine reads every pending
 // action with GET /actions?id=…&id=… (50 per request) each round, so N concurrent waits cost

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor/internal/writeclient"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -51,29 +53,45 @@ type Executor struct {
 	actions    actionWaiter // batched action polls of route writes (routes.go)
 }
 
-// Option configures an Executor.
-type Option func(*Executor)
-
-// WithNamespaceLister makes policy inputs carry the labels of the Service's namespace.
-func WithNamespaceLister(l corelisters.NamespaceLister) Option {
-	return func(x *Executor) { x.namespaces = l }
+// Options configure [New]. Conn is required.
+type Options struct {
+	// Conn is the connection to the API; New builds the one writing client from it
+	// (internal/writeclient), which shares its transport and so the API budget with the readers.
+	Conn *hcloudclient.Conn
+	// Decider decides every mutation; nil allows everything (policy.AllowAll).
+	Decider policy.Decider
+	// Recorder receives the events; nil drops them.
+	Recorder record.EventRecorder
+	// Cluster is the cluster as policies see it.
+	Cluster policy.Cluster
+	// Namespaces, if not nil, makes policy inputs carry the labels of the Service's namespace.
+	Namespaces corelisters.NamespaceLister
+	// ActionPollInterval is the first wait before the actions of route writes are polled; each
+	// later round waits twice as long, up to 2s (or the interval, if larger). 0 means
+	// DefaultActionPollInterval. Pass HCLOUD_POLL_INTERVAL.
+	ActionPollInterval time.Duration
 }
 
-// New returns an Executor. A nil decider allows everything (policy.AllowAll); a nil recorder
-// drops events.
-func New(client *hcloud.Client, decider policy.Decider, recorder record.EventRecorder, cluster policy.Cluster, opts ...Option) *Executor {
-	if decider == nil {
-		decider = policy.AllowAll{}
+// New returns an Executor.
+//
+// # Errors
+//
+// A nil Conn is an error.
+func New(o Options) (*Executor, error) {
+	if o.Conn == nil {
+		return nil, errors.New("executor.New: Options.Conn is required: pass the connection of hcloudclient.New")
 	}
-	if recorder == nil {
-		recorder = &record.FakeRecorder{}
+	if o.Decider == nil {
+		o.Decider = policy.AllowAll{}
+	}
+	if o.Recorder == nil {
+		o.Recorder = &record.FakeRecorder{}
 	}
 	registerMetrics()
-	x := &Executor{client: client, decider: decider, recorder: recorder, cluster: cluster}
-	for _, o := range opts {
-		o(x)
-	}
-	return x
+	return &Executor{
+		client: writeclient.New(o.Conn), decider: o.Decider, recorder: o.Recorder, cluster: o.Cluster,
+		namespaces: o.Namespaces, actions: actionWaiter{interval: o.ActionPollInterval},
+	}, nil
 }
 
 // Run decides every request of plan for svc (one decision per request, plan.Steps: a create's

@@ -20,6 +20,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
@@ -51,6 +52,7 @@ func denyAll(policy.Input) policy.Decision {
 type env struct {
 	emu      *hcloudemu.Emulator
 	client   *hcloud.Client
+	conn     *hcloudclient.Conn
 	recorder *record.FakeRecorder
 	decider  *decider
 	exec     *executor.Executor
@@ -58,20 +60,22 @@ type env struct {
 	servers  []int64
 }
 
-func newEnv(t *testing.T, decide func(policy.Input) policy.Decision, opts ...executor.Option) *env {
+func newEnv(t *testing.T, decide func(policy.Input) policy.Decision, opts ...func(*executor.Options)) *env {
 	t.Helper()
 	emu, endpoint := hcloudemu.NewTestServer(t)
-	client := hcloud.NewClient(
+	clientOpts := []hcloud.ClientOption{
 		hcloud.WithEndpoint(endpoint), hcloud.WithToken(emu.Token()),
 		hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ConstantBackoff(2 * time.Millisecond)}),
 		hcloud.WithRetryOpts(hcloud.RetryOpts{BackoffFunc: hcloud.ConstantBackoff(time.Millisecond), MaxRetries: 3}),
-	)
+	}
+	client := hcloud.NewClient(clientOpts...)
+	conn := testConn(t, endpoint, emu.Token(), clientOpts...)
 	netID, err := emu.AddNetwork(hcloudemu.NetworkSpec{Name: "k8s", IPRange: "10.0.0.0/8",
 		Subnets: []hcloudemu.SubnetSpec{{Type: "cloud", IPRange: "10.0.0.0/24", NetworkZone: "eu-central"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := &env{emu: emu, client: client, recorder: record.NewFakeRecorder(100), decider: &decider{decision: decide}, network: &hcloud.Network{ID: netID}}
+	ev := &env{emu: emu, client: client, conn: conn, recorder: record.NewFakeRecorder(100), decider: &decider{decision: decide}, network: &hcloud.Network{ID: netID}}
 	for i := 1; i <= 2; i++ {
 		id, err := emu.AddServer(hcloudemu.ServerSpec{Name: fmt.Sprintf("node-%d", i), Networks: []hcloudemu.ServerNetwork{{NetworkID: netID, IP: fmt.Sprintf("10.0.0.%d", 10+i)}}})
 		if err != nil {
@@ -80,7 +84,11 @@ func newEnv(t *testing.T, decide func(policy.Input) policy.Decision, opts ...exe
 		ev.servers = append(ev.servers, id)
 	}
 	cluster := policy.Cluster{Name: "prod", ClusterCIDR: "10.244.0.0/16", Network: &policy.Network{ID: netID, Name: "k8s", IPRange: "10.0.0.0/8"}}
-	ev.exec = executor.New(client, ev.decider, ev.recorder, cluster, opts...)
+	o := executor.Options{Conn: conn, Decider: ev.decider, Recorder: ev.recorder, Cluster: cluster}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	ev.exec = newExecutor(t, o)
 	return ev
 }
 
@@ -173,7 +181,7 @@ func TestInvariant_DenyAllMakesNoMutatingRequest(t *testing.T) {
 func TestRun_InputsDescribeEveryMutation(t *testing.T) {
 	nsIndexer := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
 	_ = nsIndexer.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"tier": "prod"}}})
-	ev := newEnv(t, allow, executor.WithNamespaceLister(corelisters.NewNamespaceLister(nsIndexer)))
+	ev := newEnv(t, allow, withNamespaces(corelisters.NewNamespaceLister(nsIndexer)))
 	svc := newService()
 	p := ev.plan(t, svc, nil)
 	lb, err := ev.exec.Run(context.Background(), svc, p)

@@ -97,11 +97,12 @@ type faithfulEnv struct {
 func newFaithfulEnv(t *testing.T) *faithfulEnv {
 	t.Helper()
 	emu, endpoint := hcloudemu.NewTestServer(t)
-	client := hcloud.NewClient(
+	clientOpts := []hcloud.ClientOption{
 		hcloud.WithEndpoint(endpoint), hcloud.WithToken(emu.Token()),
 		hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ConstantBackoff(time.Millisecond)}),
 		hcloud.WithRetryOpts(hcloud.RetryOpts{BackoffFunc: hcloud.ConstantBackoff(time.Millisecond), MaxRetries: 3}),
-	)
+	}
+	client := hcloud.NewClient(clientOpts...)
 	netID, err := emu.AddNetwork(hcloudemu.NetworkSpec{Name: "k8s", IPRange: "10.0.0.0/8",
 		Subnets: []hcloudemu.SubnetSpec{{Type: "cloud", IPRange: "10.0.0.0/16", NetworkZone: "eu-central"}}})
 	if err != nil {
@@ -117,7 +118,8 @@ func newFaithfulEnv(t *testing.T) *faithfulEnv {
 		f.servers = append(f.servers, id)
 	}
 	cluster := policy.Cluster{Name: "prop", ClusterCIDR: "10.244.0.0/16", Network: &policy.Network{ID: netID, Name: "k8s", IPRange: "10.0.0.0/8"}}
-	f.exec = executor.New(client, f.decider, nil, cluster) // events are not checked here
+	// events are not checked here
+	f.exec = newExecutor(t, executor.Options{Conn: testConn(t, endpoint, emu.Token(), clientOpts...), Decider: f.decider, Cluster: cluster})
 	return f
 }
 

@@ -108,9 +108,9 @@ func TestRun_NamespaceLabelsUnreadable(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ev := newEnv(t, allow, executor.WithNamespaceLister(tc.lister))
+			ev := newEnv(t, allow, withNamespaces(tc.lister))
 			e := engine(t, tc.failure, frozen)
-			x := executor.New(ev.client, e, ev.recorder, policy.Cluster{Name: "prod"}, executor.WithNamespaceLister(tc.lister))
+			x := newExecutor(t, executor.Options{Conn: ev.conn, Decider: e, Recorder: ev.recorder, Cluster: policy.Cluster{Name: "prod"}, Namespaces: tc.lister})
 			svc := newService()
 			_, err := x.Run(context.Background(), svc, ev.plan(t, svc, nil))
 			if denied := errors.Is(err, policy.ErrDenied); denied != tc.wantDenied {
@@ -158,7 +158,7 @@ func TestRun_RuleErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := newEnv(t, allow)
-			x := executor.New(ev.client, engine(t, policy.FailClosed, tc.rules), ev.recorder, policy.Cluster{Name: "prod"})
+			x := newExecutor(t, executor.Options{Conn: ev.conn, Decider: engine(t, policy.FailClosed, tc.rules), Recorder: ev.recorder, Cluster: policy.Cluster{Name: "prod"}})
 			svc := newService()
 			_, err := x.Run(context.Background(), svc, ev.plan(t, svc, nil))
 			if denied := errors.Is(err, policy.ErrDenied); denied != tc.wantDenied {
@@ -216,7 +216,7 @@ func TestRun_PerRuleDryRun(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := newEnv(t, allow)
-			x := executor.New(ev.client, engine(t, policy.FailClosed, tc.rules), ev.recorder, policy.Cluster{Name: "prod"})
+			x := newExecutor(t, executor.Options{Conn: ev.conn, Decider: engine(t, policy.FailClosed, tc.rules), Recorder: ev.recorder, Cluster: policy.Cluster{Name: "prod"}})
 			svc := newService()
 			_, err := x.Run(context.Background(), svc, ev.plan(t, svc, nil))
 			if denied := errors.Is(err, policy.ErrDenied); denied != tc.wantDenied {
@@ -251,7 +251,7 @@ func TestRun_DenyEventNamesOnlyTheDeniedStep(t *testing.T) {
 	if _, err := e.Load(context.Background(), files, policy.Source{Name: "examples"}); err != nil {
 		t.Fatal(err)
 	}
-	x := executor.New(ev.client, e, ev.recorder, policy.Cluster{Name: "prod"})
+	x := newExecutor(t, executor.Options{Conn: ev.conn, Decider: e, Recorder: ev.recorder, Cluster: policy.Cluster{Name: "prod"}})
 	id, err := ev.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "web", Labels: map[string]string{lbplan.LabelServiceUID: uid}})
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -46,7 +45,7 @@ func TestRunRoutes_gatewayChangeDecidedAsAWhole(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			ev := newEnv(t, allow, executor.WithActionPollInterval(time.Millisecond))
+			ev := newEnv(t, allow, withActionPoll(time.Millisecond))
 			ctx := context.Background()
 			old := planned("10.244.1.0/24", "10.0.0.12")
 			if err := ev.exec.RunRoutes(ctx, ev.network, routeplan.Plan{Node: "node-2", Mutations: []routeplan.Mutation{routeplan.Add(old)}}); err != nil {
@@ -99,7 +98,7 @@ func TestRunRoutes_gatewayChangeDecidedAsAWhole(t *testing.T) {
 // up to 200 CreateRoute calls in parallel) wait for their actions with a few shared polls, not
 // one poll each.
 func TestRunRoutes_concurrentWritesSharePolls(t *testing.T) {
-	ev := newEnv(t, allow, executor.WithActionPollInterval(50*time.Millisecond))
+	ev := newEnv(t, allow, withActionPoll(50*time.Millisecond))
 	const n = 100
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -131,7 +130,7 @@ func TestRunRoutes_concurrentWritesSharePolls(t *testing.T) {
 
 // TestRunRoutes_failedAction: an action that ends in error fails the run with the label.
 func TestRunRoutes_failedAction(t *testing.T) {
-	ev := newEnv(t, allow, executor.WithActionPollInterval(time.Millisecond))
+	ev := newEnv(t, allow, withActionPoll(time.Millisecond))
 	ev.emu.AddFault(hcloudemu.Fault{Method: "POST", Pattern: "/v1/networks/*/actions/add_route", Times: 1, FailAction: true})
 	err := ev.exec.RunRoutes(context.Background(), ev.network, routeplan.Plan{Node: "node-1",
 		Mutations: []routeplan.Mutation{routeplan.Add(planned("10.244.1.0/24", "10.0.0.11"))}})

@@ -193,10 +193,11 @@ type sampleEnv struct {
 func newSampleEnv(t *testing.T) *sampleEnv {
 	t.Helper()
 	emu, endpoint := hcloudemu.NewTestServer(t)
-	client := hcloud.NewClient(
+	clientOpts := []hcloud.ClientOption{
 		hcloud.WithEndpoint(endpoint), hcloud.WithToken(emu.Token()),
 		hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ConstantBackoff(time.Millisecond)}),
-	)
+	}
+	client := hcloud.NewClient(clientOpts...)
 	netID, err := emu.AddNetwork(hcloudemu.NetworkSpec{Name: "k8s", IPRange: "10.0.0.0/8",
 		Subnets: []hcloudemu.SubnetSpec{{Type: "cloud", IPRange: "10.0.0.0/16", NetworkZone: "eu-central"}}})
 	if err != nil {
@@ -220,7 +221,8 @@ func newSampleEnv(t *testing.T) *sampleEnv {
 		_ = namespaces.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}})
 	}
 	cluster := policy.Cluster{Name: "demo", ClusterCIDR: "10.244.0.0/16", Network: &policy.Network{ID: netID, Name: "k8s", IPRange: "10.0.0.0/8"}}
-	s.exec = executor.New(client, s.decider, nil, cluster, executor.WithNamespaceLister(corelisters.NewNamespaceLister(namespaces)))
+	s.exec = newExecutor(t, executor.Options{Conn: testConn(t, endpoint, emu.Token(), clientOpts...), Decider: s.decider, Cluster: cluster,
+		Namespaces: corelisters.NewNamespaceLister(namespaces)})
 	return s
 }
 

@@ -29,7 +29,7 @@ const checkAttempts = 3
 // An invalid token is reported at once with the variable to fix (HCLOUD_TOKEN). Any other
 // failure after the last attempt is reported with the endpoint and the variable that sets it
 // (HCLOUD_ENDPOINT), and the last error. ctx ending stops the check with ctx's error.
-func Check(ctx context.Context, client *hcloud.Client, cfg config.HCloud) error {
+func Check(ctx context.Context, conn *Conn, cfg config.HCloud) error {
 	const op = "hcloudclient.Check"
 	endpoint := cfg.Endpoint
 	if endpoint == "" {
@@ -41,7 +41,7 @@ func Check(ctx context.Context, client *hcloud.Client, cfg config.HCloud) error 
 	for attempt := 1; attempt <= checkAttempts; attempt++ {
 		klog.InfoS("Checking the Hetzner Cloud API and token", "endpoint", endpoint, "attempt", attempt, "attempts", checkAttempts, "timeout", cfg.Timeout)
 		actx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-		_, err = client.Location.All(actx)
+		_, err = conn.read.Location.All(actx)
 		cancel()
 		if err == nil {
 			klog.InfoS("Hetzner Cloud API answered", "endpoint", endpoint, "attempt", attempt, "duration", time.Since(start))
@@ -74,9 +74,9 @@ func Check(ctx context.Context, client *hcloud.Client, cfg config.HCloud) error 
 // # Errors
 //
 // An API error, or no such network.
-func Network(ctx context.Context, client *hcloud.Client, nameOrID string) (*hcloud.Network, error) {
+func Network(ctx context.Context, conn *Conn, nameOrID string) (*hcloud.Network, error) {
 	const op = "hcloudclient.Network"
-	n, _, err := client.Network.Get(ctx, nameOrID)
+	n, _, err := conn.Networks().Get(ctx, nameOrID)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}

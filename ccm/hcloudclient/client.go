@@ -1,6 +1,16 @@
-// Package hcloudclient builds the hcloud-go client of the CCM: token, endpoint, timeouts,
-// action polling and retries from [config.HCloud], and a transport that reads the API's
-// RateLimit-* headers and slows the CCM down before the project's budget runs out.
+// Package hcloudclient is the CCM's connection to the Hetzner Cloud API: token, endpoint,
+// timeouts, action polling and retries from [config.HCloud], and one transport that reads the
+// API's RateLimit-* headers and slows the CCM down before the project's budget runs out.
+//
+// It hands out read-only wrappers ([LoadBalancerReader], [ServerReader], [NetworkReader],
+// [CertificateReader], [LoadBalancerTypeReader]): structs with an unexported hcloud-go client
+// and only Get/List/All methods, so no type assertion or conversion of them finds a write
+// method (the compiler keeps that). The one client that writes is built by
+// ccm/executor/internal/writeclient from [Conn.ClientOptions]; the compiler keeps every
+// package but ccm/executor from importing writeclient, and TestOnlyTheExecutorCanWriteToHetzner
+// (ccm/invariant_test.go) keeps every package but the executor from calling ClientOptions or
+// building an hcloud-go client of its own. Reads and writes share the one pacing transport,
+// so they share the API budget.
 package hcloudclient
 
 import (
@@ -61,22 +71,37 @@ func WithClientOptions(opts ...hcloud.ClientOption) Option {
 	return func(o *options) { o.clientOptions = append(o.clientOptions, opts...) }
 }
 
-// New returns an hcloud-go client for cfg.
+// Conn is a connection to the Hetzner Cloud API: the settings every client of the CCM uses
+// and the one pacing [Transport] they share. It reads through the wrappers its methods return;
+// it has no write method. Build it with [New].
+type Conn struct {
+	// recipe are the hcloud-go options of every client on this connection, without the HTTP
+	// client (each client gets its own http.Client over transport: hcloud-go wraps the HTTP
+	// client's transport with its metrics when it builds a client).
+	recipe    []hcloud.ClientOption
+	transport *Transport
+	timeout   time.Duration
+	reg       prometheus.Registerer
+	// read serves the reader wrappers; it never leaves this package.
+	read *hcloud.Client
+}
+
+// New returns a connection for cfg.
 //
-// The client sends the token and the User-Agent "hcloud-policy-ccm/<version>", talks to
-// cfg.Endpoint (the public API when empty) with an HTTP timeout of cfg.Timeout, polls actions
+// Its clients send the token and the User-Agent "hcloud-policy-ccm/<version>", talk to
+// cfg.Endpoint (the public API when empty) with an HTTP timeout of cfg.Timeout, poll actions
 // with an exponential backoff starting at cfg.PollInterval (doubling, capped at 2s or the
-// interval if larger), retries with an exponential backoff starting at cfg.RetryInterval
-// (doubling, jitter, capped at 1m, 5 retries), and writes requests to stderr when cfg.Debug.
-// Every request goes through a [Transport] that paces requests when the rate limit runs low.
+// interval if larger), retry with an exponential backoff starting at cfg.RetryInterval
+// (doubling, jitter, capped at 1m, 5 retries), and write requests to stderr when cfg.Debug.
+// Every request goes through one [Transport] that paces requests when the rate limit runs low.
 // A non-nil reg gets hcloud-go's own request metrics (hcloud_api_*); registering twice on the
 // same registry reuses the collectors.
 //
 // # Errors
 //
-// New fails when the token is empty, the endpoint is not an http(s) URL, or an interval or
-// the timeout is not positive ([config.Config.Validate] reports the same problems).
-func New(cfg config.HCloud, reg prometheus.Registerer, opts ...Option) (*hcloud.Client, error) {
+// An empty token, an endpoint that is not an http(s) URL, a non-positive interval or timeout
+// and a reserve outside 0..1 are errors naming the setting; they are reported together.
+func New(cfg config.HCloud, reg prometheus.Registerer, opts ...Option) (*Conn, error) {
 	const op = "hcloudclient.New"
 	o := options{version: "unknown", base: http.DefaultTransport, reserve: DefaultReserve}
 	for _, opt := range opts {
@@ -102,10 +127,9 @@ func New(cfg config.HCloud, reg prometheus.Registerer, opts ...Option) (*hcloud.
 		return nil, fmt.Errorf("%s: %w", op, err)
 	}
 
-	clientOpts := []hcloud.ClientOption{
+	recipe := []hcloud.ClientOption{
 		hcloud.WithToken(cfg.Token),
 		hcloud.WithApplication(ApplicationName, o.version),
-		hcloud.WithHTTPClient(&http.Client{Timeout: cfg.Timeout, Transport: NewTransport(o.base, o.reserve)}),
 		hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ExponentialBackoffWithOpts(hcloud.ExponentialBackoffOpts{
 			Base: cfg.PollInterval, Multiplier: 2, Cap: max(pollCap, cfg.PollInterval),
 		})}),
@@ -117,14 +141,32 @@ func New(cfg config.HCloud, reg prometheus.Registerer, opts ...Option) (*hcloud.
 		}),
 	}
 	if cfg.Endpoint != "" {
-		clientOpts = append(clientOpts, hcloud.WithEndpoint(cfg.Endpoint))
-	}
-	if reg != nil {
-		clientOpts = append(clientOpts, hcloud.WithInstrumentation(reg))
+		recipe = append(recipe, hcloud.WithEndpoint(cfg.Endpoint))
 	}
 	if cfg.Debug {
-		clientOpts = append(clientOpts, hcloud.WithDebugWriter(os.Stderr))
+		recipe = append(recipe, hcloud.WithDebugWriter(os.Stderr))
 	}
-	clientOpts = append(clientOpts, o.clientOptions...)
-	return hcloud.NewClient(clientOpts...), nil
+	recipe = append(recipe, o.clientOptions...)
+	c := &Conn{recipe: recipe, transport: NewTransport(o.base, o.reserve), timeout: cfg.Timeout, reg: reg}
+	c.read = hcloud.NewClient(c.ClientOptions()...)
+	return c, nil
+}
+
+// ClientOptions returns the hcloud-go options of a client on c: the settings of [New] and a
+// fresh http.Client over c's one [Transport], so every client built from them shares the API
+// budget with c's readers.
+//
+// It is for ccm/executor/internal/writeclient alone, which builds the one client that writes;
+// TestOnlyTheExecutorCanWriteToHetzner fails on any other caller (the compiler cannot keep an
+// exported method from other packages).
+func (c *Conn) ClientOptions() []hcloud.ClientOption {
+	out := make([]hcloud.ClientOption, 0, len(c.recipe)+2)
+	// The HTTP client comes first so that a test's WithClientOptions(hcloud.WithHTTPClient(...))
+	// in the recipe still wins, as it did when the options were one list.
+	out = append(out, hcloud.WithHTTPClient(&http.Client{Timeout: c.timeout, Transport: c.transport}))
+	out = append(out, c.recipe...)
+	if c.reg != nil {
+		out = append(out, hcloud.WithInstrumentation(c.reg))
+	}
+	return out
 }

@@ -67,7 +67,7 @@ func TestNew_requests(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := testutil.Metric(t, "hcloud_ccm_api_requests_total", map[string]string{"method": "GET", "endpoint": "/v1/servers/{id}", "code": "200"})
-	server, _, err := client.Server.GetByID(t.Context(), 42)
+	server, _, err := client.Servers().GetByID(t.Context(), 42)
 	if err != nil || server == nil || server.Name != "node-1" {
 		t.Fatalf("GetByID() = %v, %v", server, err)
 	}
@@ -122,10 +122,11 @@ func TestNew_pollBackoff(t *testing.T) {
 	cfg := validHCloud()
 	cfg.Endpoint = srv.URL + "/v1"
 	cfg.PollInterval = 10 * time.Millisecond
-	client, err := hcloudclient.New(cfg, nil)
+	conn, err := hcloudclient.New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	client := hcloud.NewClient(conn.ClientOptions()...) // as the executor's writeclient builds it
 	if err := client.Action.WaitFor(t.Context(), &hcloud.Action{ID: 1, Status: hcloud.ActionStatusRunning}); err != nil {
 		t.Fatal(err)
 	}

@@ -24,13 +24,21 @@ func emulatorConfig(endpoint, token string) config.HCloud {
 func TestTransport_emulator(t *testing.T) {
 	emu, endpoint := hcloudemu.NewTestServer(t, hcloudemu.WithRateLimit(36000))
 	const free = 5
-	client, err := hcloudclient.New(emulatorConfig(endpoint, emu.Token()), nil, hcloudclient.WithReserve(1-float64(free)/36000))
+	conn, err := hcloudclient.New(emulatorConfig(endpoint, emu.Token()), nil, hcloudclient.WithReserve(1-float64(free)/36000))
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Reads through the readers and requests of a client built from ClientOptions (as the
+	// executor's writing client is) draw on one budget: 16 requests, 8 each, are paced as 16.
+	writer := hcloud.NewClient(conn.ClientOptions()...)
 	start := time.Now()
-	for range 16 {
-		if _, _, err := client.Location.List(t.Context(), hcloud.LocationListOpts{}); err != nil {
+	for i := range 16 {
+		if i%2 == 0 {
+			_, err = conn.Servers().All(t.Context())
+		} else {
+			_, _, err = writer.Location.List(t.Context(), hcloud.LocationListOpts{})
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
 	}

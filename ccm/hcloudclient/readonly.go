@@ -28,9 +28,9 @@ func (t ReadOnlyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // ListLoadBalancersReadOnly lists every load balancer of the project (GET /v1/load_balancers,
 // every page) with the token and endpoint of cfg, for offline tools such as `plan --from-api`.
-// Its client sends through ReadOnlyTransport, so it makes no write whatever the token may do,
-// and the client never leaves this function: the executor stays the only code that holds a
-// client that can write (TestOnlyTheExecutorCanWriteToHetzner).
+// It reads through a [LoadBalancerReader] whose client sends through ReadOnlyTransport, so it
+// makes no write whatever the token may do (TestReadOnlyTransport), and the client never
+// leaves this function.
 func ListLoadBalancersReadOnly(ctx context.Context, cfg config.HCloud, application string) ([]*hcloud.LoadBalancer, error) {
 	if cfg.Token == "" {
 		return nil, fmt.Errorf("list load balancers: HCLOUD_TOKEN is not set (a read-only API token of the project is enough)")
@@ -48,7 +48,7 @@ func ListLoadBalancersReadOnly(ctx context.Context, cfg config.HCloud, applicati
 	if cfg.Endpoint != "" {
 		opts = append(opts, hcloud.WithEndpoint(cfg.Endpoint))
 	}
-	lbs, err := hcloud.NewClient(opts...).LoadBalancer.All(ctx)
+	lbs, err := (&LoadBalancerReader{&hcloud.NewClient(opts...).LoadBalancer}).All(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list load balancers: %w", err)
 	}

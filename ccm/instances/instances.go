@@ -7,6 +7,7 @@ package instances
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -48,23 +49,51 @@ type Instances struct {
 	networkID int64
 	recorder  record.EventRecorder
 	labeler   NodeLabeler
-	// robot serves Robot nodes; nil without Robot API access (see WithRobot).
-	robot              RobotServers
+	// robot serves Robot nodes; nil without Robot API access (Options.Robot).
+	robot              *robot.Client
 	forwardInternalIPs bool
 }
 
 var _ cloudprovider.InstancesV2 = (*Instances)(nil)
 
-// New returns InstancesV2 reading servers through cache.
+// Options configure [New]. Cache is required.
+type Options struct {
+	// Cache reads the cloud servers.
+	Cache *servercache.Cache
+	// Config is the address family and network settings of the node addresses.
+	Config config.Instances
+	// NetworkID is the ID of HCLOUD_NETWORK (0 for none): the node's IP in it becomes its
+	// InternalIP.
+	NetworkID int64
+	// Recorder receives Warning events; nil drops them.
+	Recorder record.EventRecorder
+	// Labeler is optional (nil for none); its labels are added to every node's metadata.
+	Labeler NodeLabeler
+	// Robot, if not nil, makes the instances serve Robot nodes (hrobot:// and hcloud://bm-
+	// provider IDs, and names of Robot servers) through the Robot API (ROBOT_ENABLED with
+	// credentials).
+	Robot *robot.Client
+	// ForwardInternalIPs is ROBOT_FORWARD_INTERNAL_IPS: Robot nodes keep the InternalIPs
+	// they report.
+	ForwardInternalIPs bool
+}
+
+// New returns InstancesV2 reading servers through o.Cache.
 //
-// networkID is the ID of HCLOUD_NETWORK (0 for none): the node's IP in it becomes its
-// InternalIP. recorder receives Warning events (nil drops them). labeler is optional (nil for
-// none); its labels are added to every node's metadata.
-func New(cache *servercache.Cache, cfg config.Instances, networkID int64, recorder record.EventRecorder, labeler NodeLabeler) *Instances {
-	if recorder == nil {
-		recorder = &record.FakeRecorder{} // a nil channel: events are dropped
+// # Errors
+//
+// A nil Cache is an error.
+func New(o Options) (*Instances, error) {
+	if o.Cache == nil {
+		return nil, errors.New("instances.New: Options.Cache is required: pass the server cache of servercache.New")
 	}
-	return &Instances{cache: cache, cfg: cfg, networkID: networkID, recorder: recorder, labeler: labeler}
+	if o.Recorder == nil {
+		o.Recorder = &record.FakeRecorder{} // a nil channel: events are dropped
+	}
+	return &Instances{
+		cache: o.Cache, cfg: o.Config, networkID: o.NetworkID, recorder: o.Recorder, labeler: o.Labeler,
+		robot: o.Robot, forwardInternalIPs: o.ForwardInternalIPs,
+	}, nil
 }
 
 // InstanceExists returns true if the server of the node exists.

@@ -19,6 +19,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/instances"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
@@ -42,12 +43,42 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := hcloud.NewClient(hcloud.WithEndpoint(endpoint), hcloud.WithToken(emu.Token()))
-	cache, err := servercache.New(&client.Server, config.ServerCache{Mode: config.ServerCacheModeAll, MaxAge: time.Minute})
+	conn, err := hcloudclient.New(config.HCloud{Endpoint: endpoint, Token: emu.Token(), PollInterval: time.Millisecond, RetryInterval: time.Millisecond, Timeout: 30 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := servercache.New(servercache.Options{Servers: conn.Servers(), Config: config.ServerCache{Mode: config.ServerCacheModeAll, MaxAge: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &env{emu: emu, cache: cache, networkID: networkID}
+}
+
+// newInstances returns instances.New(o) and fails the test on an error.
+func newInstances(t *testing.T, o instances.Options) *instances.Instances {
+	t.Helper()
+	i, err := instances.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
+}
+
+func TestNew_errors(t *testing.T) {
+	tests := []struct {
+		name    string
+		o       instances.Options
+		wantErr string
+	}{
+		{"no cache", instances.Options{}, "instances.New: Options.Cache is required: pass the server cache of servercache.New"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := instances.New(tc.o); err == nil || err.Error() != tc.wantErr {
+				t.Errorf("New() error = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
 }
 
 func (e *env) addServer(t *testing.T, spec hcloudemu.ServerSpec) int64 {
@@ -160,7 +191,7 @@ func TestInstances_InstanceMetadata(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			i := instances.New(e.cache, tc.cfg, tc.networkID, nil, nil)
+			i := newInstances(t, instances.Options{Cache: e.cache, Config: tc.cfg, NetworkID: tc.networkID})
 			got, err := i.InstanceMetadata(t.Context(), tc.node)
 			if err != nil {
 				t.Fatal(err)
@@ -184,7 +215,7 @@ func TestInstances_InstanceMetadata(t *testing.T) {
 
 func TestInstances_errors(t *testing.T) {
 	e := newEnv(t)
-	i := instances.New(e.cache, instancesCfg(config.AddressFamilyIPv4, true), 0, nil, nil)
+	i := newInstances(t, instances.Options{Cache: e.cache, Config: instancesCfg(config.AddressFamilyIPv4, true)})
 	tests := []struct {
 		name         string
 		node         *corev1.Node
@@ -217,7 +248,7 @@ func TestInstances_InstanceExistsAndShutdown(t *testing.T) {
 	e := newEnv(t)
 	running := e.addServer(t, hcloudemu.ServerSpec{Name: "running"})
 	off := e.addServer(t, hcloudemu.ServerSpec{Name: "off", Status: "off"})
-	i := instances.New(e.cache, instancesCfg(config.AddressFamilyIPv4, true), 0, nil, nil)
+	i := newInstances(t, instances.Options{Cache: e.cache, Config: instancesCfg(config.AddressFamilyIPv4, true)})
 
 	tests := []struct {
 		name                     string
@@ -297,7 +328,7 @@ func TestInstances_InstanceMetadataPlugin(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := record.NewFakeRecorder(10)
-			i := instances.New(e.cache, instancesCfg(config.AddressFamilyIPv4, true), e.networkID, rec, tc.labeler)
+			i := newInstances(t, instances.Options{Cache: e.cache, Config: instancesCfg(config.AddressFamilyIPv4, true), NetworkID: e.networkID, Recorder: rec, Labeler: tc.labeler})
 			md, err := i.InstanceMetadata(t.Context(), newNode("node-1"))
 			if err != nil {
 				t.Fatal(err)
@@ -321,7 +352,7 @@ func TestInstances_InstanceMetadataPlugin(t *testing.T) {
 
 	t.Run("the plugin sees the node and its server", func(t *testing.T) {
 		l := &labeler{}
-		i := instances.New(e.cache, instancesCfg(config.AddressFamilyIPv4, true), e.networkID, nil, l)
+		i := newInstances(t, instances.Options{Cache: e.cache, Config: instancesCfg(config.AddressFamilyIPv4, true), NetworkID: e.networkID, Labeler: l})
 		if _, err := i.InstanceMetadata(t.Context(), newNode("node-1")); err != nil {
 			t.Fatal(err)
 		}
@@ -351,7 +382,7 @@ func TestInstances_requestBudget(t *testing.T) {
 				ids[n] = e.addServer(t, hcloudemu.ServerSpec{Name: fmt.Sprintf("node-%d", n)})
 			}
 			e.emu.ResetRequests()
-			i := instances.New(e.cache, instancesCfg(config.AddressFamilyDualStack, true), e.networkID, nil, nil)
+			i := newInstances(t, instances.Options{Cache: e.cache, Config: instancesCfg(config.AddressFamilyDualStack, true), NetworkID: e.networkID})
 
 			var wg sync.WaitGroup
 			for n := range nodes {

@@ -32,24 +32,6 @@ const (
 // API access (ROBOT_ENABLED unset, or no credentials).
 var ErrNoRobotClient = errors.New("no robot client configured: set ROBOT_ENABLED=true with ROBOT_USER and ROBOT_PASSWORD")
 
-// RobotServers is what InstancesV2 needs from the Robot webservice; *robot.Client implements
-// it.
-type RobotServers interface {
-	Server(ctx context.Context, n int) (robot.Server, error)
-	ServerByName(ctx context.Context, name string, refreshOnMiss bool) (robot.Server, bool, error)
-	OperatingStatus(ctx context.Context, n int) (string, error)
-}
-
-var _ RobotServers = (*robot.Client)(nil)
-
-// WithRobot makes i serve Robot nodes (hrobot:// and hcloud://bm- provider IDs, and names of
-// Robot servers) through servers, with cfg.ForwardInternalIPs. It returns i.
-func (i *Instances) WithRobot(servers RobotServers, cfg config.Robot) *Instances {
-	i.robot = servers
-	i.forwardInternalIPs = cfg.ForwardInternalIPs
-	return i
-}
-
 // lookupRobot finds the Robot server of a node with a Robot provider ID. A server that is not
 // in the account, or whose name differs from the node's (Cluster API reuses Robot servers),
 // is nil: the node does not exist any more.

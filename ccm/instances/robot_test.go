@@ -32,7 +32,7 @@ func newRobotInstances(t *testing.T, family config.AddressFamily, forward bool, 
 	e.addServer(t, hcloudemu.ServerSpec{Name: "both"})
 	emu, endpoint := robotemu.NewTestServer(t, robotSeed)
 	cfg := config.Robot{Enabled: true, User: emu.User(), Password: emu.Password(), CacheTimeout: time.Minute, Endpoint: endpoint, ForwardInternalIPs: forward}
-	i := instances.New(e.cache, instancesCfg(family, true), 0, rec, nil).WithRobot(robot.New(cfg), cfg)
+	i := newInstances(t, instances.Options{Cache: e.cache, Config: instancesCfg(family, true), Recorder: rec, Robot: robot.New(cfg), ForwardInternalIPs: cfg.ForwardInternalIPs})
 	return i, emu
 }
 

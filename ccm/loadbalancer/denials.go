@@ -18,7 +18,7 @@ import (
 )
 
 // DefaultDenialMaxAge is how long a remembered denial answers the retries of an unchanged
-// Service (see denialCache) when WithDenialMaxAge is not given.
+// Service (see denialCache) when Options.DenialMaxAge is 0.
 const DefaultDenialMaxAge = time.Hour
 
 // denialCache remembers the last denial of each Service together with a digest of every input

@@ -27,7 +27,7 @@ func (tr *tracker) Settled(svc *corev1.Service) {
 // balancer, so its success says nothing about the Service's last denial).
 func TestDenialTracker(t *testing.T) {
 	tr := &tracker{}
-	ev := newEnv(t, withLBOption(loadbalancer.WithDenialTracker(tr)))
+	ev := newEnv(t, withLBOption(func(o *loadbalancer.Options) { o.DenialTracker = tr }))
 	ctx := context.Background()
 	svc := newService("web", withPorts(80))
 

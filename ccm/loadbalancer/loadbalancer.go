@@ -25,8 +25,10 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/compatmetrics"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/providerid"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/robot"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -53,43 +55,21 @@ type Namer interface {
 	LoadBalancerName(ctx context.Context, in plugins.LoadBalancerNameInput) (string, error)
 }
 
-// Readers are the reads of the Hetzner API the load balancer code makes. Each is satisfied by
-// the matching hcloud-go client (&client.LoadBalancer, &client.Network, &client.Certificate,
-// &client.LoadBalancerType), and none has a mutating method: this package cannot write to
-// Hetzner, every write is a plan the executor runs (the compiler keeps that wall).
+// Readers are the reads of the Hetzner API the load balancer code makes: wrappers of
+// ccm/hcloudclient with only Get/List/All methods, so this package cannot write to Hetzner and
+// no type assertion of a reader finds a write method (the compiler keeps that: a reader is a
+// struct, and its method set has no write). Every write is a plan the executor runs.
 type Readers struct {
-	LoadBalancers Reader
-	Networks      NetworkReader
-	Certificates  CertificateReader
-	Types         TypeLister
-}
-
-// Reader finds load balancers by name and by label.
-type Reader interface {
-	GetByName(ctx context.Context, name string) (*hcloud.LoadBalancer, *hcloud.Response, error)
-	List(ctx context.Context, opts hcloud.LoadBalancerListOpts) ([]*hcloud.LoadBalancer, *hcloud.Response, error)
-}
-
-// NetworkReader reads the cluster network again when a subnet is not found in it.
-type NetworkReader interface {
-	GetByID(ctx context.Context, id int64) (*hcloud.Network, *hcloud.Response, error)
-}
-
-// CertificateReader finds uploaded certificates by name and managed ones by label.
-type CertificateReader interface {
-	GetByName(ctx context.Context, name string) (*hcloud.Certificate, *hcloud.Response, error)
-	List(ctx context.Context, opts hcloud.CertificateListOpts) ([]*hcloud.Certificate, *hcloud.Response, error)
-}
-
-// TypeLister lists the load balancer types.
-type TypeLister interface {
-	All(ctx context.Context) ([]*hcloud.LoadBalancerType, error)
+	LoadBalancers *hcloudclient.LoadBalancerReader
+	Networks      *hcloudclient.NetworkReader
+	Certificates  *hcloudclient.CertificateReader
+	Types         *hcloudclient.LoadBalancerTypeReader
 }
 
 // LoadBalancers implements cloudprovider.LoadBalancer.
 type LoadBalancers struct {
 	read  Readers
-	robot *robotTargets // nil without ROBOT_ENABLED (WithRobot)
+	robot *robotTargets // nil without ROBOT_ENABLED (Options.Robot)
 	exec  *executor.Executor
 	cfg   config.LoadBalancer
 	// network is the cluster network (nil: none), re-read when a subnet is not found in it.
@@ -113,43 +93,70 @@ type DenialTracker interface {
 
 var _ cloudprovider.LoadBalancer = (*LoadBalancers)(nil)
 
-// Option configures LoadBalancers.
-type Option func(*LoadBalancers)
-
-// WithTypeCacheMaxAge sets how long the load balancer type list is cached (default 1 h).
-func WithTypeCacheMaxAge(d time.Duration) Option {
-	return func(l *LoadBalancers) { l.types.maxAge = d }
+// Options configure [New]. Readers and Executor are required.
+type Options struct {
+	// Readers are the reads of the API (from hcloudclient.Conn).
+	Readers Readers
+	// Executor runs the plans: the only writes.
+	Executor *executor.Executor
+	// Config is the HCLOUD_LOAD_BALANCERS_* configuration.
+	Config config.LoadBalancer
+	// Network is the cluster network (nil if none), read again when a subnet is not found in it.
+	Network *hcloud.Network
+	// Recorder receives the events; nil drops them.
+	Recorder record.EventRecorder
+	// Namer is the naming plugin (nil if none).
+	Namer Namer
+	// DenialTracker, if not nil, learns of each denied plan (and each Ensure that was not
+	// denied).
+	DenialTracker DenialTracker
+	// Robot makes the Service's Robot nodes (provider ID hrobot://<n> or hcloud://bm-<n>) IP
+	// targets of its load balancer, as the official CCM does with ROBOT_ENABLED. Without it
+	// Robot nodes are no targets and IP targets are removed.
+	Robot bool
+	// RobotClient is the Robot API when Robot is set; nil without credentials (then only
+	// use-private-ip with the node's InternalIP works).
+	RobotClient *robot.Client
+	// TypeCacheMaxAge is how long the load balancer type list is cached: 0 means 1 h, a
+	// negative value reads it on every use.
+	TypeCacheMaxAge time.Duration
+	// DenialMaxAge is how long a remembered denial answers the retries of an unchanged Service
+	// without reading Hetzner; it bounds how late a change made to a denied Service's load
+	// balancer behind the CCM's back is seen. 0 means DefaultDenialMaxAge; a negative value
+	// remembers nothing.
+	DenialMaxAge time.Duration
 }
 
-// WithDenialTracker reports each denied plan (and each Ensure that was not denied) to t.
-func WithDenialTracker(t DenialTracker) Option {
-	return func(l *LoadBalancers) { l.denials = t }
-}
-
-// WithDenialMaxAge sets how long a remembered denial answers the retries of an unchanged
-// Service without reading Hetzner (default DefaultDenialMaxAge); it bounds how late a change
-// made to a denied Service's load balancer behind the CCM's back is seen. 0 remembers nothing.
-func WithDenialMaxAge(d time.Duration) Option {
-	return func(l *LoadBalancers) { l.denied.maxAge = d }
-}
-
-// New returns the load balancer implementation. read are its reads of the API; exec runs its
-// plans (the only writes). network is the cluster network (nil if none), namer the naming
-// plugin (nil if none); a nil recorder drops events.
-func New(read Readers, exec *executor.Executor, cfg config.LoadBalancer, network *hcloud.Network, recorder record.EventRecorder, namer Namer, opts ...Option) *LoadBalancers {
-	if recorder == nil {
-		recorder = &record.FakeRecorder{}
+// New returns the load balancer implementation.
+//
+// # Errors
+//
+// A nil Executor or reader is an error.
+func New(o Options) (*LoadBalancers, error) {
+	r := o.Readers
+	if o.Executor == nil || r.LoadBalancers == nil || r.Networks == nil || r.Certificates == nil || r.Types == nil {
+		return nil, errors.New("loadbalancer.New: Options.Executor and the four Options.Readers are required: pass the executor of executor.New and the readers of hcloudclient.Conn")
+	}
+	if o.Recorder == nil {
+		o.Recorder = &record.FakeRecorder{}
+	}
+	typeMaxAge, denialMaxAge := time.Hour, DefaultDenialMaxAge
+	if o.TypeCacheMaxAge != 0 {
+		typeMaxAge = o.TypeCacheMaxAge
+	}
+	if o.DenialMaxAge != 0 {
+		denialMaxAge = o.DenialMaxAge
 	}
 	l := &LoadBalancers{
-		read: read, exec: exec, cfg: cfg, recorder: recorder, namer: namer,
-		types:  &typeCache{list: read.Types, maxAge: time.Hour, now: time.Now},
-		denied: newDenialCache(DefaultDenialMaxAge),
+		read: o.Readers, exec: o.Executor, cfg: o.Config, recorder: o.Recorder, namer: o.Namer, denials: o.DenialTracker,
+		types:  &typeCache{list: o.Readers.Types, maxAge: typeMaxAge, now: time.Now},
+		denied: newDenialCache(denialMaxAge),
 	}
-	l.network.Store(network)
-	for _, o := range opts {
-		o(l)
+	if o.Robot {
+		l.robot = &robotTargets{servers: o.RobotClient}
 	}
-	return l
+	l.network.Store(o.Network)
+	return l, nil
 }
 
 // GetLoadBalancer returns the status of the Service's load balancer, found by its UID label
@@ -600,7 +607,7 @@ func typeDeprecation(t *hcloud.LoadBalancerType, now time.Time) (msg string, una
 
 // targetNodes resolves nodes to servers; nodes without a cloud provider ID are skipped and
 // returned for the UnknownProviderIDPrefix warning (advisoryWarnings), as the official CCM does. Robot nodes are resolved by
-// robotNodes with WithRobot, and skipped without an event otherwise (official).
+// robotNodes with Options.Robot, and skipped without an event otherwise (official).
 func (l *LoadBalancers) targetNodes(ctx context.Context, nodes []*corev1.Node) ([]lbplan.Node, []unknownNode, error) {
 	robots, unknown, err := l.robotNodes(ctx, nodes)
 	if err != nil {

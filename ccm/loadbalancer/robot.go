@@ -17,30 +17,14 @@ const (
 	ReasonServerNotFound          = lbplan.ReasonServerNotFound
 )
 
-// RobotServers is what load balancers need from the Robot webservice; *robot.Client
-// implements it.
-type RobotServers interface {
-	Servers(ctx context.Context) ([]robot.Server, error)
-}
-
-var _ RobotServers = (*robot.Client)(nil)
-
 // robotTargets resolves Robot nodes (ROBOT_ENABLED).
 type robotTargets struct {
 	// servers is nil without Robot credentials: only InternalIPs can be targets then.
-	servers RobotServers
-}
-
-// WithRobot makes the Service's Robot nodes (provider ID hrobot://<n> or hcloud://bm-<n>) IP
-// targets of its load balancer, as the official CCM does with ROBOT_ENABLED. servers is the
-// Robot API, nil without credentials (then only use-private-ip with the node's InternalIP
-// works). Without this option Robot nodes are no targets and IP targets are removed.
-func WithRobot(servers RobotServers) Option {
-	return func(l *LoadBalancers) { l.robot = &robotTargets{servers: servers} }
+	servers *robot.Client
 }
 
 // robotNodes resolves the Robot nodes among nodes: the Robot server list is read (from the
-// client's cache) only when there is one. It returns nil without WithRobot. Robot nodes whose
+// client's cache) only when there is one. It returns nil without Options.Robot. Robot nodes whose
 // provider ID does not parse are returned for the UnknownProviderIDPrefix warning
 // (advisoryWarnings).
 func (l *LoadBalancers) robotNodes(ctx context.Context, nodes []*corev1.Node) (map[string]*lbplan.RobotNode, []unknownNode, error) {

@@ -43,9 +43,8 @@ func TestEnsureLoadBalancer_robotIPTargets(t *testing.T) {
 		{Number: 321, Name: "bm-1", IP: "203.0.113.50"}, {Number: 322, Name: "bm-2", IP: "203.0.113.51"},
 	}})
 	rc := robot.New(config.Robot{User: remu.User(), Password: remu.Password(), CacheTimeout: time.Minute, Endpoint: endpoint})
-	lbs := loadbalancer.New(loadbalancer.Readers{
-		LoadBalancers: &ev.client.LoadBalancer, Networks: &ev.client.Network, Certificates: &ev.client.Certificate, Types: &ev.client.LoadBalancerType,
-	}, ev.exec, config.LoadBalancer{Location: "fsn1", Type: "lb11"}, nil, ev.recorder, nil, loadbalancer.WithRobot(rc))
+	lbs := newLoadBalancers(t, loadbalancer.Options{Readers: ev.readers(), Executor: ev.exec, Config: config.LoadBalancer{Location: "fsn1", Type: "lb11"},
+		Recorder: ev.recorder, Robot: true, RobotClient: rc})
 	ensure := func(nodes ...*corev1.Node) *hcloud.LoadBalancer {
 		t.Helper()
 		if _, err := lbs.EnsureLoadBalancer(context.Background(), clusterName, newService("web", withPorts(80)), append(slices.Clone(ev.nodes), nodes...)); err != nil {
@@ -96,9 +95,8 @@ func TestEnsureLoadBalancer_robotIPTargets(t *testing.T) {
 
 func TestEnsureLoadBalancer_robotWithoutCredentials(t *testing.T) {
 	ev := newEnv(t)
-	lbs := loadbalancer.New(loadbalancer.Readers{
-		LoadBalancers: &ev.client.LoadBalancer, Networks: &ev.client.Network, Certificates: &ev.client.Certificate, Types: &ev.client.LoadBalancerType,
-	}, ev.exec, config.LoadBalancer{Location: "fsn1", Type: "lb11"}, nil, ev.recorder, nil, loadbalancer.WithRobot(nil))
+	lbs := newLoadBalancers(t, loadbalancer.Options{Readers: ev.readers(), Executor: ev.exec, Config: config.LoadBalancer{Location: "fsn1", Type: "lb11"},
+		Recorder: ev.recorder, Robot: true})
 	if _, err := lbs.EnsureLoadBalancer(context.Background(), clusterName, newService("web", withPorts(80)),
 		append(slices.Clone(ev.nodes), robotNode("bm-1", "hrobot://321", "10.1.0.1"))); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
@@ -61,6 +62,7 @@ type env struct {
 	t        *testing.T
 	emu      *hcloudemu.Emulator
 	client   *hcloud.Client
+	conn     *hcloudclient.Conn
 	recorder *record.FakeRecorder
 	decider  *decider
 	exec     *executor.Executor
@@ -76,10 +78,10 @@ type envConfig struct {
 	network bool
 	namer   loadbalancer.Namer
 	servers int
-	lbOpts  []loadbalancer.Option
+	lbOpts  []func(*loadbalancer.Options)
 }
 
-func withLBOption(o loadbalancer.Option) envOption {
+func withLBOption(o func(*loadbalancer.Options)) envOption {
 	return func(c *envConfig) { c.lbOpts = append(c.lbOpts, o) }
 }
 
@@ -98,12 +100,18 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		o(&c)
 	}
 	emu, endpoint := hcloudemu.NewTestServer(t)
-	client := hcloud.NewClient(
+	clientOpts := []hcloud.ClientOption{
 		hcloud.WithEndpoint(endpoint), hcloud.WithToken(emu.Token()),
 		hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ConstantBackoff(2 * time.Millisecond)}),
 		hcloud.WithRetryOpts(hcloud.RetryOpts{BackoffFunc: hcloud.ConstantBackoff(time.Millisecond), MaxRetries: 3}),
-	)
-	ev := &env{t: t, emu: emu, client: client, recorder: record.NewFakeRecorder(1000), decider: &decider{}}
+	}
+	client := hcloud.NewClient(clientOpts...)
+	conn, err := hcloudclient.New(config.HCloud{Endpoint: endpoint, Token: emu.Token(), PollInterval: time.Millisecond, RetryInterval: time.Millisecond, Timeout: 30 * time.Second}, nil,
+		hcloudclient.WithClientOptions(clientOpts...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := &env{t: t, emu: emu, client: client, conn: conn, recorder: record.NewFakeRecorder(1000), decider: &decider{}}
 	var netID int64
 	if c.network {
 		var err error
@@ -133,11 +141,52 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	if ev.network != nil {
 		cluster.Network = &policy.Network{ID: netID, Name: "k8s", IPRange: "10.0.0.0/8"}
 	}
-	ev.exec = executor.New(client, ev.decider, ev.recorder, cluster)
-	ev.lbs = loadbalancer.New(loadbalancer.Readers{
-		LoadBalancers: &client.LoadBalancer, Networks: &client.Network, Certificates: &client.Certificate, Types: &client.LoadBalancerType,
-	}, ev.exec, c.cfg, ev.network, ev.recorder, c.namer, c.lbOpts...)
+	if ev.exec, err = executor.New(executor.Options{Conn: conn, Decider: ev.decider, Recorder: ev.recorder, Cluster: cluster}); err != nil {
+		t.Fatal(err)
+	}
+	o := loadbalancer.Options{Readers: ev.readers(), Executor: ev.exec, Config: c.cfg, Network: ev.network, Recorder: ev.recorder, Namer: c.namer}
+	for _, opt := range c.lbOpts {
+		opt(&o)
+	}
+	ev.lbs = newLoadBalancers(t, o)
 	return ev
+}
+
+// readers are the readers of ev's connection.
+func (ev *env) readers() loadbalancer.Readers {
+	return loadbalancer.Readers{
+		LoadBalancers: ev.conn.LoadBalancers(), Networks: ev.conn.Networks(), Certificates: ev.conn.Certificates(), Types: ev.conn.LoadBalancerTypes(),
+	}
+}
+
+// newLoadBalancers returns loadbalancer.New(o) and fails the test on an error.
+func newLoadBalancers(t *testing.T, o loadbalancer.Options) *loadbalancer.LoadBalancers {
+	t.Helper()
+	l, err := loadbalancer.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestNew_errors(t *testing.T) {
+	tests := []struct {
+		name    string
+		o       loadbalancer.Options
+		wantErr string
+	}{
+		{"nothing", loadbalancer.Options{}, "loadbalancer.New: Options.Executor and the four Options.Readers are required: pass the executor of executor.New and the readers of hcloudclient.Conn"},
+		{"no type reader", loadbalancer.Options{Executor: &executor.Executor{}, Readers: loadbalancer.Readers{
+			LoadBalancers: &hcloudclient.LoadBalancerReader{}, Networks: &hcloudclient.NetworkReader{}, Certificates: &hcloudclient.CertificateReader{},
+		}}, "loadbalancer.New: Options.Executor and the four Options.Readers are required"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := loadbalancer.New(tc.o); err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
+				t.Errorf("New() error = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
 }
 
 type serviceTweak func(*corev1.Service)

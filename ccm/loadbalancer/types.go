@@ -9,11 +9,12 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/compatmetrics"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 )
 
 // typeCache holds the load balancer type list for maxAge (one paginated list per hour).
 type typeCache struct {
-	list    TypeLister
+	list    *hcloudclient.LoadBalancerTypeReader
 	maxAge  time.Duration
 	now     func() time.Time
 	mu      sync.Mutex

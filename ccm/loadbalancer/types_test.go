@@ -75,7 +75,7 @@ func TestLoadBalancerTypeDeprecation(t *testing.T) {
 	})
 
 	t.Run("unavailable: a load balancer that has the type is no longer reconciled", func(t *testing.T) {
-		ev := newEnv(t, withServers(3), withLBOption(loadbalancer.WithTypeCacheMaxAge(0)))
+		ev := newEnv(t, withServers(3), withLBOption(func(o *loadbalancer.Options) { o.TypeCacheMaxAge = -1 }))
 		all := ev.nodes
 		svc := newService("web", withPorts(80))
 		if _, err := ev.lbs.EnsureLoadBalancer(context.Background(), clusterName, svc, all[:2]); err != nil {

@@ -30,6 +30,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/compatmetrics"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/providerid"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
@@ -47,12 +48,6 @@ const EventClusterCIDRMisconfigured = "ClusterCIDRMisconfigured"
 // API refuses because of such a change reads the network again at once.
 const DefaultNetworkMaxAge = 30 * time.Second
 
-// NetworkReader reads the network; *hcloud.NetworkClient is one. It has no mutating method:
-// routes never write (see Runner).
-type NetworkReader interface {
-	GetByID(ctx context.Context, id int64) (*hcloud.Network, *hcloud.Response, error)
-}
-
 // Runner runs route plans; it is the only code that changes the network (the executor). It
 // decides the whole plan before the first write; its errors are returned upstream wrapped (a
 // policy denial wraps policy.ErrDenied and means nothing ran).
@@ -62,8 +57,9 @@ type Runner interface {
 
 // Options configure [New].
 type Options struct {
-	// Networks reads the network (&client.Network).
-	Networks NetworkReader
+	// Networks reads the network (hcloudclient.Conn.Networks). It has no write method: routes
+	// never write (see Runner).
+	Networks *hcloudclient.NetworkReader
 	// Network is HCLOUD_NETWORK, already resolved (its ID is what counts; it is read again).
 	Network *hcloud.Network
 	// ClusterCIDR is --cluster-cidr: one CIDR or a comma-separated dual-stack pair. PodCIDRs

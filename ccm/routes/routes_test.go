@@ -23,6 +23,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routes"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
@@ -51,6 +52,7 @@ func denyCreate(in policy.Input) policy.Decision {
 type env struct {
 	emu      *hcloudemu.Emulator
 	client   *hcloud.Client
+	conn     *hcloudclient.Conn
 	network  *hcloud.Network
 	servers  map[string]int64
 	indexer  cache.Indexer
@@ -83,8 +85,13 @@ func newEnv(t *testing.T) *env {
 			t.Fatal(err)
 		}
 	}
-	e.client = hcloud.NewClient(hcloud.WithEndpoint(endpoint), hcloud.WithToken(emu.Token()),
-		hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ConstantBackoff(time.Millisecond)}))
+	clientOpts := []hcloud.ClientOption{hcloud.WithEndpoint(endpoint), hcloud.WithToken(emu.Token()),
+		hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ConstantBackoff(time.Millisecond)})}
+	e.client = hcloud.NewClient(clientOpts...)
+	if e.conn, err = hcloudclient.New(config.HCloud{Endpoint: endpoint, Token: emu.Token(), PollInterval: time.Millisecond, RetryInterval: time.Millisecond, Timeout: 30 * time.Second}, nil,
+		hcloudclient.WithClientOptions(clientOpts...)); err != nil {
+		t.Fatal(err)
+	}
 	if e.network, _, err = e.client.Network.GetByID(t.Context(), networkID); err != nil {
 		t.Fatal(err)
 	}
@@ -100,14 +107,17 @@ func newEnv(t *testing.T) *env {
 // newRoutes returns Routes with a fresh server cache and the executor as runner.
 func (e *env) newRoutes(t *testing.T, clusterCIDR string) *routes.Routes {
 	t.Helper()
-	servers, err := servercache.New(&e.client.Server, config.ServerCache{Mode: config.ServerCacheModeAll, MaxAge: time.Minute})
+	servers, err := servercache.New(servercache.Options{Servers: e.conn.Servers(), Config: config.ServerCache{Mode: config.ServerCacheModeAll, MaxAge: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	decider := deciderFunc(func(in policy.Input) policy.Decision { return e.decide(in) })
-	exec := executor.New(e.client, decider, record.NewFakeRecorder(100), policy.Cluster{Name: "c"}, executor.WithActionPollInterval(time.Millisecond))
+	exec, err := executor.New(executor.Options{Conn: e.conn, Decider: decider, Recorder: record.NewFakeRecorder(100), Cluster: policy.Cluster{Name: "c"}, ActionPollInterval: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
 	r, err := routes.New(routes.Options{
-		Networks: &e.client.Network, Network: e.network, ClusterCIDR: clusterCIDR, Servers: servers,
+		Networks: e.conn.Networks(), Network: e.network, ClusterCIDR: clusterCIDR, Servers: servers,
 		Runner: exec, Nodes: corelisters.NewNodeLister(e.indexer), Recorder: e.recorder,
 	})
 	if err != nil {
@@ -437,16 +447,19 @@ func TestRoutes_staleCache(t *testing.T) {
 func TestNew_errors(t *testing.T) {
 	e := newEnv(t)
 	lister := corelisters.NewNodeLister(e.indexer)
-	runner := executor.New(e.client, nil, nil, policy.Cluster{})
+	runner, err := executor.New(executor.Options{Conn: e.conn})
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name    string
 		opts    routes.Options
 		wantErr string
 	}{
 		{name: "missing dependencies are an error", opts: routes.Options{ClusterCIDR: "10.244.0.0/16"}, wantErr: "routes.New: network reader, network, server cache, route runner and node lister are required"},
-		{name: "a malformed cluster CIDR is an error", opts: routes.Options{Networks: &e.client.Network, Network: e.network, Servers: &servercache.Cache{}, Runner: runner, Nodes: lister, ClusterCIDR: "10.244.0.0"},
+		{name: "a malformed cluster CIDR is an error", opts: routes.Options{Networks: e.conn.Networks(), Network: e.network, Servers: &servercache.Cache{}, Runner: runner, Nodes: lister, ClusterCIDR: "10.244.0.0"},
 			wantErr: `routes.New: invalid cluster CIDR "10.244.0.0": set --cluster-cidr to a CIDR such as 10.244.0.0/16, or two separated by a comma`},
-		{name: "a list with a malformed CIDR is an error", opts: routes.Options{Networks: &e.client.Network, Network: e.network, Servers: &servercache.Cache{}, Runner: runner, Nodes: lister, ClusterCIDR: "10.244.0.0/16,fd00::"},
+		{name: "a list with a malformed CIDR is an error", opts: routes.Options{Networks: e.conn.Networks(), Network: e.network, Servers: &servercache.Cache{}, Runner: runner, Nodes: lister, ClusterCIDR: "10.244.0.0/16,fd00::"},
 			wantErr: `invalid cluster CIDR "10.244.0.0/16,fd00::"`},
 	}
 	for _, tc := range tests {

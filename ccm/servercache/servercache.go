@@ -43,6 +43,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/compatmetrics"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 )
 
 // MinMissRefreshInterval is the shortest time between two refreshes caused by a server that
@@ -78,29 +79,16 @@ var (
 
 var registerOnce sync.Once
 
-// ServerLister reads servers; *hcloud.ServerClient is one. It has no mutating method: the cache
-// only reads, and only ccm/executor can reach a method that writes.
-type ServerLister interface {
-	GetByID(ctx context.Context, id int64) (*hcloud.Server, *hcloud.Response, error)
-	GetByName(ctx context.Context, name string) (*hcloud.Server, *hcloud.Response, error)
-	All(ctx context.Context) ([]*hcloud.Server, error)
-}
-
-// readers is the read side of the API the cache uses.
-type readers struct {
-	Server ServerLister
-}
-
 // Cache looks up Hetzner Cloud servers. It is safe for concurrent use.
 //
 // Lookups return (nil, nil) when the server does not exist. Returned servers are shared
 // between callers and MUST NOT be modified.
 type Cache struct {
-	client readers
-	mode   string
-	maxAge time.Duration
-	budget int // requests per hour; 0: no budget, a list is kept for maxAge
-	now    func() time.Time
+	servers *hcloudclient.ServerReader // no write method: the cache only reads
+	mode    string
+	maxAge  time.Duration
+	budget  int // requests per hour; 0: no budget, a list is kept for maxAge
+	now     func() time.Time
 
 	mu          sync.Mutex
 	snap        *snapshot        // mode all: the last complete list
@@ -142,14 +130,25 @@ func (c *Cache) count(result string) {
 	compatmetrics.ServerCache(compatmetrics.SubsystemUnknown, c.mode, result)
 }
 
-// New returns a cache reading servers (&client.Server) with cfg's mode, max age and budget (0: none,
-// lists are kept for the max age only).
+// Options configure [New].
+type Options struct {
+	// Servers reads the servers (hcloudclient.Conn.Servers).
+	Servers *hcloudclient.ServerReader
+	// Config is the mode, max age and budget (0: none, lists are kept for the max age only).
+	Config config.ServerCache
+}
+
+// New returns a cache reading o.Servers with o.Config.
 //
 // # Errors
 //
-// An unknown mode, a negative max age or a negative budget.
-func New(servers ServerLister, cfg config.ServerCache) (*Cache, error) {
+// A nil Servers, an unknown mode, a negative max age or a negative budget.
+func New(o Options) (*Cache, error) {
 	const op = "servercache.New"
+	cfg := o.Config
+	if o.Servers == nil {
+		return nil, fmt.Errorf("%s: Options.Servers is required: pass the server reader of hcloudclient.Conn", op)
+	}
 	switch cfg.Mode {
 	case config.ServerCacheModeAll, config.ServerCacheModeOne, config.ServerCacheModeOff:
 	default:
@@ -163,7 +162,7 @@ func New(servers ServerLister, cfg config.ServerCache) (*Cache, error) {
 	}
 	registerOnce.Do(func() { legacyregistry.MustRegister(cacheRequests, cacheRefreshes, budgetDeferred, listKeep) })
 	return &Cache{
-		client:     readers{Server: servers},
+		servers:    o.Servers,
 		mode:       cfg.Mode,
 		maxAge:     cfg.MaxAge,
 		budget:     cfg.BudgetPerHour,
@@ -180,7 +179,7 @@ func (c *Cache) ByID(ctx context.Context, id int64) (*hcloud.Server, error) {
 	s, err := c.lookup(ctx, fmt.Sprintf("id/%d", id),
 		func(s *snapshot) *hcloud.Server { return s.byID[id] },
 		func(ctx context.Context) (*hcloud.Server, error) {
-			s, _, err := c.client.Server.GetByID(ctx, id)
+			s, _, err := c.servers.GetByID(ctx, id)
 			return s, err
 		})
 	if err != nil {
@@ -198,7 +197,7 @@ func (c *Cache) ByName(ctx context.Context, name string) (*hcloud.Server, error)
 	s, err := c.lookup(ctx, "name/"+name,
 		func(s *snapshot) *hcloud.Server { return s.byName[name] },
 		func(ctx context.Context) (*hcloud.Server, error) {
-			s, _, err := c.client.Server.GetByName(ctx, name)
+			s, _, err := c.servers.GetByName(ctx, name)
 			return s, err
 		})
 	if err != nil {
@@ -215,7 +214,7 @@ func (c *Cache) All(ctx context.Context) ([]*hcloud.Server, error) {
 	if c.mode == config.ServerCacheModeOff {
 		c.count(compatmetrics.ResultMiss)
 		cacheRefreshes.WithLabelValues("list").Inc()
-		all, err := c.client.Server.All(ctx)
+		all, err := c.servers.All(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
 		}
@@ -454,7 +453,7 @@ func (c *Cache) list(ctx context.Context) (*snapshot, error) {
 
 func (c *Cache) runList(ctx context.Context, cl *call, started time.Time) {
 	cacheRefreshes.WithLabelValues("list").Inc()
-	all, err := c.client.Server.All(ctx)
+	all, err := c.servers.All(ctx)
 	var snap *snapshot
 	if err == nil {
 		snap = &snapshot{at: started, all: all, byID: make(map[int64]*hcloud.Server, len(all)), byName: make(map[string]*hcloud.Server, len(all))}

@@ -12,6 +12,7 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
@@ -35,12 +36,12 @@ func newCacheEnv(t *testing.T, n int, cfg config.ServerCache) (*hcloudemu.Emulat
 		}
 		ids[i] = id
 	}
-	client := hcloud.NewClient(
-		hcloud.WithEndpoint(endpoint),
-		hcloud.WithToken(emu.Token()),
-		hcloud.WithRetryOpts(hcloud.RetryOpts{BackoffFunc: hcloud.ConstantBackoff(time.Millisecond), MaxRetries: 2}),
-	)
-	c, err := servercache.New(&client.Server, cfg)
+	conn, err := hcloudclient.New(config.HCloud{Endpoint: endpoint, Token: emu.Token(), PollInterval: time.Millisecond, RetryInterval: time.Millisecond, Timeout: 30 * time.Second}, nil,
+		hcloudclient.WithClientOptions(hcloud.WithRetryOpts(hcloud.RetryOpts{BackoffFunc: hcloud.ConstantBackoff(time.Millisecond), MaxRetries: 2})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := servercache.New(servercache.Options{Servers: conn.Servers(), Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,17 +231,19 @@ func TestCache_errors(t *testing.T) {
 }
 
 func TestNew_errors(t *testing.T) {
+	servers := &hcloudclient.ServerReader{}
 	tests := []struct {
 		name string
-		cfg  config.ServerCache
+		o    servercache.Options
 		want string
 	}{
-		{"an unknown mode is an error", config.ServerCache{Mode: "some"}, `servercache.New: invalid mode "some" (expect one of: all, one, off)`},
-		{"a negative max age is an error", config.ServerCache{Mode: "all", MaxAge: -time.Second}, "servercache.New: invalid max age -1s (expect 0s or more)"},
+		{"a missing reader is an error", servercache.Options{Config: config.ServerCache{Mode: "all"}}, "servercache.New: Options.Servers is required: pass the server reader of hcloudclient.Conn"},
+		{"an unknown mode is an error", servercache.Options{Servers: servers, Config: config.ServerCache{Mode: "some"}}, `servercache.New: invalid mode "some" (expect one of: all, one, off)`},
+		{"a negative max age is an error", servercache.Options{Servers: servers, Config: config.ServerCache{Mode: "all", MaxAge: -time.Second}}, "servercache.New: invalid max age -1s (expect 0s or more)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := servercache.New(&hcloud.NewClient().Server, tc.cfg); err == nil || err.Error() != tc.want {
+			if _, err := servercache.New(tc.o); err == nil || err.Error() != tc.want {
 				t.Errorf("New() error = %v, want %q", err, tc.want)
 			}
 		})
