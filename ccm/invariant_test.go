@@ -5,156 +5,311 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
+	"go/types"
 	"path/filepath"
-	"reflect"
 	"slices"
-	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"unicode"
 
-	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"golang.org/x/tools/go/packages"
 )
 
-// The wall "only ccm/executor writes to Hetzner" is kept by the compiler: every other package
-// takes small read-only interfaces (loadbalancer.Readers, routes.NetworkReader,
-// servercache.ServerLister), so it has no value on which a mutating hcloud-go method could be
-// called. This test keeps the wall standing: outside these files and packages, no production
-// code may get hold of a client that can write.
-var (
-	// allowedPackages may hold the client: the executor writes, hcloudclient builds it.
-	allowedPackages = []string{"ccm/executor", "ccm/executor/internal/writeclient", "ccm/hcloudclient"}
-	// allowedFiles wire the client's read-only parts into the other packages.
-	allowedFiles = []string{}
-)
+// The wall "only ccm/executor writes to Hetzner" has two guards.
+//
+//   - The compiler: the one writing client is built in ccm/executor/internal/writeclient, which
+//     no package outside ccm/executor can import, and every other package reads through the
+//     wrapper structs of ccm/hcloudclient (LoadBalancerReader, ServerReader, ...), whose method
+//     sets hold no write, so neither a method call nor a type assertion of a reader can write.
+//   - This test, for what the compiler cannot refuse: it type-checks every non-test package of
+//     the module (go/packages, so the import name does not matter) and fails when a package
+//     outside ccm/executor uses an hcloud-go identifier that is not on hcloudAllowlist (a
+//     client, NewClient, a client option, an I*Client interface), holds a value of an hcloud-go
+//     client type however it got it, calls hcloudclient.Conn.ClientOptions, asserts or converts
+//     a value to an interface with a write method, or when hcloudclient's exported API hands
+//     out an hcloud-go client.
+//
+// Reflection on unexported fields and package unsafe are outside what either guard sees.
 
 const (
-	hcloudImport       = "github.com/hetznercloud/hcloud-go/v2/hcloud"
-	hcloudclientImport = "github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+	modulePath   = "github.com/policy-ccm/hcloud-policy-ccm"
+	hcloudGoPath = "github.com/hetznercloud/hcloud-go/v2"
+	hcloudPath   = hcloudGoPath + "/hcloud"
+	executorPath = modulePath + "/ccm/executor"
+	clientPath   = modulePath + "/ccm/hcloudclient"
 )
 
-// readOnlyPrefixes are the method name prefixes of hcloud-go client methods that only read;
-// every other method (Create, Update, Delete, Add..., Attach..., Change..., Poweroff, ...)
-// counts as mutating.
-var readOnlyPrefixes = []string{"Get", "List", "All", "WaitFor", "Watch"}
+// hcloudAllowlist are the identifiers of package hcloud that packages outside ccm/executor may
+// use: data types, their constants, request option structs (lbplan builds requests as data),
+// error codes and helpers. No client, client constructor, client option or I*Client interface
+// belongs here (TestHCloudAllowlist_hasNoClient). ccm/hcloudclient may use every identifier: it
+// builds the readers' client and the recipe of the writing one, and is checked by its exported
+// API instead (TestOnlyTheExecutorCanWriteToHetzner).
+var hcloudAllowlist = map[string]bool{}
 
-// writingClientTypes returns the hcloud-go client types (the fields of hcloud.Client) with at
-// least one mutating method, e.g. LoadBalancerClient; read-only ones (ActionClient,
-// LoadBalancerTypeClient, ...) are left out.
-func writingClientTypes(t *testing.T) map[string]bool {
-	t.Helper()
-	out := map[string]bool{}
-	ct := reflect.TypeFor[hcloud.Client]()
-	for i := range ct.NumField() {
-		f := ct.Field(i)
-		if !f.IsExported() || !strings.HasSuffix(f.Type.Name(), "Client") {
-			continue
+func init() {
+	for _, name := range strings.Fields(`
+		Action ActionError ActionListOpts ActionStatus ActionStatusError ActionStatusRunning ActionStatusSuccess
+		Certificate CertificateCreateOpts CertificateListOpts CertificateStatusTypeCompleted CertificateStatusTypePending
+		DeprecatableResource
+		CertificateType CertificateTypeManaged CertificateTypeUploaded CertificateUpdateOpts
+		Endpoint Error ErrorCode ErrorCodeConflict ErrorCodeIPNotAvailable ErrorCodeInvalidInput
+		ErrorCodeInvalidLoadBalancerType ErrorCodeLoadBalancerNotAttachedToNetwork ErrorCodeLocked ErrorCodeMaintenance
+		ErrorCodeNoSubnetAvailable ErrorCodeNotFound ErrorCodeProtected ErrorCodeRateLimitExceeded
+		ErrorCodeResourceLimitExceeded ErrorCodeServerError ErrorCodeServerNotAttachedToNetwork
+		ErrorCodeTargetAlreadyDefined ErrorCodeTargetsWithoutUsePrivateIP ErrorCodeUnauthorized ErrorCodeUniquenessError
+		ErrorDetailsInvalidInput ErrorDetailsInvalidInputField IsError ListOpts
+		LoadBalancer LoadBalancerAddIPTargetOpts LoadBalancerAddLabelSelectorTargetOpts LoadBalancerAddServerTargetOpts
+		LoadBalancerAddServiceOpts LoadBalancerAddServiceOptsHTTP LoadBalancerAddServiceOptsHealthCheck
+		LoadBalancerAddServiceOptsHealthCheckHTTP LoadBalancerAlgorithm LoadBalancerAlgorithmType
+		LoadBalancerAlgorithmTypeLeastConnections LoadBalancerAlgorithmTypeRoundRobin LoadBalancerAttachToNetworkOpts
+		LoadBalancerChangeAlgorithmOpts LoadBalancerChangeProtectionOpts LoadBalancerChangeTypeOpts LoadBalancerCreateOpts
+		LoadBalancerCreateOptsService LoadBalancerCreateOptsServiceHTTP LoadBalancerCreateOptsServiceHealthCheck
+		LoadBalancerCreateOptsServiceHealthCheckHTTP LoadBalancerCreateOptsTarget LoadBalancerCreateOptsTargetServer
+		LoadBalancerDetachFromNetworkOpts LoadBalancerFromSchema LoadBalancerListOpts LoadBalancerPrivateNet
+		LoadBalancerProtection LoadBalancerPublicNet LoadBalancerPublicNetIPv4 LoadBalancerPublicNetIPv6
+		LoadBalancerService LoadBalancerServiceHTTP LoadBalancerServiceHealthCheck LoadBalancerServiceHealthCheckHTTP
+		LoadBalancerServiceProtocol LoadBalancerServiceProtocolHTTP LoadBalancerServiceProtocolHTTPS
+		LoadBalancerServiceProtocolTCP LoadBalancerTarget LoadBalancerTargetHealthStatusStatusHealthy LoadBalancerTargetIP
+		LoadBalancerTargetServer LoadBalancerTargetType LoadBalancerTargetTypeIP LoadBalancerTargetTypeServer
+		LoadBalancerType LoadBalancerUpdateOpts LoadBalancerUpdateServiceOpts LoadBalancerUpdateServiceOptsHTTP
+		LoadBalancerUpdateServiceOptsHealthCheck LoadBalancerUpdateServiceOptsHealthCheckHTTP
+		Location Network NetworkAddRouteOpts NetworkChangeProtectionOpts NetworkDeleteRouteOpts NetworkListOpts
+		NetworkRoute NetworkSubnet NetworkSubnetType NetworkUpdateOpts NetworkZone NetworkZoneEUCentral
+		Ptr Response SchemaFromLoadBalancer Server ServerListOpts ServerPrivateNet ServerPublicNet ServerPublicNetIPv4
+		ServerPublicNetIPv6 ServerStatus ServerStatusOff ServerStatusRunning ServerType
+	`) {
+		hcloudAllowlist[name] = true
+	}
+}
+
+// freeHCloudGoPackages are hcloud-go packages whose identifiers are all allowed: the API's
+// wire types, and the client of the server's own metadata service (it cannot reach the API).
+var freeHCloudGoPackages = []string{hcloudPath + "/schema", hcloudPath + "/metadata"}
+
+// writeWords are the leading words of method names that count as a write: those of hcloud-go's
+// client methods that change something, and hcloud.Client's NewRequest and Do.
+var writeWords = []string{
+	"Create", "Delete", "Update", "Add", "Remove", "Change", "Attach", "Detach", "Enable", "Disable",
+	"Set", "Assign", "Unassign", "Poweron", "Poweroff", "Power", "Reboot", "Reset", "Shutdown",
+	"Rebuild", "Rescale", "Request", "Move", "Upload", "Do", "New",
+}
+
+// isWriteMethod reports whether a method name starts with one of writeWords as a whole word:
+// "Delete" and "DeleteRoute" do, "Settled" and "Done" do not.
+func isWriteMethod(name string) bool {
+	return slices.ContainsFunc(writeWords, func(w string) bool {
+		rest, ok := strings.CutPrefix(name, w)
+		return ok && (rest == "" || unicode.IsUpper(rune(rest[0])))
+	})
+}
+
+// isClientType reports whether a named type of hcloud-go is a client (Client, LoadBalancerClient,
+// ILoadBalancerClient, ResourceActionClient, ...) or a client option: a value of one can write,
+// or build something that can. The metadata package's Client reads the server's own metadata.
+func isClientType(obj *types.TypeName) bool {
+	if obj == nil || obj.Pkg() == nil || !strings.HasPrefix(obj.Pkg().Path(), hcloudGoPath) || obj.Pkg().Path() == hcloudPath+"/metadata" {
+		return false
+	}
+	return strings.HasSuffix(obj.Name(), "Client") || obj.Name() == "ClientOption"
+}
+
+// clientIn returns the first hcloud-go client type t is built from (through pointers, slices,
+// arrays, maps, channels, function signatures and unnamed structs), or nil. It does not look
+// inside named types of other packages: hcloudclient.LoadBalancerReader holds a client in an
+// unexported field, which is the point of it.
+func clientIn(t types.Type, seen map[types.Type]bool) *types.TypeName {
+	if t == nil || seen[t] {
+		return nil
+	}
+	seen[t] = true
+	switch t := t.(type) {
+	case *types.Named:
+		if isClientType(t.Obj()) {
+			return t.Obj()
 		}
-		pt := reflect.PointerTo(f.Type)
-		for j := range pt.NumMethod() {
-			name := pt.Method(j).Name
-			if !slices.ContainsFunc(readOnlyPrefixes, func(p string) bool { return strings.HasPrefix(name, p) }) {
-				out[f.Type.Name()] = true
-				break
+		for i := range t.TypeArgs().Len() {
+			if c := clientIn(t.TypeArgs().At(i), seen); c != nil {
+				return c
+			}
+		}
+	case *types.Alias:
+		return clientIn(types.Unalias(t), seen)
+	case *types.Pointer:
+		return clientIn(t.Elem(), seen)
+	case *types.Slice:
+		return clientIn(t.Elem(), seen)
+	case *types.Array:
+		return clientIn(t.Elem(), seen)
+	case *types.Chan:
+		return clientIn(t.Elem(), seen)
+	case *types.Map:
+		if c := clientIn(t.Key(), seen); c != nil {
+			return c
+		}
+		return clientIn(t.Elem(), seen)
+	case *types.Tuple:
+		for i := range t.Len() {
+			if c := clientIn(t.At(i).Type(), seen); c != nil {
+				return c
+			}
+		}
+	case *types.Signature:
+		if c := clientIn(t.Params(), seen); c != nil {
+			return c
+		}
+		return clientIn(t.Results(), seen)
+	case *types.Struct:
+		for i := range t.NumFields() {
+			if c := clientIn(t.Field(i).Type(), seen); c != nil {
+				return c
 			}
 		}
 	}
-	if !out["LoadBalancerClient"] || !out["NetworkClient"] || out["ActionClient"] || len(out) < 5 {
-		t.Fatalf("writing client types = %v: the classification is broken", out)
+	return nil
+}
+
+// writeMethodOf returns the first write method of the interface type t, or "".
+func writeMethodOf(t types.Type) string {
+	it, ok := t.Underlying().(*types.Interface)
+	if !ok {
+		return ""
+	}
+	for i := range it.NumMethods() {
+		if name := it.Method(i).Name(); isWriteMethod(name) {
+			return name
+		}
+	}
+	return ""
+}
+
+// checkedFile is one type-checked file of a package.
+type checkedFile struct {
+	path string // as reported, e.g. ccm/loadbalancer/loadbalancer.go
+	file *ast.File
+}
+
+// wallFindings returns where the files of the package pkgPath break the wall; fset, files and
+// info are its type-checked syntax. Packages under ccm/executor may do anything.
+func wallFindings(fset *token.FileSet, pkgPath string, files []checkedFile, info *types.Info) []string {
+	if pkgPath == executorPath || strings.HasPrefix(pkgPath, executorPath+"/") {
+		return nil
+	}
+	inClient := pkgPath == clientPath
+	var out []string
+	report := func(f checkedFile, pos token.Pos, format string, args ...any) {
+		msg := fmt.Sprintf("%s:%d: %s", f.path, fset.Position(pos).Line, fmt.Sprintf(format, args...))
+		if !slices.Contains(out, msg) {
+			out = append(out, msg)
+		}
+	}
+	checkUse := func(f checkedFile, id *ast.Ident, obj types.Object) {
+		p := obj.Pkg().Path()
+		switch {
+		case p == clientPath && obj.Name() == "ClientOptions" && !inClient:
+			report(f, id.Pos(), "hcloudclient.Conn.ClientOptions is the recipe of the writing client: only ccm/executor/internal/writeclient may use it")
+		case inClient || !strings.HasPrefix(p, hcloudGoPath) || slices.Contains(freeHCloudGoPackages, p):
+		case p == hcloudPath && obj.Parent() == obj.Pkg().Scope() && hcloudAllowlist[obj.Name()]:
+		case obj.Parent() != obj.Pkg().Scope() && !isFuncOrType(obj):
+			// a field of a data type (lb.Name); a field holding a client is a value of a client
+			// type, which the type check reports
+		case isMethodOfAllowed(obj):
+		default:
+			report(f, id.Pos(), "hcloud-go's %s.%s is not on the allowlist of ccm/invariant_test.go: read through the ccm/hcloudclient readers and leave writes to the executor", obj.Pkg().Name(), obj.Name())
+		}
+	}
+	for _, f := range files {
+		ast.Inspect(f.file, func(n ast.Node) bool {
+			if id, ok := n.(*ast.Ident); ok {
+				if obj := info.Uses[id]; obj != nil && obj.Pkg() != nil {
+					checkUse(f, id, obj)
+				}
+			}
+			if e, ok := n.(ast.Expr); ok && !inClient {
+				// Function values are skipped: their calls are the values that count.
+				if tv, ok := info.Types[e]; ok && !tv.IsType() && !isSignature(tv.Type) {
+					if c := clientIn(tv.Type, map[types.Type]bool{}); c != nil {
+						report(f, e.Pos(), "a value of hcloud-go's %s.%s (%s): only ccm/executor may hold a client", c.Pkg().Name(), c.Name(), tv.Type)
+					}
+				}
+			}
+			return true
+		})
+		for _, a := range assertions(f.file, info) {
+			if m := writeMethodOf(a.to); m != "" {
+				report(f, a.pos, "%s to %s, an interface with the write method %s: readers have no write method, and only ccm/executor writes", a.kind, a.to, m)
+			}
+		}
 	}
 	return out
 }
 
-// TestOnlyTheExecutorCanWriteToHetzner parses every non-test Go file of the module and fails
-// when a package other than ccm/executor and ccm/hcloudclient (or the wiring in ccm/cloud.go)
-// names hcloud.Client, hcloud.NewClient, hcloudclient.New, or an hcloud-go client type with a
-// mutating method (hcloud.LoadBalancerClient, hcloud.NetworkClient, ...), under any import
-// name. Such a package could write to Hetzner past the policy gate.
-func TestOnlyTheExecutorCanWriteToHetzner(t *testing.T) {
-	writing := writingClientTypes(t)
-	root := ".."
-	var scanned int
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			if rel != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules" || isOtherModule(path)) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
-			slices.Contains(allowedFiles, rel) || slices.Contains(allowedPackages, filepath.ToSlash(filepath.Dir(rel))) {
-			return nil
-		}
-		scanned++
-		for _, v := range clientUses(t, path, writing) {
-			t.Errorf("%s: %s outside %v: take a read-only interface (see loadbalancer.Readers) and leave writes to the executor", rel, v, allowedPackages)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if scanned < 50 {
-		t.Fatalf("scanned only %d files: the walk is broken", scanned)
-	}
+// isSignature reports whether t is a function type.
+func isSignature(t types.Type) bool {
+	_, ok := t.Underlying().(*types.Signature)
+	return ok
 }
 
-// isOtherModule reports whether dir holds a go.mod of its own (test/tools).
-func isOtherModule(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, "go.mod"))
-	return err == nil
+// isFuncOrType reports whether obj is a function (or method) or a type name.
+func isFuncOrType(obj types.Object) bool {
+	switch obj.(type) {
+	case *types.Func, *types.TypeName:
+		return true
+	}
+	return false
 }
 
-// clientUses returns where the file at path names a way to write to Hetzner: hcloud.Client,
-// hcloud.NewClient, a client type in writing, or hcloudclient.New, whatever the import is
-// called; a dot import of either package counts too.
-func clientUses(t *testing.T, path string, writing map[string]bool) []string {
-	t.Helper()
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
-	if err != nil {
-		t.Fatal(err)
+// isMethodOfAllowed reports whether obj is a method of an allowed hcloud data type
+// (action.Error(), err.Error()) that is not a write.
+func isMethodOfAllowed(obj types.Object) bool {
+	fn, ok := obj.(*types.Func)
+	if !ok {
+		return false
 	}
-	var out []string
-	names := map[string]string{} // local name -> import path
-	for _, imp := range f.Imports {
-		p, _ := strconv.Unquote(imp.Path.Value)
-		if p != hcloudImport && p != hcloudclientImport {
-			continue
-		}
-		local := filepath.Base(p)
-		if imp.Name != nil {
-			local = imp.Name.Name
-		}
-		if local == "." {
-			out = append(out, fmt.Sprintf("line %d: dot import of %s", fset.Position(imp.Pos()).Line, p))
-		}
-		names[local] = p
+	sig, _ := fn.Type().(*types.Signature)
+	if sig == nil || sig.Recv() == nil || isWriteMethod(fn.Name()) {
+		return false
 	}
+	recv := sig.Recv().Type()
+	if p, ok := recv.(*types.Pointer); ok {
+		recv = p.Elem()
+	}
+	named, ok := types.Unalias(recv).(*types.Named)
+	return ok && named.Obj().Pkg() != nil && named.Obj().Pkg().Path() == hcloudPath && hcloudAllowlist[named.Obj().Name()]
+}
+
+// assertion is a type assertion, a type switch case or a conversion to an interface.
+type assertion struct {
+	kind string
+	pos  token.Pos
+	to   types.Type
+}
+
+// assertions returns the type assertions (x.(T)), type switch cases and conversions (T(x)) of f
+// whose target is an interface type.
+func assertions(f *ast.File, info *types.Info) []assertion {
+	var out []assertion
+	isIface := func(t types.Type) bool { _, ok := t.Underlying().(*types.Interface); return t != nil && ok }
 	ast.Inspect(f, func(n ast.Node) bool {
-		sel, ok := n.(*ast.SelectorExpr)
-		if !ok {
-			return true
-		}
-		pkg, ok := sel.X.(*ast.Ident)
-		if !ok {
-			return true
-		}
-		name := sel.Sel.Name
-		switch names[pkg.Name] {
-		case hcloudImport:
-			if name == "Client" || name == "NewClient" || writing[name] {
-				out = append(out, fmt.Sprintf("line %d: hcloud.%s", fset.Position(sel.Pos()).Line, name))
+		switch n := n.(type) {
+		case *ast.TypeAssertExpr:
+			if n.Type != nil { // x.(type) is handled by its cases
+				if t := info.TypeOf(n.Type); isIface(t) {
+					out = append(out, assertion{"type assertion", n.Pos(), t})
+				}
 			}
-		case hcloudclientImport:
-			if name == "ClientOptions" {
-				out = append(out, fmt.Sprintf("line %d: hcloudclient.Conn.ClientOptions", fset.Position(sel.Pos()).Line))
+		case *ast.TypeSwitchStmt:
+			for _, c := range n.Body.List {
+				for _, e := range c.(*ast.CaseClause).List {
+					if t := info.TypeOf(e); t != nil && isIface(t) {
+						out = append(out, assertion{"type switch case", e.Pos(), t})
+					}
+				}
+			}
+		case *ast.CallExpr:
+			if tv, ok := info.Types[n.Fun]; ok && tv.IsType() && isIface(tv.Type) {
+				out = append(out, assertion{"conversion", n.Pos(), tv.Type})
 			}
 		}
 		return true
@@ -162,35 +317,311 @@ func clientUses(t *testing.T, path string, writing map[string]bool) []string {
 	return out
 }
 
-// TestClientUses_SeesThroughAliases: the check cannot be bypassed by renaming the import or by
-// holding a single client instead of the whole one.
-func TestClientUses_SeesThroughAliases(t *testing.T) {
-	writing := writingClientTypes(t)
+// module is the type-checked module, loaded once.
+var module = sync.OnceValues(func() ([]*packages.Package, error) {
+	cfg := &packages.Config{
+		Mode: packages.NeedName | packages.NeedFiles | packages.NeedSyntax | packages.NeedTypes | packages.NeedTypesInfo | packages.NeedImports,
+		Dir:  "..",
+	}
+	pkgs, err := packages.Load(cfg, "./...")
+	if err != nil {
+		return nil, err
+	}
+	var errs []string
+	packages.Visit(pkgs, nil, func(p *packages.Package) {
+		for _, e := range p.Errors {
+			errs = append(errs, e.Error())
+		}
+	})
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("loading the module: %s", strings.Join(errs, "; "))
+	}
+	return pkgs, nil
+})
+
+// TestOnlyTheExecutorCanWriteToHetzner type-checks every non-test package of the module and
+// fails on each place outside ccm/executor that could write to Hetzner past the policy gate
+// (see wallFindings), naming the file and line.
+func TestOnlyTheExecutorCanWriteToHetzner(t *testing.T) {
+	pkgs, err := module()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scanned int
+	for _, p := range pkgs {
+		files := make([]checkedFile, 0, len(p.Syntax))
+		for _, f := range p.Syntax {
+			rel, _ := filepath.Rel(root, p.Fset.File(f.Pos()).Name())
+			files = append(files, checkedFile{path: filepath.ToSlash(rel), file: f})
+		}
+		scanned += len(files)
+		for _, v := range wallFindings(p.Fset, p.PkgPath, files, p.TypesInfo) {
+			t.Error(v)
+		}
+		if p.PkgPath == clientPath {
+			for _, v := range exportedClients(p.Types) {
+				t.Errorf("ccm/hcloudclient: %s: its exported API must hand out readers, never an hcloud-go client", v)
+			}
+		}
+	}
+	if scanned < 100 {
+		t.Fatalf("type-checked only %d files: the load is broken", scanned)
+	}
+}
+
+// exportedClients returns the exported functions, methods, variables and fields of pkg that
+// hand out an hcloud-go client: in a result, in what a callback parameter receives, or as a
+// value. Parameters that take hcloud-go values in (WithClientOptions) hand nothing out.
+// Conn.ClientOptions, the recipe of the writing client, is the one exception (its callers are
+// checked by wallFindings).
+func exportedClients(pkg *types.Package) []string {
+	var out []string
+	check := func(name string, t types.Type) {
+		if name == "Conn.ClientOptions" {
+			return
+		}
+		handsOut := []types.Type{t}
+		if sig, ok := t.Underlying().(*types.Signature); ok {
+			handsOut = []types.Type{sig.Results()}
+			for i := range sig.Params().Len() {
+				if cb, ok := sig.Params().At(i).Type().Underlying().(*types.Signature); ok {
+					handsOut = append(handsOut, cb.Params())
+				}
+			}
+		}
+		for _, h := range handsOut {
+			if c := clientIn(h, map[types.Type]bool{}); c != nil {
+				out = append(out, fmt.Sprintf("%s (%s) hands out %s.%s", name, t, c.Pkg().Name(), c.Name()))
+				return
+			}
+		}
+	}
+	for _, name := range pkg.Scope().Names() {
+		obj := pkg.Scope().Lookup(name)
+		if !obj.Exported() {
+			continue
+		}
+		tn, ok := obj.(*types.TypeName)
+		if !ok {
+			check(name, obj.Type())
+			continue
+		}
+		if st, ok := tn.Type().Underlying().(*types.Struct); ok {
+			for i := range st.NumFields() {
+				if f := st.Field(i); f.Exported() {
+					check(name+"."+f.Name(), f.Type())
+				}
+			}
+		}
+		ms := types.NewMethodSet(types.NewPointer(tn.Type()))
+		for i := range ms.Len() {
+			if m := ms.At(i).Obj(); m.Exported() {
+				check(name+"."+m.Name(), m.Type())
+			}
+		}
+	}
+	return out
+}
+
+// TestHCloudAllowlist_hasNoClient: nothing on the allowlist can write or build a client.
+func TestHCloudAllowlist_hasNoClient(t *testing.T) {
+	for name := range hcloudAllowlist {
+		if strings.HasSuffix(name, "Client") || strings.HasPrefix(name, "With") || name == "ClientOption" || name == "NewClient" {
+			t.Errorf("hcloudAllowlist has %s: clients, client options and constructors stay in ccm/executor", name)
+		}
+	}
+}
+
+// TestWallFindings: the check sees through import names, fields, assertions and conversions,
+// and passes code that only reads.
+func TestWallFindings(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want []string // substrings of the findings (file:line: ...); none for clean code
+	}{
+		{
+			name: "an aliased import holding a writing client",
+			src: `import hc "github.com/hetznercloud/hcloud-go/v2/hcloud"
+type x struct{ lbs *hc.LoadBalancerClient }`,
+			want: []string{"x.go:4: hcloud-go's hcloud.LoadBalancerClient is not on the allowlist"},
+		},
+		{
+			name: "a dot import building a client",
+			src: `import . "github.com/hetznercloud/hcloud-go/v2/hcloud"
+var c = NewClient(WithToken("t"))`,
+			want: []string{"x.go:4: a value of hcloud-go's hcloud.Client", "x.go:4: hcloud-go's hcloud.NewClient is not on the allowlist", "x.go:4: hcloud-go's hcloud.WithToken is not on the allowlist"},
+		},
+		{
+			name: "an I*Client field",
+			src: `import "github.com/hetznercloud/hcloud-go/v2/hcloud"
+type x struct{ lbs hcloud.ILoadBalancerClient }`,
+			want: []string{"x.go:4: hcloud-go's hcloud.ILoadBalancerClient is not on the allowlist"},
+		},
+		{
+			name: "a reader asserted to an interface with Delete",
+			src: `import (
+	"context"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+)
+func f(ctx context.Context, r *hcloudclient.LoadBalancerReader, lb *hcloud.LoadBalancer) {
+	var v any = r
+	if d, ok := v.(interface {
+		Delete(context.Context, *hcloud.LoadBalancer) (*hcloud.Response, error)
+	}); ok {
+		_, _ = d.Delete(ctx, lb)
+	}
+}`,
+			want: []string{"x.go:11: type assertion to interface{Delete(", "with the write method Delete"},
+		},
+		{
+			name: "a type switch case and a conversion to writing interfaces",
+			src: `type deleter interface{ Delete() error }
+type adder interface{ AddTarget() }
+func f(v any) {
+	switch v.(type) {
+	case deleter:
+	}
+	_ = adder(nil)
+}`,
+			want: []string{"x.go:7: type switch case to example.com/x.deleter", "x.go:9: conversion to example.com/x.adder"},
+		},
+		{
+			name: "the recipe of the writing client",
+			src: `import "github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+func f(c *hcloudclient.Conn) { _ = c.ClientOptions() }`,
+			want: []string{"x.go:4: hcloudclient.Conn.ClientOptions is the recipe of the writing client", "x.go:4: a value of hcloud-go's hcloud.ClientOption"},
+		},
+		{
+			name: "reads and data types are fine",
+			src: `import (
+	"context"
+	"fmt"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+)
+type reader interface{ GetByID(context.Context, int64) (*hcloud.LoadBalancer, *hcloud.Response, error) }
+func f(ctx context.Context, r *hcloudclient.LoadBalancerReader, err error) (string, error) {
+	var v any = r
+	if rr, ok := v.(reader); ok {
+		lb, _, err := rr.GetByID(ctx, 1)
+		if hcloud.IsError(err, hcloud.ErrorCodeNotFound) || lb == nil {
+			return "", err
+		}
+		return lb.Name + fmt.Sprint(lb.Targets, schema.LoadBalancer{}.ID, hcloud.Ptr(1)), nil
+	}
+	_ = fmt.Stringer(nil)
+	return "", err
+}`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := findingsOf("package x\n\n" + tc.src + "\n")
+			if err != nil {
+				t.Fatal(err)
+			}
+			joined := strings.Join(got, "\n")
+			if len(tc.want) == 0 && len(got) > 0 {
+				t.Errorf("findings = \n%s\nwant none", joined)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(joined, w) {
+					t.Errorf("findings = \n%s\nwant one with %q", joined, w)
+				}
+			}
+		})
+	}
+}
+
+// findingsOf type-checks src as the file x.go of a package example.com/x and returns its
+// findings.
+func findingsOf(src string) ([]string, error) {
+	fset, f, pkg, info, err := checkSnippet(src)
+	if err != nil {
+		return nil, err
+	}
+	return wallFindings(fset, pkg.Path(), []checkedFile{{path: "x.go", file: f}}, info), nil
+}
+
+// checkSnippet type-checks src as the file x.go of a package example.com/x; it may import what
+// the module imports.
+func checkSnippet(src string) (*token.FileSet, *ast.File, *types.Package, *types.Info, error) {
+	pkgs, err := module()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	imported := map[string]*types.Package{}
+	var add func(p *types.Package)
+	add = func(p *types.Package) {
+		if imported[p.Path()] != nil {
+			return
+		}
+		imported[p.Path()] = p
+		for _, i := range p.Imports() {
+			add(i)
+		}
+	}
+	for _, p := range pkgs {
+		add(p.Types)
+	}
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "x.go", src, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}, Uses: map[*ast.Ident]types.Object{}, Defs: map[*ast.Ident]types.Object{}}
+	conf := types.Config{Importer: importerFunc(func(path string) (*types.Package, error) {
+		if p := imported[path]; p != nil {
+			return p, nil
+		}
+		return nil, fmt.Errorf("%s is not imported by the module", path)
+	})}
+	pkg, err := conf.Check("example.com/x", fset, []*ast.File{f}, info)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return fset, f, pkg, info, nil
+}
+
+// TestExportedClients: an exported API that hands out a client, in a result, a callback, a
+// field or a variable, is found; one that takes options in is not.
+func TestExportedClients(t *testing.T) {
+	const imp = "import \"github.com/hetznercloud/hcloud-go/v2/hcloud\"\n"
 	tests := []struct {
 		name string
 		src  string
 		want int
 	}{
-		{"the whole client", `import "github.com/hetznercloud/hcloud-go/v2/hcloud"
-var c *hcloud.Client`, 1},
-		{"a renamed import holding one writing client", `import hc "github.com/hetznercloud/hcloud-go/v2/hcloud"
-type x struct{ lbs *hc.LoadBalancerClient }`, 1},
-		{"building a client", `import "github.com/hetznercloud/hcloud-go/v2/hcloud"
-var c = hcloud.NewClient()`, 1},
-		{"a dot import", `import . "github.com/hetznercloud/hcloud-go/v2/hcloud"
-var c *Client`, 1},
-		{"read-only types and clients are fine", `import "github.com/hetznercloud/hcloud-go/v2/hcloud"
-var a *hcloud.LoadBalancer
-var b *hcloud.ActionClient
-var d *hcloud.LoadBalancerTypeClient`, 0},
+		{"a result", imp + "func Writer() *hcloud.Client { return nil }", 1},
+		{"a method result", imp + "type Conn struct{}\nfunc (Conn) LBs() (*hcloud.LoadBalancerClient, error) { return nil, nil }", 1},
+		{"a callback", imp + "func Each(f func(hcloud.INetworkClient)) {}", 1},
+		{"an exported field", imp + "type Conn struct{ Client *hcloud.Client }", 1},
+		{"a variable", imp + "var Default = hcloud.NewClient()", 1},
+		{"options taken in, readers handed out", imp + "type R struct{ c *hcloud.LoadBalancerClient }\nfunc With(o ...hcloud.ClientOption) R { return R{} }", 0},
+		{"the recipe of the writing client", imp + "type Conn struct{}\nfunc (*Conn) ClientOptions() []hcloud.ClientOption { return nil }", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "x.go")
-			writeFile(t, path, "package x\n\n"+tc.src+"\n")
-			if got := clientUses(t, path, writing); len(got) != tc.want {
-				t.Errorf("clientUses() = %v, want %d finding(s)", got, tc.want)
+			_, _, pkg, _, err := checkSnippet("package x\n\n" + tc.src + "\n")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := exportedClients(pkg); len(got) != tc.want {
+				t.Errorf("exportedClients() = %v, want %d finding(s)", got, tc.want)
 			}
 		})
 	}
 }
+
+type importerFunc func(path string) (*types.Package, error)
+
+func (f importerFunc) Import(path string) (*types.Package, error) { return f(path) }
