@@ -103,7 +103,7 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 	if err != nil {
 		return nil, err
 	}
-	conn, err := hcloudclient.New(cfg.HCloud, legacyregistry.Registerer(), hcloudclient.WithVersion(Version))
+	conn, err := hcloudclient.New(hcloudclient.Options{Config: cfg.HCloud, Registerer: legacyregistry.Registerer(), Version: Version})
 	if err != nil {
 		return nil, fmt.Errorf("ccm.New: %w", err)
 	}
@@ -181,7 +181,9 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 	}
 	if c.cfg.Robot.Enabled && c.cfg.Robot.HasCredentials() {
 		// No request at start: Robot allows few per hour, and a rate limit must not stop the CCM.
-		c.robot = robot.New(c.cfg.Robot)
+		if c.robot, err = robot.New(robot.Options{Config: c.cfg.Robot}); err != nil {
+			return fmt.Errorf("ccm.New: %w", err)
+		}
 	}
 	c.instances, err = instances.New(instances.Options{
 		Cache: cache, Config: c.cfg.Instances, NetworkID: networkID, Recorder: d.Recorder, Labeler: labeler,

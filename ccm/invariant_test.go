@@ -115,54 +115,60 @@ func isClientType(obj *types.TypeName) bool {
 	return strings.HasSuffix(obj.Name(), "Client") || obj.Name() == "ClientOption"
 }
 
-// clientIn returns the first hcloud-go client type t is built from (through pointers, slices,
-// arrays, maps, channels, function signatures and unnamed structs), or nil. It does not look
-// inside named types of other packages: hcloudclient.LoadBalancerReader holds a client in an
-// unexported field, which is the point of it.
-func clientIn(t types.Type, seen map[types.Type]bool) *types.TypeName {
+// isWritingClient is isClientType without client options: a type whose values can call the API.
+func isWritingClient(obj *types.TypeName) bool {
+	return isClientType(obj) && obj.Name() != "ClientOption"
+}
+
+// clientIn returns the first named type for which is reports true (isClientType or
+// isWritingClient) that t is built from, through pointers, slices, arrays, maps, channels,
+// function signatures and unnamed structs, or nil. It does not look inside named types:
+// hcloudclient.LoadBalancerReader holds a client in an unexported field, which is the point
+// of it.
+func clientIn(t types.Type, is func(*types.TypeName) bool, seen map[types.Type]bool) *types.TypeName {
 	if t == nil || seen[t] {
 		return nil
 	}
 	seen[t] = true
 	switch t := t.(type) {
 	case *types.Named:
-		if isClientType(t.Obj()) {
+		if is(t.Obj()) {
 			return t.Obj()
 		}
 		for i := range t.TypeArgs().Len() {
-			if c := clientIn(t.TypeArgs().At(i), seen); c != nil {
+			if c := clientIn(t.TypeArgs().At(i), is, seen); c != nil {
 				return c
 			}
 		}
 	case *types.Alias:
-		return clientIn(types.Unalias(t), seen)
+		return clientIn(types.Unalias(t), is, seen)
 	case *types.Pointer:
-		return clientIn(t.Elem(), seen)
+		return clientIn(t.Elem(), is, seen)
 	case *types.Slice:
-		return clientIn(t.Elem(), seen)
+		return clientIn(t.Elem(), is, seen)
 	case *types.Array:
-		return clientIn(t.Elem(), seen)
+		return clientIn(t.Elem(), is, seen)
 	case *types.Chan:
-		return clientIn(t.Elem(), seen)
+		return clientIn(t.Elem(), is, seen)
 	case *types.Map:
-		if c := clientIn(t.Key(), seen); c != nil {
+		if c := clientIn(t.Key(), is, seen); c != nil {
 			return c
 		}
-		return clientIn(t.Elem(), seen)
+		return clientIn(t.Elem(), is, seen)
 	case *types.Tuple:
 		for i := range t.Len() {
-			if c := clientIn(t.At(i).Type(), seen); c != nil {
+			if c := clientIn(t.At(i).Type(), is, seen); c != nil {
 				return c
 			}
 		}
 	case *types.Signature:
-		if c := clientIn(t.Params(), seen); c != nil {
+		if c := clientIn(t.Params(), is, seen); c != nil {
 			return c
 		}
-		return clientIn(t.Results(), seen)
+		return clientIn(t.Results(), is, seen)
 	case *types.Struct:
 		for i := range t.NumFields() {
-			if c := clientIn(t.Field(i).Type(), seen); c != nil {
+			if c := clientIn(t.Field(i).Type(), is, seen); c != nil {
 				return c
 			}
 		}
@@ -229,7 +235,7 @@ func wallFindings(fset *token.FileSet, pkgPath string, files []checkedFile, info
 			if e, ok := n.(ast.Expr); ok && !inClient {
 				// Function values are skipped: their calls are the values that count.
 				if tv, ok := info.Types[e]; ok && !tv.IsType() && !isSignature(tv.Type) {
-					if c := clientIn(tv.Type, map[types.Type]bool{}); c != nil {
+					if c := clientIn(tv.Type, isClientType, map[types.Type]bool{}); c != nil {
 						report(f, e.Pos(), "a value of hcloud-go's %s.%s (%s): only ccm/executor may hold a client", c.Pkg().Name(), c.Name(), tv.Type)
 					}
 				}
@@ -375,15 +381,12 @@ func TestOnlyTheExecutorCanWriteToHetzner(t *testing.T) {
 
 // exportedClients returns the exported functions, methods, variables and fields of pkg that
 // hand out an hcloud-go client: in a result, in what a callback parameter receives, or as a
-// value. Parameters that take hcloud-go values in (WithClientOptions) hand nothing out.
-// Conn.ClientOptions, the recipe of the writing client, is the one exception (its callers are
-// checked by wallFindings).
+// value. Client options (Conn.ClientOptions, the recipe of the writing client, and
+// Options.ClientOptions) are not clients: a package outside ccm/executor can use them only
+// with hcloud.NewClient, and wallFindings reports both them and their callers.
 func exportedClients(pkg *types.Package) []string {
 	var out []string
 	check := func(name string, t types.Type) {
-		if name == "Conn.ClientOptions" {
-			return
-		}
 		handsOut := []types.Type{t}
 		if sig, ok := t.Underlying().(*types.Signature); ok {
 			handsOut = []types.Type{sig.Results()}
@@ -394,7 +397,7 @@ func exportedClients(pkg *types.Package) []string {
 			}
 		}
 		for _, h := range handsOut {
-			if c := clientIn(h, map[types.Type]bool{}); c != nil {
+			if c := clientIn(h, isWritingClient, map[types.Type]bool{}); c != nil {
 				out = append(out, fmt.Sprintf("%s (%s) hands out %s.%s", name, t, c.Pkg().Name(), c.Name()))
 				return
 			}
@@ -607,7 +610,7 @@ func TestExportedClients(t *testing.T) {
 		{"an exported field", imp + "type Conn struct{ Client *hcloud.Client }", 1},
 		{"a variable", imp + "var Default = hcloud.NewClient()", 1},
 		{"options taken in, readers handed out", imp + "type R struct{ c *hcloud.LoadBalancerClient }\nfunc With(o ...hcloud.ClientOption) R { return R{} }", 0},
-		{"the recipe of the writing client", imp + "type Conn struct{}\nfunc (*Conn) ClientOptions() []hcloud.ClientOption { return nil }", 0},
+		{"client options are not a client", imp + "type Conn struct{ Opts []hcloud.ClientOption }\nfunc (*Conn) ClientOptions() []hcloud.ClientOption { return nil }", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -198,8 +198,7 @@ func TestPlanMatchesCCM(t *testing.T) {
 		res := r.Services[i]
 		t.Run(res.Namespace+"/"+res.Name, func(t *testing.T) {
 			emu, endpoint := hcloudemu.NewTestServer(t)
-			conn, err := hcloudclient.New(config.HCloud{Endpoint: endpoint, Token: emu.Token(), PollInterval: 2 * time.Millisecond, RetryInterval: time.Millisecond, Timeout: 30 * time.Second}, nil,
-				hcloudclient.WithClientOptions(hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ConstantBackoff(2 * time.Millisecond)})))
+			conn, err := hcloudclient.New(hcloudclient.Options{Config: config.HCloud{Endpoint: endpoint, Token: emu.Token(), PollInterval: 2 * time.Millisecond, RetryInterval: time.Millisecond, Timeout: 30 * time.Second}, ClientOptions: []hcloud.ClientOption{hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ConstantBackoff(2 * time.Millisecond)})}})
 			if err != nil {
 				t.Fatal(err)
 			}

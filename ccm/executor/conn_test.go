@@ -17,7 +17,7 @@ import (
 func testConn(t *testing.T, endpoint, token string, clientOpts ...hcloud.ClientOption) *hcloudclient.Conn {
 	t.Helper()
 	cfg := config.HCloud{Endpoint: endpoint, Token: token, PollInterval: time.Millisecond, RetryInterval: time.Millisecond, Timeout: 30 * time.Second}
-	conn, err := hcloudclient.New(cfg, nil, hcloudclient.WithClientOptions(clientOpts...))
+	conn, err := hcloudclient.New(hcloudclient.Options{Config: cfg, ClientOptions: clientOpts})
 	if err != nil {
 		t.Fatal(err)
 	}

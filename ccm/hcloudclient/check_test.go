@@ -34,7 +34,7 @@ func TestCheck_endpointNeverAnswers(t *testing.T) {
 	t.Cleanup(klog.ClearLogger)
 
 	cfg := config.HCloud{Endpoint: srv.URL, Token: "secret", PollInterval: time.Millisecond, RetryInterval: 10 * time.Millisecond, Timeout: 200 * time.Millisecond}
-	client, err := hcloudclient.New(cfg, nil)
+	client, err := hcloudclient.New(hcloudclient.Options{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

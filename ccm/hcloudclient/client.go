@@ -38,37 +38,25 @@ const (
 	retryMaxRetries = 5
 )
 
-// Option configures [New].
-type Option func(*options)
-
-type options struct {
-	version       string
-	base          http.RoundTripper
-	reserve       float64
-	clientOptions []hcloud.ClientOption
-}
-
-// WithVersion sets the CCM version sent in the User-Agent ("hcloud-policy-ccm/<version>").
-func WithVersion(version string) Option {
-	return func(o *options) { o.version = version }
-}
-
-// WithBaseTransport sets the transport under the rate-limit transport; the default is
-// [http.DefaultTransport].
-func WithBaseTransport(rt http.RoundTripper) Option {
-	return func(o *options) { o.base = rt }
-}
-
-// WithReserve sets the fraction of the rate limit (0 to 1) below which requests are paced;
-// the default is [DefaultReserve].
-func WithReserve(fraction float64) Option {
-	return func(o *options) { o.reserve = fraction }
-}
-
-// WithClientOptions appends hcloud-go options after the ones New derives from the config, so
-// they win (tests use it for zero backoffs).
-func WithClientOptions(opts ...hcloud.ClientOption) Option {
-	return func(o *options) { o.clientOptions = append(o.clientOptions, opts...) }
+// Options configure [New]. Config is required.
+type Options struct {
+	// Config is the token, endpoint, intervals, timeout and debug flag (HCLOUD_*).
+	Config config.HCloud
+	// Registerer, if not nil, gets hcloud-go's own request metrics (hcloud_api_*); registering
+	// twice on the same registry reuses the collectors.
+	Registerer prometheus.Registerer
+	// Version is the CCM version sent in the User-Agent ("hcloud-policy-ccm/<version>");
+	// empty means "unknown".
+	Version string
+	// BaseTransport is the transport under the rate-limit transport; nil means
+	// [http.DefaultTransport].
+	BaseTransport http.RoundTripper
+	// Reserve is the fraction of the rate limit (0 to 1) below which requests are paced; 0
+	// means [DefaultReserve].
+	Reserve float64
+	// ClientOptions are hcloud-go options applied after the ones New derives from Config, so
+	// they win (tests use them for short constant backoffs).
+	ClientOptions []hcloud.ClientOption
 }
 
 // Conn is a connection to the Hetzner Cloud API: the settings every client of the CCM uses
@@ -86,7 +74,7 @@ type Conn struct {
 	read *hcloud.Client
 }
 
-// New returns a connection for cfg.
+// New returns a connection for o.Config (cfg below).
 //
 // Its clients send the token and the User-Agent "hcloud-policy-ccm/<version>", talk to
 // cfg.Endpoint (the public API when empty) with an HTTP timeout of cfg.Timeout, poll actions
@@ -101,11 +89,17 @@ type Conn struct {
 //
 // An empty token, an endpoint that is not an http(s) URL, a non-positive interval or timeout
 // and a reserve outside 0..1 are errors naming the setting; they are reported together.
-func New(cfg config.HCloud, reg prometheus.Registerer, opts ...Option) (*Conn, error) {
+func New(o Options) (*Conn, error) {
 	const op = "hcloudclient.New"
-	o := options{version: "unknown", base: http.DefaultTransport, reserve: DefaultReserve}
-	for _, opt := range opts {
-		opt(&o)
+	cfg, reg := o.Config, o.Registerer
+	if o.Version == "" {
+		o.Version = "unknown"
+	}
+	if o.BaseTransport == nil {
+		o.BaseTransport = http.DefaultTransport
+	}
+	if o.Reserve == 0 {
+		o.Reserve = DefaultReserve
 	}
 
 	var errs []error
@@ -120,8 +114,8 @@ func New(cfg config.HCloud, reg prometheus.Registerer, opts ...Option) (*Conn, e
 	if cfg.PollInterval <= 0 || cfg.RetryInterval <= 0 || cfg.Timeout <= 0 {
 		errs = append(errs, fmt.Errorf("poll interval %s, retry interval %s and timeout %s must be positive", cfg.PollInterval, cfg.RetryInterval, cfg.Timeout))
 	}
-	if o.reserve < 0 || o.reserve > 1 {
-		errs = append(errs, fmt.Errorf("rate limit reserve %v: expect a fraction from 0 to 1", o.reserve))
+	if o.Reserve < 0 || o.Reserve > 1 {
+		errs = append(errs, fmt.Errorf("rate limit reserve %v: expect a fraction from 0 to 1", o.Reserve))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -129,7 +123,7 @@ func New(cfg config.HCloud, reg prometheus.Registerer, opts ...Option) (*Conn, e
 
 	recipe := []hcloud.ClientOption{
 		hcloud.WithToken(cfg.Token),
-		hcloud.WithApplication(ApplicationName, o.version),
+		hcloud.WithApplication(ApplicationName, o.Version),
 		hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ExponentialBackoffWithOpts(hcloud.ExponentialBackoffOpts{
 			Base: cfg.PollInterval, Multiplier: 2, Cap: max(pollCap, cfg.PollInterval),
 		})}),
@@ -146,8 +140,8 @@ func New(cfg config.HCloud, reg prometheus.Registerer, opts ...Option) (*Conn, e
 	if cfg.Debug {
 		recipe = append(recipe, hcloud.WithDebugWriter(os.Stderr))
 	}
-	recipe = append(recipe, o.clientOptions...)
-	c := &Conn{recipe: recipe, transport: NewTransport(o.base, o.reserve), timeout: cfg.Timeout, reg: reg}
+	recipe = append(recipe, o.ClientOptions...)
+	c := &Conn{recipe: recipe, transport: NewTransport(o.BaseTransport, o.Reserve), timeout: cfg.Timeout, reg: reg}
 	c.read = hcloud.NewClient(c.ClientOptions()...)
 	return c, nil
 }
@@ -161,7 +155,7 @@ func New(cfg config.HCloud, reg prometheus.Registerer, opts ...Option) (*Conn, e
 // exported method from other packages).
 func (c *Conn) ClientOptions() []hcloud.ClientOption {
 	out := make([]hcloud.ClientOption, 0, len(c.recipe)+2)
-	// The HTTP client comes first so that a test's WithClientOptions(hcloud.WithHTTPClient(...))
+	// The HTTP client comes first so that an Options.ClientOptions entry hcloud.WithHTTPClient(...)
 	// in the recipe still wins, as it did when the options were one list.
 	out = append(out, hcloud.WithHTTPClient(&http.Client{Timeout: c.timeout, Transport: c.transport}))
 	out = append(out, c.recipe...)

@@ -25,19 +25,19 @@ func TestNew_errors(t *testing.T) {
 	tests := []struct {
 		name    string
 		cfg     func(*config.HCloud)
-		opts    []hcloudclient.Option
+		reserve float64
 		wantErr string
 	}{
 		{name: "an empty token is an error", cfg: func(c *config.HCloud) { c.Token = "" }, wantErr: "hcloudclient.New: empty token: set HCLOUD_TOKEN"},
 		{name: "an endpoint without scheme is an error", cfg: func(c *config.HCloud) { c.Endpoint = "localhost:4000" }, wantErr: `invalid endpoint "localhost:4000"`},
 		{name: "a zero timeout is an error", cfg: func(c *config.HCloud) { c.Timeout = 0 }, wantErr: "must be positive"},
-		{name: "a reserve above 1 is an error", cfg: func(c *config.HCloud) {}, opts: []hcloudclient.Option{hcloudclient.WithReserve(2)}, wantErr: "rate limit reserve 2"},
+		{name: "a reserve above 1 is an error", cfg: func(c *config.HCloud) {}, reserve: 2, wantErr: "rate limit reserve 2"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := validHCloud()
 			tc.cfg(&cfg)
-			_, err := hcloudclient.New(cfg, nil, tc.opts...)
+			_, err := hcloudclient.New(hcloudclient.Options{Config: cfg, Reserve: tc.reserve})
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("New() error = %v, want %q", err, tc.wantErr)
 			}
@@ -62,7 +62,7 @@ func TestNew_requests(t *testing.T) {
 	cfg := validHCloud()
 	cfg.Endpoint = srv.URL + "/v1"
 	reg := prometheus.NewRegistry()
-	client, err := hcloudclient.New(cfg, reg, hcloudclient.WithVersion("v1.2.3"))
+	client, err := hcloudclient.New(hcloudclient.Options{Config: cfg, Registerer: reg, Version: "v1.2.3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestNew_requests(t *testing.T) {
 		t.Errorf("registry has %v, want hcloud_api_requests_total", names)
 	}
 	// A second client on the same registry does not panic.
-	if _, err := hcloudclient.New(cfg, reg); err != nil {
+	if _, err := hcloudclient.New(hcloudclient.Options{Config: cfg, Registerer: reg}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -122,7 +122,7 @@ func TestNew_pollBackoff(t *testing.T) {
 	cfg := validHCloud()
 	cfg.Endpoint = srv.URL + "/v1"
 	cfg.PollInterval = 10 * time.Millisecond
-	conn, err := hcloudclient.New(cfg, nil)
+	conn, err := hcloudclient.New(hcloudclient.Options{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestConn_oneTransport(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			emu, endpoint := hcloudemu.NewTestServer(t, hcloudemu.WithRateLimit(3600))
-			c, err := New(config.HCloud{Endpoint: endpoint, Token: emu.Token(), PollInterval: time.Millisecond, RetryInterval: time.Millisecond, Timeout: 5 * time.Second}, nil)
+			c, err := New(Options{Config: config.HCloud{Endpoint: endpoint, Token: emu.Token(), PollInterval: time.Millisecond, RetryInterval: time.Millisecond, Timeout: 5 * time.Second}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -24,7 +24,7 @@ func emulatorConfig(endpoint, token string) config.HCloud {
 func TestTransport_emulator(t *testing.T) {
 	emu, endpoint := hcloudemu.NewTestServer(t, hcloudemu.WithRateLimit(36000))
 	const free = 5
-	conn, err := hcloudclient.New(emulatorConfig(endpoint, emu.Token()), nil, hcloudclient.WithReserve(1-float64(free)/36000))
+	conn, err := hcloudclient.New(hcloudclient.Options{Config: emulatorConfig(endpoint, emu.Token()), Reserve: 1 - float64(free)/36000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,14 +58,14 @@ func TestTransport_emulator(t *testing.T) {
 
 func TestCheck(t *testing.T) {
 	emu, endpoint := hcloudemu.NewTestServer(t)
-	good, err := hcloudclient.New(emulatorConfig(endpoint, emu.Token()), nil)
+	good, err := hcloudclient.New(hcloudclient.Options{Config: emulatorConfig(endpoint, emu.Token())})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := hcloudclient.Check(t.Context(), good, emulatorConfig(endpoint, emu.Token())); err != nil {
 		t.Errorf("Check() with the right token = %v", err)
 	}
-	bad, err := hcloudclient.New(emulatorConfig(endpoint, "wrong"), nil)
+	bad, err := hcloudclient.New(hcloudclient.Options{Config: emulatorConfig(endpoint, "wrong")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestNetwork(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := hcloudclient.New(emulatorConfig(endpoint, emu.Token()), nil)
+	client, err := hcloudclient.New(hcloudclient.Options{Config: emulatorConfig(endpoint, emu.Token())})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,11 @@ func newRobotInstances(t *testing.T, family config.AddressFamily, forward bool, 
 	e.addServer(t, hcloudemu.ServerSpec{Name: "both"})
 	emu, endpoint := robotemu.NewTestServer(t, robotSeed)
 	cfg := config.Robot{Enabled: true, User: emu.User(), Password: emu.Password(), CacheTimeout: time.Minute, Endpoint: endpoint, ForwardInternalIPs: forward}
-	i := newInstances(t, instances.Options{Cache: e.cache, Config: instancesCfg(family, true), Recorder: rec, Robot: robot.New(cfg), ForwardInternalIPs: cfg.ForwardInternalIPs})
+	rc, err := robot.New(robot.Options{Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := newInstances(t, instances.Options{Cache: e.cache, Config: instancesCfg(family, true), Recorder: rec, Robot: rc, ForwardInternalIPs: cfg.ForwardInternalIPs})
 	return i, emu
 }
 

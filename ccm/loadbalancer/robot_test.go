@@ -42,7 +42,10 @@ func TestEnsureLoadBalancer_robotIPTargets(t *testing.T) {
 	remu, endpoint := robotemu.NewTestServer(t, robotemu.Seed{Servers: []robotemu.Server{
 		{Number: 321, Name: "bm-1", IP: "203.0.113.50"}, {Number: 322, Name: "bm-2", IP: "203.0.113.51"},
 	}})
-	rc := robot.New(config.Robot{User: remu.User(), Password: remu.Password(), CacheTimeout: time.Minute, Endpoint: endpoint})
+	rc, err := robot.New(robot.Options{Config: config.Robot{User: remu.User(), Password: remu.Password(), CacheTimeout: time.Minute, Endpoint: endpoint}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	lbs := newLoadBalancers(t, loadbalancer.Options{Readers: ev.readers(), Executor: ev.exec, Config: config.LoadBalancer{Location: "fsn1", Type: "lb11"},
 		Recorder: ev.recorder, Robot: true, RobotClient: rc})
 	ensure := func(nodes ...*corev1.Node) *hcloud.LoadBalancer {

@@ -106,8 +106,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		hcloud.WithRetryOpts(hcloud.RetryOpts{BackoffFunc: hcloud.ConstantBackoff(time.Millisecond), MaxRetries: 3}),
 	}
 	client := hcloud.NewClient(clientOpts...)
-	conn, err := hcloudclient.New(config.HCloud{Endpoint: endpoint, Token: emu.Token(), PollInterval: time.Millisecond, RetryInterval: time.Millisecond, Timeout: 30 * time.Second}, nil,
-		hcloudclient.WithClientOptions(clientOpts...))
+	conn, err := hcloudclient.New(hcloudclient.Options{Config: config.HCloud{Endpoint: endpoint, Token: emu.Token(), PollInterval: time.Millisecond, RetryInterval: time.Millisecond, Timeout: 30 * time.Second}, ClientOptions: clientOpts})
 	if err != nil {
 		t.Fatal(err)
 	}

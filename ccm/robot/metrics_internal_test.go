@@ -15,7 +15,10 @@ import (
 // during the rate-limit wait as "wait".
 func TestRequestsMetric(t *testing.T) {
 	emu, endpoint := robotemu.NewTestServer(t, robotemu.Seed{RateLimit: 1, Servers: []robotemu.Server{{Number: 1, Name: "bm-1"}}})
-	c := New(config.Robot{User: emu.User(), Password: emu.Password(), CacheTimeout: time.Nanosecond, RateLimitWaitTime: time.Hour, Endpoint: endpoint})
+	c, err := New(Options{Config: config.Robot{User: emu.User(), Password: emu.Password(), CacheTimeout: time.Nanosecond, RateLimitWaitTime: time.Hour, Endpoint: endpoint}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	value := func(path, code string) float64 {
 		v, err := testutil.GetCounterMetricValue(requests.WithLabelValues(path, code))

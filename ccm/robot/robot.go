@@ -128,18 +128,27 @@ type Client struct {
 	limitedUntil time.Time
 }
 
-// Option configures a Client.
-type Option func(*Client)
+// Options configure [New]. Config with credentials is required.
+type Options struct {
+	// Config is the endpoint (DefaultEndpoint when empty), credentials, cache lifetime
+	// (CacheTimeout) and rate-limit wait (RateLimitWaitTime): ROBOT_*.
+	Config config.Robot
+	// HTTPClient replaces the HTTP client; nil means a 15s timeout, as the official CCM.
+	HTTPClient *http.Client
+	// Now replaces time.Now, for tests of the cache and the wait.
+	Now func() time.Time
+}
 
-// WithHTTPClient replaces the HTTP client (default: 15s timeout, as the official CCM).
-func WithHTTPClient(h *http.Client) Option { return func(c *Client) { c.http = h } }
-
-// WithClock replaces time.Now, for tests of the cache and the wait.
-func WithClock(now func() time.Time) Option { return func(c *Client) { c.now = now } }
-
-// New returns a client for cfg's endpoint (DefaultEndpoint when empty) and credentials, with
-// cfg.CacheTimeout and cfg.RateLimitWaitTime. It sends no request.
-func New(cfg config.Robot, opts ...Option) *Client {
+// New returns a client for o.Config. It sends no request.
+//
+// # Errors
+//
+// Missing credentials are an error naming ROBOT_USER and ROBOT_PASSWORD.
+func New(o Options) (*Client, error) {
+	cfg := o.Config
+	if !cfg.HasCredentials() {
+		return nil, errors.New("robot.New: no credentials: set ROBOT_USER and ROBOT_PASSWORD")
+	}
 	c := &Client{
 		http:     &http.Client{Timeout: 15 * time.Second},
 		endpoint: strings.TrimSuffix(cfg.Endpoint, "/"),
@@ -159,10 +168,13 @@ func New(cfg config.Robot, opts ...Option) *Client {
 			klog.ErrorS(err, "registering metric", "name", "hcloud_ccm_robot_requests_total")
 		}
 	})
-	for _, o := range opts {
-		o(c)
+	if o.HTTPClient != nil {
+		c.http = o.HTTPClient
 	}
-	return c
+	if o.Now != nil {
+		c.now = o.Now
+	}
+	return c, nil
 }
 
 // String describes the client without its credentials.

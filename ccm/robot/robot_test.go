@@ -47,7 +47,11 @@ func newClient(t *testing.T, s robotemu.Seed, cfg config.Robot) (*robot.Client, 
 		cfg.CacheTimeout = 5 * time.Minute
 	}
 	cfg.Endpoint = endpoint
-	return robot.New(cfg, robot.WithClock(clk.now)), emu, clk
+	c, err := robot.New(robot.Options{Config: cfg, Now: clk.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, emu, clk
 }
 
 func TestClient_Server(t *testing.T) {
@@ -250,7 +254,10 @@ func TestClient_badAnswers(t *testing.T) {
 				_, _ = io.WriteString(w, tc.body)
 			}))
 			t.Cleanup(srv.Close)
-			c := robot.New(config.Robot{User: "u", Password: "p", CacheTimeout: time.Minute, RateLimitWaitTime: time.Minute, Endpoint: srv.URL})
+			c, err := robot.New(robot.Options{Config: config.Robot{User: "u", Password: "p", CacheTimeout: time.Minute, RateLimitWaitTime: time.Minute, Endpoint: srv.URL}})
+			if err != nil {
+				t.Fatal(err)
+			}
 			list, err := c.Servers(context.Background())
 			if err == nil || !strings.Contains(err.Error(), tc.want) || list != nil {
 				t.Fatalf("Servers() = %v, %v; want an error containing %q", list, err, tc.want)
@@ -287,5 +294,23 @@ func TestClient_negativeDurations(t *testing.T) {
 		if got := emu.Requests()["GET /server"]; got != st.wantLists {
 			t.Errorf("%s: GET /server = %d, want %d", st.name, got, st.wantLists)
 		}
+	}
+}
+
+func TestNew_errors(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     config.Robot
+		wantErr string
+	}{
+		{"no credentials", config.Robot{Enabled: true}, "robot.New: no credentials: set ROBOT_USER and ROBOT_PASSWORD"},
+		{"no password", config.Robot{Enabled: true, User: "u"}, "robot.New: no credentials: set ROBOT_USER and ROBOT_PASSWORD"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := robot.New(robot.Options{Config: tc.cfg}); err == nil || err.Error() != tc.wantErr {
+				t.Errorf("New() error = %v, want %q", err, tc.wantErr)
+			}
+		})
 	}
 }

@@ -88,8 +88,7 @@ func newEnv(t *testing.T) *env {
 	clientOpts := []hcloud.ClientOption{hcloud.WithEndpoint(endpoint), hcloud.WithToken(emu.Token()),
 		hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ConstantBackoff(time.Millisecond)})}
 	e.client = hcloud.NewClient(clientOpts...)
-	if e.conn, err = hcloudclient.New(config.HCloud{Endpoint: endpoint, Token: emu.Token(), PollInterval: time.Millisecond, RetryInterval: time.Millisecond, Timeout: 30 * time.Second}, nil,
-		hcloudclient.WithClientOptions(clientOpts...)); err != nil {
+	if e.conn, err = hcloudclient.New(hcloudclient.Options{Config: config.HCloud{Endpoint: endpoint, Token: emu.Token(), PollInterval: time.Millisecond, RetryInterval: time.Millisecond, Timeout: 30 * time.Second}, ClientOptions: clientOpts}); err != nil {
 		t.Fatal(err)
 	}
 	if e.network, _, err = e.client.Network.GetByID(t.Context(), networkID); err != nil {

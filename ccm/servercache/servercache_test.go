@@ -36,8 +36,7 @@ func newCacheEnv(t *testing.T, n int, cfg config.ServerCache) (*hcloudemu.Emulat
 		}
 		ids[i] = id
 	}
-	conn, err := hcloudclient.New(config.HCloud{Endpoint: endpoint, Token: emu.Token(), PollInterval: time.Millisecond, RetryInterval: time.Millisecond, Timeout: 30 * time.Second}, nil,
-		hcloudclient.WithClientOptions(hcloud.WithRetryOpts(hcloud.RetryOpts{BackoffFunc: hcloud.ConstantBackoff(time.Millisecond), MaxRetries: 2})))
+	conn, err := hcloudclient.New(hcloudclient.Options{Config: config.HCloud{Endpoint: endpoint, Token: emu.Token(), PollInterval: time.Millisecond, RetryInterval: time.Millisecond, Timeout: 30 * time.Second}, ClientOptions: []hcloud.ClientOption{hcloud.WithRetryOpts(hcloud.RetryOpts{BackoffFunc: hcloud.ConstantBackoff(time.Millisecond), MaxRetries: 2})}})
 	if err != nil {
 		t.Fatal(err)
 	}

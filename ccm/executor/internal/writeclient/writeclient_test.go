@@ -20,7 +20,7 @@ import (
 func TestNew_sharesTheConn(t *testing.T) {
 	emu, endpoint := hcloudemu.NewTestServer(t)
 	cfg := config.HCloud{Endpoint: endpoint, Token: emu.Token(), PollInterval: time.Millisecond, RetryInterval: time.Millisecond, Timeout: 5 * time.Second}
-	conn, err := hcloudclient.New(cfg, nil)
+	conn, err := hcloudclient.New(hcloudclient.Options{Config: cfg})
 	if err != nil {
 		t.Fatal(err)
 	}
