@@ -1,11 +1,13 @@
 // Package ccm implements k8s.io/cloud-provider for Hetzner Cloud: a drop-in replacement for the
 // official hcloud-cloud-controller-manager in which every cloud mutation passes a policy gate.
 //
-// New wires the parts: configuration (ccm/config), the API client (ccm/hcloudclient), the
-// server cache (ccm/servercache), node metadata (ccm/instances), load balancers
-// (ccm/loadbalancer, planned by ccm/lbplan), routes (ccm/routes), and the executor
-// (ccm/executor), the only code that writes to Hetzner, which asks the policy engine (policy/)
-// before every mutation. Plugins (plugins/) compute node labels and load balancer names.
+// New wires the parts: configuration (ccm/config), the API connection and its read-only
+// wrappers (ccm/hcloudclient), the server cache (ccm/servercache), node metadata
+// (ccm/instances), load balancers (ccm/loadbalancer, planned by ccm/lbplan), routes
+// (ccm/routes), and the executor (ccm/executor), the only code that writes to Hetzner, which
+// asks the policy engine (policy/) before every mutation. Plugins (plugins/) compute node
+// labels and load balancer names. docs/rationale.md says what keeps the executor the only
+// writer.
 package ccm
 
 import (

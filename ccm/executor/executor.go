@@ -1,6 +1,10 @@
 // Package executor is the policy gate and the only code of the CCM that writes to the Hetzner
 // Cloud API. Run decides every request of a load balancer plan before it sends the first one;
-// AddRoute and DeleteRoute gate route changes the same way.
+// AddRoute and DeleteRoute gate route changes the same way. It writes through the client of its
+// internal package writeclient, which the compiler keeps every package outside ccm/executor from
+// importing; the others read through the wrappers of ccm/hcloudclient, which have no write
+// method, and TestOnlyTheExecutorCanWriteToHetzner (ccm/invariant_test.go) fails on any other
+// way to a client that writes.
 //
 // Start with New, then Run (load balancers) and AddRoute/DeleteRoute (routes).
 package executor

@@ -141,7 +141,7 @@ func New(o Options) (*Conn, error) {
 		recipe = append(recipe, hcloud.WithDebugWriter(os.Stderr))
 	}
 	recipe = append(recipe, o.ClientOptions...)
-	c := &Conn{recipe: recipe, transport: NewTransport(o.BaseTransport, o.Reserve), timeout: cfg.Timeout, reg: reg}
+	c := &Conn{recipe: recipe, transport: newTransport(o.BaseTransport, o.Reserve), timeout: cfg.Timeout, reg: reg}
 	c.read = hcloud.NewClient(c.ClientOptions()...)
 	return c, nil
 }

@@ -23,7 +23,7 @@ func TestTransport_noLockoutAfter429Storm(t *testing.T) {
 	emu := hcloudemu.New(hcloudemu.WithRateLimit(100), hcloudemu.WithClock(ft))
 	srv := httptest.NewServer(emu.Handler())
 	t.Cleanup(srv.Close)
-	tr := NewTransport(http.DefaultTransport, DefaultReserve)
+	tr := newTransport(http.DefaultTransport, DefaultReserve)
 	ft.install(tr)
 
 	send := func(rt http.RoundTripper) (int, error) {

@@ -88,9 +88,9 @@ type Transport struct {
 	changed   chan struct{} // closed and replaced when an answer updates the budget
 }
 
-// NewTransport returns a Transport over base that keeps reserve (a fraction from 0 to 1) of
+// newTransport returns a Transport over base that keeps reserve (a fraction from 0 to 1) of
 // the rate limit in reserve.
-func NewTransport(base http.RoundTripper, reserve float64) *Transport {
+func newTransport(base http.RoundTripper, reserve float64) *Transport {
 	registerMetrics()
 	return &Transport{base: base, reserve: reserve, now: time.Now, sleep: sleepContext, changed: make(chan struct{})}
 }

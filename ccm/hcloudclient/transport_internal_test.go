@@ -117,7 +117,7 @@ func TestTransport_pacing(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := budgetServer(t, tc.limit, tc.remaining+1)
-			tr := NewTransport(http.DefaultTransport, DefaultReserve)
+			tr := newTransport(http.DefaultTransport, DefaultReserve)
 			ft := &fakeTime{now: time.Unix(1000, 0)}
 			ft.install(tr)
 			for range tc.requests {
@@ -132,7 +132,7 @@ func TestTransport_pacing(t *testing.T) {
 
 func TestTransport_contextEndsWhileHeldBack(t *testing.T) {
 	srv := budgetServer(t, 3600, 1)
-	tr := NewTransport(http.DefaultTransport, DefaultReserve)
+	tr := newTransport(http.DefaultTransport, DefaultReserve)
 	get(t, tr, srv.URL) // learns remaining 0
 	get(t, tr, srv.URL) // first paced slot: no wait
 
@@ -147,7 +147,7 @@ func TestTransport_contextEndsWhileHeldBack(t *testing.T) {
 // TestTransport_estimate: requests sent before any reply arrives count the budget down, so a
 // concurrent burst is paced too: below the reserve one request per refill interval goes.
 func TestTransport_estimate(t *testing.T) {
-	tr := NewTransport(http.DefaultTransport, DefaultReserve)
+	tr := newTransport(http.DefaultTransport, DefaultReserve)
 	ft := &fakeTime{now: time.Unix(1000, 0)}
 	ft.install(tr)
 	tr.observe(http.Header{"Ratelimit-Limit": {"100"}, "Ratelimit-Remaining": {"12"}})
@@ -172,7 +172,7 @@ func TestTransport_estimate(t *testing.T) {
 // TestTransport_heldBackRequestsHoldNoSlots: requests that time out while held back do not
 // push the next request further out; it waits one refill interval at most.
 func TestTransport_heldBackRequestsHoldNoSlots(t *testing.T) {
-	tr := NewTransport(http.DefaultTransport, DefaultReserve)
+	tr := newTransport(http.DefaultTransport, DefaultReserve)
 	ft := &fakeTime{now: time.Unix(1000, 0), timeout: 10 * time.Second}
 	ft.install(tr)
 	tr.observe(http.Header{"Ratelimit-Limit": {"100"}, "Ratelimit-Remaining": {"0"}})
@@ -196,7 +196,7 @@ func TestTransport_heldBackRequestsHoldNoSlots(t *testing.T) {
 // TestTransport_neverWaitsPastReset: a request held back waits until RateLimit-Reset at most;
 // from then on the budget counts as full.
 func TestTransport_neverWaitsPastReset(t *testing.T) {
-	tr := NewTransport(http.DefaultTransport, DefaultReserve)
+	tr := newTransport(http.DefaultTransport, DefaultReserve)
 	ft := &fakeTime{now: time.Unix(1000, 0)}
 	ft.install(tr)
 	tr.observe(http.Header{"Ratelimit-Limit": {"100"}, "Ratelimit-Remaining": {"0"}, "Ratelimit-Reset": {"1004"}})
@@ -223,7 +223,7 @@ func TestTransport_neverWaitsPastReset(t *testing.T) {
 // back for a long refill interval (6 minutes at 10 per hour), with the real clock.
 func TestTransport_answerEndsPacing(t *testing.T) {
 	srv := budgetServer(t, 10, 11)
-	tr := NewTransport(http.DefaultTransport, DefaultReserve)
+	tr := newTransport(http.DefaultTransport, DefaultReserve)
 	tr.observe(http.Header{"Ratelimit-Limit": {"10"}, "Ratelimit-Remaining": {"0"}})
 	get(t, tr, srv.URL) // takes the first paced slot
 	tr.observe(http.Header{"Ratelimit-Limit": {"10"}, "Ratelimit-Remaining": {"0"}})
