@@ -369,7 +369,7 @@ func DenyMessages(d policy.Decision) []policy.Message {
 // policyService is the policy view of svc. The error says that the labels of its namespace
 // could not be read (not in the informer's cache, or no permission to list namespaces): the
 // decisions are then evaluation failures (see gateItem.inputErr). Without a namespace lister
-// (WithNamespaceLister not given) namespace_labels is null.
+// (Options.Namespaces nil) namespace_labels is null.
 func (x *Executor) policyService(svc *corev1.Service) (*policy.Service, error) {
 	if svc == nil {
 		return nil, nil
