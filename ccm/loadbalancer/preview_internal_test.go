@@ -1,0 +1,53 @@
+package loadbalancer
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+)
+
+// TestQuiet_CopiesEveryField guards quiet against drift: every field of LoadBalancers set in
+// l is set in quiet(l), or named here as left out. A field added to LoadBalancers and not
+// copied in quiet is zero there, and this test names it.
+func TestQuiet_CopiesEveryField(t *testing.T) {
+	leftOut := map[string]bool{"exec": true, "denials": true}
+	l := New(Readers{LoadBalancers: &hcloud.LoadBalancerClient{}}, executor.New(nil, nil, nil, policy.Cluster{}), config.LoadBalancer{Location: "fsn1"},
+		&hcloud.Network{ID: 7}, nil, nopNamer{}, WithRobot(nil), WithDenialTracker(nopTracker{}))
+	q := l.quiet()
+	lv, qv := reflect.ValueOf(l).Elem(), reflect.ValueOf(q).Elem()
+	for i := range lv.NumField() {
+		name := lv.Type().Field(i).Name
+		switch {
+		case leftOut[name]:
+			if !qv.Field(i).IsZero() {
+				t.Errorf("quiet() sets %s; Preview must not have it", name)
+			}
+		case lv.Field(i).IsZero():
+			t.Fatalf("field %s is not set in this test's LoadBalancers: set it, so the test checks quiet copies it", name)
+		case qv.Field(i).IsZero():
+			t.Errorf("quiet() does not copy field %s: copy it in quiet, or list it in leftOut here", name)
+		}
+	}
+	if q.network.Load() != l.network.Load() || q.read != l.read || q.namer != l.namer || q.types != l.types {
+		t.Errorf("quiet() has other readers, network, namer or type cache than l")
+	}
+}
+
+type nopTracker struct{}
+
+func (nopTracker) Denied(*corev1.Service)  {}
+func (nopTracker) Settled(*corev1.Service) {}
+
+type nopNamer struct{}
+
+func (nopNamer) LoadBalancerName(context.Context, plugins.LoadBalancerNameInput) (string, error) {
+	return "", nil
+}
