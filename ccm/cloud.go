@@ -85,6 +85,8 @@ type Cloud struct {
 	// nodeLabels re-applies plugin labels; nil without a node label plugin. Atomic because
 	// plugin reloads (another goroutine) trigger it.
 	nodeLabels atomic.Pointer[nodelabels.Controller]
+	// admission are the parts AdmissionConfig hands the admission webhook.
+	admission admissionParts
 }
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
@@ -206,6 +208,7 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 	}
 	execOpts = append(execOpts, executor.WithActionPollInterval(c.cfg.HCloud.PollInterval))
 	exec := executor.New(c.client, c.decider, d.Recorder, clusterView(d, network), execOpts...)
+	c.admission = admissionParts{exec: exec, cluster: clusterView(d, network), informers: d.Informers, clusterName: d.ClusterName}
 	var lbOpts []loadbalancer.Option
 	if c.requeue != nil {
 		lbOpts = append(lbOpts, loadbalancer.WithDenialTracker(c.requeue))

@@ -216,13 +216,13 @@ func managed(svc *corev1.Service) bool {
 	return svc != nil && svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass == nil
 }
 
-// relevantChange reports whether new differs from old in what the plan or the policy input
+// relevantChange reports whether cur differs from old in what the plan or the policy input
 // reads: spec, labels, annotations other than requeue.Annotation.
-func relevantChange(old, new *corev1.Service) bool {
-	if !apiequality.Semantic.DeepEqual(old.Spec, new.Spec) || !maps.Equal(old.Labels, new.Labels) {
+func relevantChange(old, cur *corev1.Service) bool {
+	if !apiequality.Semantic.DeepEqual(old.Spec, cur.Spec) || !maps.Equal(old.Labels, cur.Labels) {
 		return true
 	}
-	a, b := maps.Clone(old.Annotations), maps.Clone(new.Annotations)
+	a, b := maps.Clone(old.Annotations), maps.Clone(cur.Annotations)
 	delete(a, requeue.Annotation)
 	delete(b, requeue.Annotation)
 	return !maps.Equal(a, b)
