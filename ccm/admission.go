@@ -27,8 +27,9 @@ type admissionParts struct {
 // balancers are disabled (HCLOUD_LOAD_BALANCERS_ENABLED=false). Callers set ExemptUsers and
 // Timeout.
 //
-// The node informer is registered here; call it before the informers start (the cloud
-// initializer runs before).
+// The node and namespace informers are registered here; call it before the informers start
+// (the cloud initializer runs before). The controller manager starts them on the leader only:
+// the caller starts them on every replica that serves the webhook.
 func (c *Cloud) AdmissionConfig() (admission.Config, bool) {
 	if !c.cfg.LoadBalancer.Enabled || c.lbs == nil {
 		return admission.Config{}, false
@@ -44,8 +45,11 @@ func (c *Cloud) AdmissionConfig() (admission.Config, bool) {
 		cfg.NamespaceLabels = p.exec.NamespaceLabels
 	}
 	if p.informers != nil {
-		lister := p.informers.Core().V1().Nodes().Lister()
+		nodes := p.informers.Core().V1().Nodes()
+		namespaces := p.informers.Core().V1().Namespaces().Informer()
+		nodeInformer, lister := nodes.Informer(), nodes.Lister()
 		cfg.Nodes = func() ([]*corev1.Node, error) { return lister.List(labels.Everything()) }
+		cfg.Synced = func() bool { return nodeInformer.HasSynced() && namespaces.HasSynced() }
 	}
 	return cfg, true
 }

@@ -88,6 +88,10 @@ type Config struct {
 	// Nodes returns the cluster's nodes (the node informer's cache); Review keeps those the
 	// service controller gives EnsureLoadBalancer (LoadBalancerNodes). nil: no nodes.
 	Nodes func() ([]*corev1.Node, error)
+	// Synced reports whether the caches behind NamespaceLabels and Nodes have synced; until
+	// they have, requests are admitted with a warning (an empty cache would make every
+	// namespace unreadable, a failed decision). nil: always synced.
+	Synced func() bool
 	// ExemptUsers are the usernames whose requests are admitted without a plan: the CCM's own
 	// service account (its status and retry-annotation writes must never be rejected).
 	ExemptUsers []string
@@ -230,6 +234,9 @@ func relevantChange(old, cur *corev1.Service) bool {
 
 // review plans and decides a Service in scope.
 func (h *Handler) review(ctx context.Context, svc, old *corev1.Service) *admissionv1.AdmissionResponse {
+	if h.cfg.Synced != nil && !h.cfg.Synced() {
+		return allowed([]string{WarningPrefix + "not reviewed: the webhook's caches of nodes and namespaces have not synced yet (the CCM decides when it reconciles)"})
+	}
 	subject := svc
 	var plan lbplan.Plan
 	var err error

@@ -418,3 +418,17 @@ func lbFixture() *hcloud.LoadBalancer {
 		Algorithm:        hcloud.LoadBalancerAlgorithm{Type: hcloud.LoadBalancerAlgorithmTypeRoundRobin},
 	}
 }
+
+// TestReview_NotSynced: before the caches sync, nothing is decided (an empty namespace cache
+// would fail every decision) and the request is admitted with a warning.
+func TestReview_NotSynced(t *testing.T) {
+	d := &decider{deny: map[string]string{"create": "x"}}
+	h, err := admission.New(admission.Config{Planner: &planner{}, Decider: d, Synced: func() bool { return false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := h.Review(context.Background(), request(admissionv1.Create, service("web"), nil))
+	if !resp.Allowed || len(d.inputs) != 0 || len(resp.Warnings) != 1 || !strings.Contains(resp.Warnings[0], "not synced") {
+		t.Errorf("allowed %v, %d inputs, warnings %q; want admitted undecided with a warning", resp.Allowed, len(d.inputs), resp.Warnings)
+	}
+}

@@ -87,6 +87,11 @@ func serveWebhook(c *cloudconfig.CompletedConfig, cloud *ccm.Cloud, o *webhookOp
 	if err != nil {
 		return fmt.Errorf("admission webhook: %w", err)
 	}
+	// The controller manager starts the informers once this replica leads; every replica
+	// behind the webhook's Service answers, so start the ones registered so far (nodes and
+	// namespaces, which the webhook reads) now. Start is idempotent: the controller manager's
+	// later call starts only the informers added since.
+	c.SharedInformers.Start(stopCh)
 	handlers := app.NewWebhookHandlers(map[string]app.WebhookConfig{
 		admission.Name: {Path: admission.Path, AdmissionHandler: h.AdmissionHandler},
 	}, c, cloud)
