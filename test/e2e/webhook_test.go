@@ -17,6 +17,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -26,7 +27,8 @@ import (
 )
 
 // webhookArgs are the flags that serve the admission webhook on port with the serving
-// certificate sc, exempting the CCM's own ServiceAccount.
+// certificate sc, exempting the CCM's own ServiceAccount: the chart's (TestChartAdmission),
+// with the test's port and files.
 func webhookArgs(port int, sc harness.ServingCert) []string {
 	return []string{
 		"--webhooks=" + admission.Name,
@@ -39,36 +41,26 @@ func webhookArgs(port int, sc harness.ServingCert) []string {
 	}
 }
 
-// webhookConfiguration is the ValidatingWebhookConfiguration the chart installs (failurePolicy
-// Ignore, 5 s, Services only, matchConditions for type LoadBalancer and the CCM's own
-// ServiceAccount left out), with a URL on loopback in place of the in-cluster Service.
-func webhookConfiguration(port int, caPEM []byte) *admissionregistrationv1.ValidatingWebhookConfiguration {
-	url := fmt.Sprintf("https://127.0.0.1:%d%s", port, admission.Path)
-	ignore := admissionregistrationv1.Ignore
-	none := admissionregistrationv1.SideEffectClassNone
-	timeout := int32(5)
-	scope := admissionregistrationv1.NamespacedScope
-	return &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "hcloud-policy-ccm"},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:                    "services.hcloud-policy-ccm.io",
-			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM},
-			FailurePolicy:           &ignore,
-			SideEffects:             &none,
-			TimeoutSeconds:          &timeout,
-			AdmissionReviewVersions: []string{"v1"},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-				Rule: admissionregistrationv1.Rule{
-					APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"services"}, Scope: &scope,
-				},
-			}},
-			MatchConditions: []admissionregistrationv1.MatchCondition{
-				{Name: "load-balancer", Expression: "object.spec.type == 'LoadBalancer' || (oldObject != null && oldObject.spec.type == 'LoadBalancer')"},
-				{Name: "not-the-ccm", Expression: "request.userInfo.username != 'system:serviceaccount:" + ccmNamespace + ":" + ccmServiceAccount + "'"},
-			},
-		}},
+// admissionVWC is the key of the chart's ValidatingWebhookConfiguration in a render.
+const admissionVWC = "ValidatingWebhookConfiguration//hcloud-cloud-controller-manager-admission-kube-system"
+
+// webhookConfiguration is the chart's ValidatingWebhookConfiguration (admission.enabled=true:
+// failurePolicy Ignore, 5 s, Services only, the matchConditions), with a URL on loopback and
+// the test CA in place of the in-cluster Service and the chart's generated CA.
+func webhookConfiguration(t *testing.T, port int, caPEM []byte) *admissionregistrationv1.ValidatingWebhookConfiguration {
+	t.Helper()
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	renderChart(t, nil, "--set", "admission.enabled=true").decode(t, admissionVWC, &vwc)
+	if len(vwc.Webhooks) != 1 {
+		t.Fatalf("the chart's webhook configuration has %d webhooks, want 1", len(vwc.Webhooks))
 	}
+	svc := vwc.Webhooks[0].ClientConfig.Service
+	if svc == nil || svc.Path == nil {
+		t.Fatalf("the chart's webhook configuration calls no Service path: %+v", vwc.Webhooks[0].ClientConfig)
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%d%s", port, *svc.Path)
+	vwc.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM}
+	return &vwc
 }
 
 // serviceManifest writes a Service of type LoadBalancer on port 80 and returns its path.
@@ -114,7 +106,8 @@ func waitServing(t *testing.T, ccm *harness.Process, port int, caPEM []byte) {
 }
 
 // TestCCMAdmissionWebhook runs the CCM with the admission webhook enabled and the example
-// policies enforced, registered with the kube-apiserver as the chart registers it, and checks
+// policies enforced, registered with the kube-apiserver by the chart's
+// ValidatingWebhookConfiguration (pointed at loopback), and checks
 // what `kubectl apply` says: a Service the policies deny is refused with the policy's message
 // and its decision ID, and nothing reaches Hetzner; an allowed one is admitted, with the
 // policies' warning printed as "Warning: ..."; and with the CCM stopped, `kubectl apply` still
@@ -139,7 +132,7 @@ func TestCCMAdmissionWebhook(t *testing.T) {
 
 	ctx := context.Background()
 	admin := c.Client()
-	if _, err := admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, webhookConfiguration(port, sc.CAPEM), metav1.CreateOptions{}); err != nil {
+	if _, err := admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, webhookConfiguration(t, port, sc.CAPEM), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create ValidatingWebhookConfiguration: %v", err)
 	}
 	c.Kubectl(t, "create", "namespace", "shop")
@@ -217,5 +210,149 @@ func TestCCMAdmissionWebhook(t *testing.T) {
 	}
 	if !strings.Contains(out, "service/web2 created") {
 		t.Errorf("kubectl apply with the CCM stopped:\n%s", out)
+	}
+}
+
+// TestChartAdmission renders the chart with and without admission.enabled: off (the default)
+// renders nothing of the webhook; on, the Secret holds a CA and a serving certificate for the
+// webhook Service's DNS name signed by it, the webhook configuration trusts that CA, calls the
+// Service with failurePolicy Ignore and 5 s, and the pod serves the webhook with the Secret's
+// files and exempts its own ServiceAccount.
+func TestChartAdmission(t *testing.T) {
+	off := renderChart(t, []string{officialDefaults})
+	for _, k := range off.kinds {
+		if strings.Contains(k, "admission") {
+			t.Errorf("the default render has %s; admission is off by default", k)
+		}
+	}
+	for _, a := range off.deployment.Spec.Template.Spec.Containers[0].Args {
+		if strings.Contains(a, "--webhooks") || strings.Contains(a, "admission") {
+			t.Errorf("the default render passes %s", a)
+		}
+	}
+
+	on := renderChart(t, []string{officialDefaults}, "--set", "admission.enabled=true,admission.namespaceSelector.matchLabels.team=shop")
+	const name = "hcloud-cloud-controller-manager-admission"
+	var secret corev1.Secret
+	on.decode(t, "Secret/"+ccmNamespace+"/"+name, &secret)
+	var vwc admissionregistrationv1.ValidatingWebhookConfiguration
+	on.decode(t, admissionVWC, &vwc)
+	var svc corev1.Service
+	on.decode(t, "Service/"+ccmNamespace+"/"+name, &svc)
+
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(secret.Data["ca.crt"]) {
+		t.Fatalf("the Secret's ca.crt holds no certificate")
+	}
+	pair, err := tls.X509KeyPair(secret.Data["tls.crt"], secret.Data["tls.key"])
+	if err != nil {
+		t.Fatalf("the Secret's tls.crt and tls.key: %v", err)
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := name + "." + ccmNamespace + ".svc"
+	if _, err := leaf.Verify(x509.VerifyOptions{DNSName: host, Roots: pool}); err != nil {
+		t.Errorf("the serving certificate does not verify for %s with the chart's CA: %v", host, err)
+	}
+	wh := vwc.Webhooks[0]
+	if string(wh.ClientConfig.CABundle) != string(secret.Data["ca.crt"]) {
+		t.Errorf("the webhook's caBundle is not the Secret's ca.crt")
+	}
+	if s := wh.ClientConfig.Service; s == nil || s.Name != svc.Name || s.Namespace != ccmNamespace || s.Path == nil || *s.Path != admission.Path {
+		t.Errorf("the webhook calls %+v, want Service %s/%s path %s", s, ccmNamespace, svc.Name, admission.Path)
+	}
+	if wh.FailurePolicy == nil || *wh.FailurePolicy != admissionregistrationv1.Ignore || wh.TimeoutSeconds == nil || *wh.TimeoutSeconds != 5 {
+		t.Errorf("failurePolicy %v timeoutSeconds %v, want Ignore and 5", wh.FailurePolicy, wh.TimeoutSeconds)
+	}
+	if wh.NamespaceSelector == nil || wh.NamespaceSelector.MatchLabels["team"] != "shop" {
+		t.Errorf("namespaceSelector = %v, want admission.namespaceSelector", wh.NamespaceSelector)
+	}
+	if len(wh.Rules) != 1 || strings.Join(wh.Rules[0].Resources, ",") != "services" {
+		t.Errorf("rules = %+v, want services only (not services/status)", wh.Rules)
+	}
+
+	pod := on.deployment.Spec.Template.Spec
+	args := strings.Join(pod.Containers[0].Args, " ")
+	for _, want := range []string{
+		"--webhooks=" + admission.Name, "--feature-gates=CloudControllerManagerWebhook=true", "--webhook-secure-port=10260",
+		"--webhook-tls-cert-file=/etc/hcloud-policy-ccm/admission/tls.crt", "--webhook-tls-private-key-file=/etc/hcloud-policy-ccm/admission/tls.key",
+		"--admission-exempt-users=system:serviceaccount:" + ccmNamespace + ":" + ccmServiceAccount, "--admission-timeout=4500ms",
+	} {
+		if !strings.Contains(args, want) {
+			t.Errorf("the Deployment's args lack %s: %s", want, args)
+		}
+	}
+	mounted := false
+	for _, v := range pod.Volumes {
+		if v.Secret != nil && v.Secret.SecretName == name {
+			mounted = true
+		}
+	}
+	if !mounted {
+		t.Errorf("the pod does not mount Secret %s", name)
+	}
+
+	cm := renderChart(t, []string{officialDefaults}, "--set", "admission.enabled=true,admission.certManager.enabled=true")
+	if _, ok := cm.docs["Secret/"+ccmNamespace+"/"+name]; ok {
+		t.Errorf("with cert-manager the chart still renders the Secret")
+	}
+	for _, key := range []string{"Certificate/" + ccmNamespace + "/" + name, "Issuer/" + ccmNamespace + "/" + name} {
+		if _, ok := cm.docs[key]; !ok {
+			t.Errorf("with cert-manager the chart renders no %s", key)
+		}
+	}
+	if !strings.Contains(cm.docs[admissionVWC], "cert-manager.io/inject-ca-from: "+ccmNamespace+"/"+name) {
+		t.Errorf("with cert-manager the webhook configuration has no inject-ca-from annotation")
+	}
+}
+
+// TestChartAdmissionRefuses: admission values the chart cannot honour fail the render naming
+// the value and the fix.
+func TestChartAdmissionRefuses(t *testing.T) {
+	for _, tc := range []struct{ set, want string }{
+		{"admission.enabled=true,admission.failurePolicy=Sometimes", `admission.failurePolicy: "Sometimes" is not supported; set it to Ignore`},
+		{"admission.enabled=true,admission.timeoutSeconds=40", "admission.timeoutSeconds: 40 is out of range; set 1 to 30"},
+		{"admission.enabled=true,admission.port=10258", "admission.port: 10258 is not usable"},
+	} {
+		t.Run(tc.set, func(t *testing.T) {
+			_, err := harness.RunHelm(t, "template", chartRelease, chartDir, "--namespace", ccmNamespace, "--set", tc.set)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("helm template --set %s: %v, want an error containing %q", tc.set, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestChartAdmissionCertStable installs the chart with admission.enabled into a real
+// kube-apiserver and upgrades it: the generated CA and serving certificate are kept (lookup of
+// the Secret), so the caBundle does not change under running webhook calls.
+func TestChartAdmissionCertStable(t *testing.T) {
+	c := harness.Start(t)
+	ctx := context.Background()
+	admin := c.Client()
+	get := func() (ca, crt []byte, bundle []byte) {
+		t.Helper()
+		s, err := admin.CoreV1().Secrets(ccmNamespace).Get(ctx, "hcloud-cloud-controller-manager-admission", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get the admission Secret: %v", err)
+		}
+		vwc, err := admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "hcloud-cloud-controller-manager-admission-kube-system", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get the webhook configuration: %v", err)
+		}
+		return s.Data["ca.crt"], s.Data["tls.crt"], vwc.Webhooks[0].ClientConfig.CABundle
+	}
+	base := []string{chartRelease, chartDir, "--namespace", ccmNamespace, "--values", officialDefaults, "--set", "admission.enabled=true"}
+	c.Helm(t, append([]string{"install"}, base...)...)
+	ca1, crt1, bundle1 := get()
+	if string(bundle1) != string(ca1) {
+		t.Errorf("after install the caBundle is not the Secret's CA")
+	}
+	c.Helm(t, append([]string{"upgrade"}, base...)...)
+	ca2, crt2, bundle2 := get()
+	if string(ca1) != string(ca2) || string(crt1) != string(crt2) || string(bundle1) != string(bundle2) {
+		t.Errorf("helm upgrade replaced the webhook's CA or serving certificate; lookup should keep them")
 	}
 }
