@@ -58,9 +58,10 @@ const DefaultTimeout = 4 * time.Second
 // WarningPrefix starts every warning and denial message, so kubectl's output names its source.
 const WarningPrefix = "hcloud-policy-ccm: "
 
-// maxWarning is the longest warning Review returns (bytes): the API server may cut longer
-// ones.
-const maxWarning = 256
+// maxWarning is the longest warning Review returns (bytes). The API server keeps warnings
+// whole up to 4 KiB in total and cuts each to 256 characters beyond (k8s.io/apiserver's warning
+// filter), so every warning starts with the steps and decision IDs and ends with the message.
+const maxWarning = truncate.EventMessage
 
 // Planner plans a Service's load balancer without writing to Hetzner.
 // *loadbalancer.LoadBalancers implements it (Preview, PreviewDelete).
@@ -376,11 +377,12 @@ func (g *groups) add(label, id string, msgs []policy.Message) {
 	}
 }
 
-// lines returns "msg (labels)" per message.
+// lines returns "labels: msg" per message: the steps (and decision IDs) first, so a cut
+// message keeps them.
 func (g *groups) lines() []string {
 	out := make([]string, 0, len(g.order))
 	for _, text := range g.order {
-		out = append(out, text+" ("+strings.Join(g.by[text].labels, ", ")+")")
+		out = append(out, strings.Join(g.by[text].labels, ", ")+": "+text)
 	}
 	return out
 }

@@ -161,7 +161,7 @@ func TestReview(t *testing.T) {
 			req:         request(admissionv1.Create, service("web"), nil),
 			deny:        map[string]string{"create": "public load balancers need approval"},
 			wantCalls:   []string{"preview web"},
-			wantMessage: []string{admission.WarningPrefix, "policy denied 1 of 1 changes", "public load balancers need approval [D1]", "create(lb-web) (decision id-create)"},
+			wantMessage: []string{admission.WarningPrefix, "policy denied 1 of 1 changes", "create(lb-web) (decision id-create): public load balancers need approval [D1]"},
 			noWarnings:  true,
 		},
 		{
@@ -170,7 +170,7 @@ func TestReview(t *testing.T) {
 			warn:         map[string]string{"create": "set a type explicitly"},
 			wantAllowed:  true,
 			wantCalls:    []string{"preview web"},
-			wantWarnings: []string{admission.WarningPrefix + "set a type explicitly [W1]"},
+			wantWarnings: []string{admission.WarningPrefix + "create(lb-web): set a type explicitly [W1]"},
 		},
 		{
 			name:         "dryrun: nothing is rejected, the warning says what would be denied",
@@ -179,7 +179,16 @@ func TestReview(t *testing.T) {
 			dryRun:       true,
 			wantAllowed:  true,
 			wantCalls:    []string{"preview web"},
-			wantWarnings: []string{admission.WarningPrefix + "would be denied (dry run): public load balancers need approval [D1]", "(decision id-create)"},
+			wantWarnings: []string{admission.WarningPrefix + "would be denied (dry run): create(lb-web) (decision id-create): public load balancers need approval [D1]"},
+		},
+		{
+			name:         "a long message is cut at its end: the step and decision ID stay",
+			req:          request(admissionv1.Create, service("web"), nil),
+			deny:         map[string]string{"create": strings.Repeat("very long policy message ", 100)},
+			dryRun:       true,
+			wantAllowed:  true,
+			wantCalls:    []string{"preview web"},
+			wantWarnings: []string{"would be denied (dry run): create(lb-web) (decision id-create): very long", "bytes cut)"},
 		},
 		{
 			name:        "a Service of another type is not reviewed",
@@ -319,6 +328,11 @@ func TestReview(t *testing.T) {
 					if !strings.Contains(resp.Result.Message, want) {
 						t.Errorf("message %q lacks %q", resp.Result.Message, want)
 					}
+				}
+			}
+			for _, w := range resp.Warnings {
+				if len(w) > 1024 {
+					t.Errorf("a warning of %d bytes, want at most 1024", len(w))
 				}
 			}
 			warnings := strings.Join(resp.Warnings, "\n")

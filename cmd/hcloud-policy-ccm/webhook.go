@@ -90,7 +90,11 @@ func serveWebhook(c *cloudconfig.CompletedConfig, cloud *ccm.Cloud, o *webhookOp
 	// The controller manager starts the informers once this replica leads; every replica
 	// behind the webhook's Service answers, so start the ones registered so far (nodes and
 	// namespaces, which the webhook reads) now. Start is idempotent: the controller manager's
-	// later call starts only the informers added since.
+	// later call starts only the informers added since. One side effect, logged once by
+	// client-go ("resync period is smaller than resync check period"): the service
+	// controller's node handler, added after this start, keeps the factory's resync instead of
+	// its 100 s; that resync is a no-op there (its UpdateFunc ignores an unchanged node,
+	// shouldSyncUpdatedNode), so the service controller behaves the same.
 	c.SharedInformers.Start(stopCh)
 	handlers := app.NewWebhookHandlers(map[string]app.WebhookConfig{
 		admission.Name: {Path: admission.Path, AdmissionHandler: h.AdmissionHandler},

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	cloudconfig "k8s.io/cloud-provider/app/config"
 	"k8s.io/client-go/rest"
+	cloudconfig "k8s.io/cloud-provider/app/config"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/admission"
 )

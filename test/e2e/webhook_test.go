@@ -105,14 +105,18 @@ func waitServing(t *testing.T, ccm *harness.Process, port int, caPEM []byte) {
 	})
 }
 
-// TestCCMAdmissionWebhook runs the CCM with the admission webhook enabled and the example
-// policies enforced, registered with the kube-apiserver by the chart's
-// ValidatingWebhookConfiguration (pointed at loopback), and checks
-// what `kubectl apply` says: a Service the policies deny is refused with the policy's message
-// and its decision ID, and nothing reaches Hetzner; an allowed one is admitted, with the
-// policies' warning printed as "Warning: ..."; and with the CCM stopped, `kubectl apply` still
-// works (failurePolicy Ignore).
-func TestCCMAdmissionWebhook(t *testing.T) {
+// webhookCluster is a cluster whose apiserver calls the CCM's admission webhook.
+type webhookCluster struct {
+	c   *harness.Cluster
+	emu *hcloudemu.Emulator
+	ccm *harness.Process
+}
+
+// startWebhookCluster starts a cluster with deploy/ applied, the emulator with one server, and
+// the CCM with the admission webhook (plus args), and registers the chart's webhook
+// configuration; it returns once the webhook serves.
+func startWebhookCluster(t *testing.T, args ...string) webhookCluster {
+	t.Helper()
 	c := harness.Start(t)
 	c.ApplyKustomize(t, deployDir)
 	emu, endpoint := hcloudemu.NewTestServer(t)
@@ -124,17 +128,28 @@ func TestCCMAdmissionWebhook(t *testing.T) {
 	sc := harness.NewServingCert(t, "webhook")
 	port := harness.FreePort(t)
 	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{
-		args: append([]string{enforce}, webhookArgs(port, sc)...),
+		args: append(args, webhookArgs(port, sc)...),
 		env:  []string{"HCLOUD_LOAD_BALANCERS_LOCATION=fsn1", "HCLOUD_LOAD_BALANCERS_TYPE=lb11"},
 	})
 	waitInitialised(t, c, ccm, "worker-1", id)
 	waitServing(t, ccm, port, sc.CAPEM)
-
-	ctx := context.Background()
-	admin := c.Client()
-	if _, err := admin.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, webhookConfiguration(t, port, sc.CAPEM), metav1.CreateOptions{}); err != nil {
+	if _, err := c.Client().AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), webhookConfiguration(t, port, sc.CAPEM), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create ValidatingWebhookConfiguration: %v", err)
 	}
+	return webhookCluster{c: c, emu: emu, ccm: ccm}
+}
+
+// TestCCMAdmissionWebhook runs the CCM with the admission webhook enabled and the example
+// policies enforced, registered with the kube-apiserver by the chart's
+// ValidatingWebhookConfiguration (pointed at loopback), and checks what `kubectl apply` says: a
+// Service the policies deny is refused with the policy's message and its decision ID, and
+// nothing reaches Hetzner; an allowed one is admitted, with the policies' warning printed as
+// "Warning: ..."; and with the CCM stopped, `kubectl apply` still works (failurePolicy Ignore).
+func TestCCMAdmissionWebhook(t *testing.T) {
+	w := startWebhookCluster(t, enforce)
+	c, emu, ccm := w.c, w.emu, w.ccm
+	ctx := context.Background()
+	admin := c.Client()
 	c.Kubectl(t, "create", "namespace", "shop")
 	emu.ResetRequests()
 
@@ -189,7 +204,7 @@ func TestCCMAdmissionWebhook(t *testing.T) {
 	if !strings.Contains(out, "service/web created") {
 		t.Errorf("the allowed Service was not created:\n%s", out)
 	}
-	if !strings.Contains(out, "Warning: "+admission.WarningPrefix+"the load balancer listens on port 80 without 443") {
+	if !strings.Contains(out, "the load balancer listens on port 80 without 443") || !strings.Contains(out, "Warning: "+admission.WarningPrefix+"create(") {
 		t.Errorf("kubectl printed no policy warning:\n%s", out)
 	}
 	harness.WaitFor(t, 2*time.Minute, func() (bool, error) {
@@ -204,7 +219,7 @@ func TestCCMAdmissionWebhook(t *testing.T) {
 	// Outage: with the CCM stopped, Service writes still work (failurePolicy Ignore); the
 	// CCM-side gate decides when it is back.
 	ccm.Stop()
-	out, err = c.KubectlErr(t, "apply", "-f", serviceManifest(t, "shop", "web2"))
+	out, err := c.KubectlErr(t, "apply", "-f", serviceManifest(t, "shop", "web2"))
 	if err != nil {
 		t.Fatalf("kubectl apply with the CCM stopped failed; failurePolicy Ignore should admit it: %v\n%s", err, out)
 	}
@@ -354,5 +369,35 @@ func TestChartAdmissionCertStable(t *testing.T) {
 	ca2, crt2, bundle2 := get()
 	if string(ca1) != string(ca2) || string(crt1) != string(crt2) || string(bundle1) != string(bundle2) {
 		t.Errorf("helm upgrade replaced the webhook's CA or serving certificate; lookup should keep them")
+	}
+}
+
+// TestCCMAdmissionWebhookDryRun: with --policy-mode=dryrun (the chart's default) the webhook
+// refuses nothing; kubectl prints what would be denied, with the decision ID.
+func TestCCMAdmissionWebhookDryRun(t *testing.T) {
+	w := startWebhookCluster(t, "--policy-mode=dryrun")
+	w.c.Kubectl(t, "create", "namespace", "shop")
+	manifest := serviceManifest(t, "shop", "web")
+	var out string
+	harness.WaitFor(t, time.Minute, func() (bool, error) {
+		out = w.c.Kubectl(t, "apply", "-f", manifest)
+		if strings.Contains(out, "would be denied (dry run)") {
+			return true, nil
+		}
+		// Admitted before the webhook was in force: take it back and try again.
+		w.c.Kubectl(t, "delete", "-f", manifest, "--wait=true")
+		return false, fmt.Errorf("no dry-run warning (webhook not in force yet?): %s", out)
+	})
+	t.Logf("kubectl apply in dry run:\n%s", out)
+	for _, want := range []string{
+		"Warning: " + admission.WarningPrefix + "would be denied (dry run): create(",
+		`namespace "shop" may not expose load balancers publicly`,
+		"[public_exposure_not_allowed]",
+		"service/web created",
+		"(decision ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl output lacks %q:\n%s", want, out)
+		}
 	}
 }
