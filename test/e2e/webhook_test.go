@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -107,9 +109,10 @@ func waitServing(t *testing.T, ccm *harness.Process, port int, caPEM []byte) {
 
 // webhookCluster is a cluster whose apiserver calls the CCM's admission webhook.
 type webhookCluster struct {
-	c   *harness.Cluster
-	emu *hcloudemu.Emulator
-	ccm *harness.Process
+	c        *harness.Cluster
+	emu      *hcloudemu.Emulator
+	endpoint string
+	ccm      *harness.Process
 }
 
 // startWebhookCluster starts a cluster with deploy/ applied, the emulator with one server, and
@@ -136,7 +139,7 @@ func startWebhookCluster(t *testing.T, args ...string) webhookCluster {
 	if _, err := c.Client().AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), webhookConfiguration(t, port, sc.CAPEM), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create ValidatingWebhookConfiguration: %v", err)
 	}
-	return webhookCluster{c: c, emu: emu, ccm: ccm}
+	return webhookCluster{c: c, emu: emu, endpoint: endpoint, ccm: ccm}
 }
 
 // TestCCMAdmissionWebhook runs the CCM with the admission webhook enabled and the example
@@ -144,7 +147,8 @@ func startWebhookCluster(t *testing.T, args ...string) webhookCluster {
 // ValidatingWebhookConfiguration (pointed at loopback), and checks what `kubectl apply` says: a
 // Service the policies deny is refused with the policy's message and its decision ID, and
 // nothing reaches Hetzner; an allowed one is admitted, with the policies' warning printed as
-// "Warning: ..."; and with the CCM stopped, `kubectl apply` still works (failurePolicy Ignore).
+// "Warning: ..."; a change out of type LoadBalancer is refused when the policies deny the
+// delete it causes; and with the CCM stopped, `kubectl apply` still works (failurePolicy Ignore).
 func TestCCMAdmissionWebhook(t *testing.T) {
 	w := startWebhookCluster(t, enforce)
 	c, emu, ccm := w.c, w.emu, w.ccm
@@ -216,10 +220,35 @@ func TestCCMAdmissionWebhook(t *testing.T) {
 	})
 	// The CCM's own writes on it (finalizer, status) went through: the ingress is there.
 
+	// Leaving type LoadBalancer plans the delete of the load balancer: the example policy
+	// protection.rego denies deleting one labelled hcloud-ccm/protected=true in Hetzner.
+	lbs := emu.LoadBalancers()
+	if len(lbs) != 1 {
+		t.Fatalf("%d load balancers, want the one of default/web", len(lbs))
+	}
+	client := hcloud.NewClient(hcloud.WithEndpoint(w.endpoint), hcloud.WithToken(emu.Token()))
+	labels := maps.Clone(lbs[0].Labels)
+	labels["hcloud-ccm/protected"] = "true"
+	if _, _, err := client.LoadBalancer.Update(ctx, &hcloud.LoadBalancer{ID: lbs[0].ID}, hcloud.LoadBalancerUpdateOpts{Labels: labels}); err != nil {
+		t.Fatalf("label the load balancer protected: %v", err)
+	}
+	emu.ResetRequests()
+	out, err := c.KubectlErr(t, "patch", "service", "web", "-n", "default", "-p", `{"spec":{"type":"ClusterIP"}}`)
+	t.Logf("kubectl patch to ClusterIP:\n%s", out)
+	if err == nil || !strings.Contains(out, "denied the request") || !strings.Contains(out, "must not be deleted") || !strings.Contains(out, "delete(") {
+		t.Errorf("the change to ClusterIP of a protected load balancer was not refused with the policy's message: %v\n%s", err, out)
+	}
+	if n := emu.MutatingRequests(); n != 0 {
+		t.Errorf("%d mutating Hetzner requests after the refused type change, want 0: %v", n, emu.Counts())
+	}
+	if svc, err := admin.CoreV1().Services("default").Get(ctx, "web", metav1.GetOptions{}); err != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		t.Errorf("default/web after the refused change: %v, %v; want still type LoadBalancer", err, svc)
+	}
+
 	// Outage: with the CCM stopped, Service writes still work (failurePolicy Ignore); the
 	// CCM-side gate decides when it is back.
 	ccm.Stop()
-	out, err := c.KubectlErr(t, "apply", "-f", serviceManifest(t, "shop", "web2"))
+	out, err = c.KubectlErr(t, "apply", "-f", serviceManifest(t, "shop", "web2"))
 	if err != nil {
 		t.Fatalf("kubectl apply with the CCM stopped failed; failurePolicy Ignore should admit it: %v\n%s", err, out)
 	}
