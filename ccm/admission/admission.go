@@ -159,9 +159,12 @@ func (h *Handler) AdmissionHandler(req *admissionv1.AdmissionRequest) (*admissio
 //     traced to the decision log; warnings become admission warnings (kubectl prints
 //     "Warning: ..."), and deny messages that are not enforced (--policy-mode=dryrun, or a
 //     message with "enforcement": "dryrun") become warnings saying what would be denied;
-//   - a plan that fails is admitted with a warning: a bad annotation (the warning names it and
-//     what it accepts: the CCM refuses the Service with the InvalidAnnotation event until it
-//     is fixed, and that is the CCM's report, not the webhook's), a failed read, the deadline.
+//   - what cannot be decided is admitted with a warning: a bad annotation (the warning names it
+//     and what it accepts: the CCM refuses the Service with the InvalidAnnotation event until
+//     it is fixed, and that is the CCM's report, not the webhook's), a failed read, the
+//     deadline, caches not synced yet (Config.Synced), an object that does not decode.
+//
+// TestReview and TestReview_NotSynced hold a case for each rule.
 //
 // # Why admit a bad annotation?
 //
