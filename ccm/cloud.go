@@ -87,6 +87,8 @@ type Cloud struct {
 	// nodeLabels re-applies plugin labels; nil without a node label plugin. Atomic because
 	// plugin reloads (another goroutine) trigger it.
 	nodeLabels atomic.Pointer[nodelabels.Controller]
+	// admission are the parts AdmissionConfig hands the admission webhook.
+	admission admissionParts
 }
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
@@ -227,6 +229,7 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 		Executor: exec, Config: c.cfg.LoadBalancer, Network: network, Recorder: d.Recorder, Namer: namer,
 		Robot: c.cfg.Robot.Enabled, RobotClient: c.robot, // RobotClient is nil without credentials
 	}
+	c.admission = admissionParts{exec: exec, cluster: clusterView(d, network), informers: d.Informers, clusterName: d.ClusterName}
 	if c.requeue != nil {
 		lbOpts.DenialTracker = c.requeue
 	}

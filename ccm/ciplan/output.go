@@ -44,7 +44,7 @@ func (r Report) WriteText(w io.Writer) error {
 			if !st.Allowed {
 				verdict = "DENIED"
 			}
-			fmt.Fprintf(&b, "  %-7s %s\n", verdict, st.Label)
+			fmt.Fprintf(&b, "  %-7s %s%s\n", verdict, st.Label, decisionRef(st))
 			writeMessages(&b, "deny", st.Deny)
 			writeMessages(&b, "dry run", st.NotEnforced)
 			writeMessages(&b, "warn", st.Warn)
@@ -79,6 +79,15 @@ func (r Report) WriteText(w io.Writer) error {
 		return fmt.Errorf("write plan: %w", err)
 	}
 	return nil
+}
+
+// decisionRef names the decision of a step that was denied or denied in dry run, as the
+// PolicyDenied event does, so the line can be found in the decision log; "" otherwise.
+func decisionRef(st Step) string {
+	if st.DecisionID == "" || (st.Allowed && len(st.NotEnforced) == 0) {
+		return ""
+	}
+	return " (decision " + st.DecisionID + ")"
 }
 
 func writeMessages(b *strings.Builder, kind string, msgs []policy.Message) {

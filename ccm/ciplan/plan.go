@@ -136,7 +136,11 @@ type Step struct {
 	Label     string `json:"label"`
 	Action    string `json:"action"`
 	Operation string `json:"operation"`
-	Allowed   bool   `json:"allowed"`
+	// DecisionID is the decision's ID (policy.Decision.ID): the decision_id of its line in the
+	// decision log that `plan --decision-log` writes, as the PolicyDenied event and the
+	// admission webhook name it. "" when the decider gives none.
+	DecisionID string `json:"decision_id"`
+	Allowed    bool   `json:"allowed"`
 	// DryRun is true when deny messages were reported but not enforced.
 	DryRun bool `json:"dry_run"`
 	// Deny are the messages that deny the step (executor.DenyMessages: the PolicyDenied
@@ -212,7 +216,7 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 		d := o.Decider.Decide(ctx, in.Input)
 		st := Step{
 			Label: in.Label, Action: in.Input.Action, Operation: in.Input.Operation,
-			Allowed: d.Allowed, DryRun: d.DryRun, Deny: []policy.Message{},
+			DecisionID: d.ID, Allowed: d.Allowed, DryRun: d.DryRun, Deny: []policy.Message{},
 			NotEnforced: nonNil(d.NotEnforced()), Warn: nonNil(executor.DecisionWarnings(d)),
 		}
 		if !d.Allowed {

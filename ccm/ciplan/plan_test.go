@@ -62,9 +62,13 @@ func readExamples(t *testing.T) Manifests {
 
 var revisionRE = regexp.MustCompile(`(policy revision: |"revision": ")[0-9a-f]+`)
 
+// decisionIDRE matches the decision IDs (random UUIDs) of the plan output.
+var decisionIDRE = regexp.MustCompile(`(decision |"decision_id": ")[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
 // TestGoldenExamples: plan on examples/manifests with examples/policies, text and JSON, against
 // testdata/examples.{txt,json} (go test -run TestGoldenExamples ./ccm/ciplan/ -update rewrites
-// them). The policy revision is masked: it changes with every edit of the example policies.
+// them). The policy revision is masked: it changes with every edit of the example policies;
+// so are the decision IDs, random UUIDs.
 func TestGoldenExamples(t *testing.T) {
 	r := Run(context.Background(), readExamples(t), Options{Config: config.Default(), Cluster: policy.Cluster{Name: "kubernetes"}, Decider: exampleEngine(t)})
 	if got, want := r.ExitCode(), ExitDenied; got != want {
@@ -83,6 +87,10 @@ func TestGoldenExamples(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := revisionRE.ReplaceAll(b.Bytes(), []byte("${1}REVISION"))
+			if n := len(decisionIDRE.FindAll(got, -1)); n == 0 {
+				t.Errorf("no decision ID in the output; every step names its decision (JSON) and denied ones in text")
+			}
+			got = decisionIDRE.ReplaceAll(got, []byte("${1}DECISION-ID"))
 			path := filepath.Join("testdata", tc.file)
 			if *update {
 				if err := os.WriteFile(path, got, 0o644); err != nil {

@@ -373,6 +373,18 @@ func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) 
 //
 // name and rename are l.name's answer (the caller needs them for the denial digest).
 func (l *LoadBalancers) reconcile(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, name string, rename, create bool) (*lbplan.Actual, lbplan.Desired, error) {
+	plan, d, err := l.plan(ctx, svc, nodes, name, rename, create)
+	if err != nil || plan == nil {
+		return nil, d, err
+	}
+	state, err := l.exec.Run(ctx, svc, *plan)
+	return state, d, err
+}
+
+// plan is reconcile up to the plan, which it returns instead of running it: nil (and no error)
+// for an Update of a Service without a load balancer. It reads the API and records events, but
+// never writes (it has no executor call); Preview runs it with a recorder that drops events.
+func (l *LoadBalancers) plan(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, name string, rename, create bool) (*lbplan.Plan, lbplan.Desired, error) {
 	// The official CCM reads the node selector first: a bad one fails before any warning.
 	if _, err := annotation.LBNodeSelector.Selector(svc); err != nil && !errors.Is(err, annotation.ErrNotSet) {
 		return nil, lbplan.Desired{}, l.invalid(svc, err)
@@ -422,8 +434,7 @@ func (l *LoadBalancers) reconcile(ctx context.Context, svc *corev1.Service, node
 		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonMaxTargetsReached, msg)
 	}
 	l.reportTargetProblems(svc, name, d, plan.SkippedIPTargets)
-	state, err := l.exec.Run(ctx, svc, plan)
-	return state, d, err
+	return &plan, d, nil
 }
 
 // desired checks the name annotation and builds the desired state; a subnet that is not in the

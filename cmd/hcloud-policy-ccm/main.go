@@ -197,9 +197,16 @@ func newCommand() *cobra.Command {
 	ours := ccm.NewOptions()
 	fss := cliflag.NamedFlagSets{}
 	ours.AddFlags(fss.FlagSet("hcloud policy ccm"))
+	webhook := &webhookOptions{}
+	webhook.addFlags(fss.FlagSet("admission webhook"))
+	registerWebhook()
 
 	initCloud := func(c *cloudconfig.CompletedConfig) cloudprovider.Interface {
-		return mustNewCloud(c, ours)
+		cloud := mustNewCloud(c, ours)
+		if err := serveWebhook(c, cloud, webhook, wait.NeverStop); err != nil {
+			klog.Fatalf("hcloud-policy-ccm cannot start: %v", err)
+		}
+		return cloud
 	}
 	cmd := app.NewCloudControllerManagerCommand(ccmOptions, initCloud, controllerConstructors(),
 		names.CCMControllerAliases(), fss, wait.NeverStop)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/ciplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -35,7 +36,7 @@ func badInput(err error) error { return &exitError{code: ciplan.ExitBadInput, er
 func newPlanCommand() *cobra.Command {
 	var files []string
 	var fromAPI bool
-	var policies, envFile, statePath, saveState, output, mode, failure, clusterName, clusterCIDR string
+	var policies, envFile, statePath, saveState, output, mode, failure, clusterName, clusterCIDR, decisionLog string
 	cmd := &cobra.Command{
 		Use:   "plan -f FILE|DIR|- --policies DIR [flags]",
 		Short: "Show the load balancer requests the CCM would send for Service manifests, with each policy verdict (for CI)",
@@ -78,6 +79,13 @@ Exit status: 0 allowed, 1 denied, 2 bad input (a manifest, annotation, policy or
 			pfiles, err := policy.ReadDir(policies)
 			if err != nil {
 				return badInput(fmt.Errorf("plan: %w", err))
+			}
+			if decisionLog != "" {
+				closeLog, err := planDecisionLog(&o, decisionLog)
+				if err != nil {
+					return badInput(fmt.Errorf("plan: %w", err))
+				}
+				defer closeLog()
 			}
 			engine := policy.NewEngine(o)
 			if _, err := engine.Load(cmd.Context(), pfiles, policy.DirSource(policies)); err != nil {
@@ -138,5 +146,27 @@ Exit status: 0 allowed, 1 denied, 2 bad input (a manifest, annotation, policy or
 	cmd.Flags().StringVar(&failure, "policy-failure-mode", "closed", "closed or open, as the CCM's --policy-failure-mode")
 	cmd.Flags().StringVar(&clusterName, "cluster-name", "kubernetes", "the CCM's --cluster-name (input.cluster.name)")
 	cmd.Flags().StringVar(&clusterCIDR, "cluster-cidr", "", "the CCM's --cluster-cidr (input.cluster.cluster_cidr)")
+	cmd.Flags().StringVar(&decisionLog, "decision-log", "", "append every decision as a JSON line in OPA's decision log format to this file; the output names each denied step's decision ID (replay a line with policy eval --decision-log-line)")
 	return cmd
+}
+
+// planDecisionLog opens path for appending (mode 0600, as the CCM's decision log file) and sets
+// o.DecisionLog to a log of every decision, labelled as the CCM labels its lines (policy_mode
+// and failure_mode: `policy eval --decision-log-line` replays in them). The returned function
+// closes the file.
+func planDecisionLog(o *policy.Options, path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("--decision-log: %w", err)
+	}
+	l, err := policy.NewDecisionLog(policy.DecisionLogAll, f, map[string]string{
+		"app": "hcloud-policy-ccm-plan", "version": ccm.Version,
+		"policy_mode": string(o.Mode), "failure_mode": string(o.FailureMode),
+	})
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("--decision-log: %w", err)
+	}
+	o.DecisionLog = l
+	return func() { _ = f.Close() }, nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -75,5 +76,46 @@ func TestPlanCommand(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPlanDecisionLog: with --decision-log, each denied step's decision ID in the output is the
+// decision_id of a line in the log, and `policy eval --decision-log-line` replays that line to
+// the same result: a denial in CI traces to its log line as one in the cluster does.
+func TestPlanDecisionLog(t *testing.T) {
+	logFile := filepath.Join(t.TempDir(), "decisions.log")
+	var out bytes.Buffer
+	err := runTool(newToolsCommand(), []string{"plan", "-f", "../../examples/manifests", "--policies", "../../examples/policies", "--decision-log", logFile}, &out)
+	var exit *exitError
+	if !errors.As(err, &exit) || exit.code != ciplan.ExitDenied {
+		t.Fatalf("plan: %v, want exit %d:\n%s", err, ciplan.ExitDenied, out.String())
+	}
+	m := regexp.MustCompile(`DENIED  create\(ssh\) \(decision ([0-9a-f-]{36})\)`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no decision ID on the denied step:\n%s", out.String())
+	}
+	data, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if strings.Contains(l, `"decision_id":"`+m[1]+`"`) {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatalf("decision %s is not in the decision log:\n%s", m[1], data)
+	}
+	lineFile := filepath.Join(t.TempDir(), "line.json")
+	if err := os.WriteFile(lineFile, []byte(line+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := runTool(newToolsCommand(), []string{"policy", "eval", "--policies", "../../examples/policies", "--decision-log-line", lineFile}, &out); err != nil {
+		t.Fatalf("replay: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "decision "+m[1]+": same result as logged") {
+		t.Errorf("replay output:\n%s", out.String())
 	}
 }

@@ -194,6 +194,9 @@ spec:
         {{- if .Values.plugins.optional }}
         - "--plugins-optional=true"
         {{- end }}
+        {{- with include "hcloud-policy-ccm.admission.args" . | trim }}
+        {{- . | nindent 8 }}
+        {{- end }}
       env:
         {{- range $key, $value := .Values.env }}
         {{- if not (kindIs "invalid" $value) }}
@@ -224,6 +227,9 @@ spec:
         - name: metrics
           containerPort: 8233
           protocol: TCP
+        {{- end }}
+        {{- with include "hcloud-policy-ccm.admission.port" . | trim }}
+        {{- . | nindent 8 }}
         {{- end }}
       {{- if and .Values.probes.enabled (gt $port 0) }}
       # /healthz is in the secure port's always-allowed paths: no token needed.
@@ -256,6 +262,9 @@ spec:
         - name: plugins
           mountPath: /plugins
           readOnly: true
+        {{- with include "hcloud-policy-ccm.admission.volumeMount" . | trim }}
+        {{- . | nindent 8 }}
+        {{- end }}
         {{- with .Values.extraVolumeMounts }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -268,6 +277,9 @@ spec:
         name: {{ .Values.plugins.configMap }}
         optional: true
       {{- end }}
+    {{- with include "hcloud-policy-ccm.admission.volume" . | trim }}
+    {{- . | nindent 4 }}
+    {{- end }}
     {{- with .Values.extraVolumes }}
     {{- toYaml . | nindent 4 }}
     {{- end }}

@@ -1,0 +1,430 @@
+// Package admission is the CCM's validating admission webhook for Services of type
+// LoadBalancer: at `kubectl apply` it plans the change the Service would cause against the
+// current load balancer and evaluates the policies on that plan, so a denial reaches the
+// Service's author before the Service is stored rather than as a PolicyDenied event afterwards.
+//
+// It runs the CCM's own code: the plan comes from the load balancer implementation's Preview
+// (ccm/loadbalancer, the code EnsureLoadBalancer runs, without the executor), the policy inputs
+// from executor.Inputs and executor.PolicyService (the gate's), the verdicts from the CCM's
+// policy.Decider (its engine, revision and mode), and the messages from
+// executor.DenyMessages and executor.DecisionWarnings. There is no second evaluation path.
+//
+// The CCM-side gate stays the authority: the webhook is registered with failurePolicy Ignore,
+// answers "allowed" whenever it cannot plan, and a Service it admitted is still decided again
+// when the CCM reconciles it.
+//
+// Start with New; Handler.Review answers one AdmissionRequest, Handler.AdmissionHandler is the
+// function k8s.io/cloud-provider's webhook server (app.WebhookConfig) calls.
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/requeue"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+)
+
+// Name is the webhook's name for --webhooks (k8s.io/cloud-provider's webhook server) and
+// Path the URL path it serves. They MUST not change: the chart's
+// ValidatingWebhookConfiguration and operators' --webhooks flags name them.
+const (
+	Name = "service-policy"
+	Path = "/validate-service-policy"
+)
+
+// DefaultTimeout is how long Review may take before it gives up and admits (Config.Timeout).
+// It stays below the 5 s timeoutSeconds the chart gives the API server, so the answer is the
+// webhook's and not the API server's timeout.
+const DefaultTimeout = 4 * time.Second
+
+// WarningPrefix starts every warning and denial message, so kubectl's output names its source.
+const WarningPrefix = "hcloud-policy-ccm: "
+
+// maxWarning is the longest warning Review returns (bytes). The API server keeps warnings
+// whole up to 4 KiB in total and cuts each to 256 characters beyond (k8s.io/apiserver's warning
+// filter), so every warning starts with the steps and decision IDs and ends with the message.
+const maxWarning = truncate.EventMessage
+
+// Planner plans a Service's load balancer without writing to Hetzner.
+// *loadbalancer.LoadBalancers implements it (Preview, PreviewDelete).
+type Planner interface {
+	// Preview is the plan EnsureLoadBalancer would run for svc with nodes.
+	Preview(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (lbplan.Plan, error)
+	// PreviewDelete is the plan EnsureLoadBalancerDeleted would run for svc.
+	PreviewDelete(ctx context.Context, svc *corev1.Service) (lbplan.Plan, error)
+}
+
+// Config is what New needs: the CCM's planner, decider and policy input parts.
+type Config struct {
+	// Planner plans the load balancer (required).
+	Planner Planner
+	// Decider decides each step: the CCM's policy engine (required).
+	Decider policy.Decider
+	// Cluster is the cluster of the policy input, as the executor has it.
+	Cluster policy.Cluster
+	// ClusterName is --cluster-name, for the naming plugin.
+	ClusterName string
+	// NamespaceLabels returns the labels of a namespace as the gate reads them
+	// (executor.Executor.NamespaceLabels: the namespace informer's cache). nil: no labels
+	// (namespace_labels null), as an executor without a namespace lister.
+	NamespaceLabels func(namespace string) (map[string]string, error)
+	// Nodes returns the cluster's nodes (the node informer's cache); Review keeps those the
+	// service controller gives EnsureLoadBalancer (LoadBalancerNodes). nil: no nodes.
+	Nodes func() ([]*corev1.Node, error)
+	// Synced reports whether the caches behind NamespaceLabels and Nodes have synced; until
+	// they have, requests are admitted with a warning (an empty cache would make every
+	// namespace unreadable, a failed decision). nil: always synced.
+	Synced func() bool
+	// ExemptUsers are the usernames whose requests are admitted without a plan: the CCM's own
+	// service account (its status and retry-annotation writes must never be rejected).
+	ExemptUsers []string
+	// Timeout bounds one Review (default DefaultTimeout); past it the request is admitted
+	// with a warning.
+	Timeout time.Duration
+}
+
+// Handler answers admission requests for Services. It is safe for concurrent use.
+type Handler struct {
+	cfg    Config
+	exempt map[string]bool
+}
+
+// New returns a Handler.
+//
+// # Errors
+//
+// A missing Planner or Decider.
+func New(c Config) (*Handler, error) {
+	var errs []error
+	if c.Planner == nil {
+		errs = append(errs, errors.New("admission.New: Config.Planner is nil"))
+	}
+	if c.Decider == nil {
+		errs = append(errs, errors.New("admission.New: Config.Decider is nil"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	h := &Handler{cfg: c, exempt: map[string]bool{}}
+	for _, u := range c.ExemptUsers {
+		h.exempt[u] = true
+	}
+	return h, nil
+}
+
+// AdmissionHandler answers req within Config.Timeout; it is the AdmissionHandler of
+// k8s.io/cloud-provider's app.WebhookConfig, whose server passes no context. It never returns
+// an error: every failure is an allowed response with a warning (see Review).
+func (h *Handler) AdmissionHandler(req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), h.cfg.Timeout)
+	defer cancel()
+	return h.Review(ctx, req), nil
+}
+
+// Review answers one admission request. The response is never nil and denies only when the
+// policies deny a step of the plan the request would cause:
+//
+//   - out of scope, admitted without a plan: anything but a CREATE or UPDATE of the core/v1
+//     services resource itself (subresources such as status are out), a request of an exempt
+//     user, a Service that is not of type LoadBalancer before nor after (or has a
+//     spec.loadBalancerClass: the CCM's service controller leaves those alone), an UPDATE that
+//     changes none of spec, labels and annotations (except requeue.Annotation, which the CCM
+//     sets);
+//   - a Service of type LoadBalancer is planned with Planner.Preview (the create or update of
+//     its load balancer), a Service leaving the type with Planner.PreviewDelete;
+//   - every step is decided as the gate decides it (executor.Inputs, with the namespace labels
+//     the gate reads); a step with blocking deny messages denies the request (HTTP 403,
+//     Forbidden) with executor.DenyMessages and each decision's ID, so the denial can be
+//     traced to the decision log; warnings become admission warnings (kubectl prints
+//     "Warning: ..."), and deny messages that are not enforced (--policy-mode=dryrun, or a
+//     message with "enforcement": "dryrun") become warnings saying what would be denied;
+//   - what cannot be decided is admitted with a warning: a bad annotation (the warning names it
+//     and what it accepts: the CCM refuses the Service with the InvalidAnnotation event until
+//     it is fixed, and that is the CCM's report, not the webhook's), a failed read, the
+//     deadline, caches not synced yet (Config.Synced), an object that does not decode.
+//
+// TestReview and TestReview_NotSynced hold a case for each rule.
+//
+// # Why admit a bad annotation?
+//
+// The CCM owns annotation errors: it reports them on the Service where its operators look, and
+// a webhook rejecting them would block Service writes whenever the webhook and the CCM
+// disagree (during an upgrade). A warning tells the author at once without taking that risk.
+func (h *Handler) Review(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	if req == nil {
+		return allowed(nil)
+	}
+	var resp *admissionv1.AdmissionResponse
+	switch svc, old, skip, err := h.scope(req); {
+	case err != nil:
+		resp = allowed([]string{WarningPrefix + err.Error()})
+	case skip:
+		resp = allowed(nil)
+	default:
+		resp = h.review(ctx, svc, old)
+	}
+	resp.UID = req.UID
+	return resp
+}
+
+// scope decodes req and says whether it is out of scope (skip).
+func (h *Handler) scope(req *admissionv1.AdmissionRequest) (svc, old *corev1.Service, skip bool, err error) {
+	if req.Resource.Group != "" || req.Resource.Resource != "services" || req.SubResource != "" {
+		return nil, nil, true, nil
+	}
+	if req.Operation != admissionv1.Create && req.Operation != admissionv1.Update {
+		return nil, nil, true, nil
+	}
+	if h.exempt[req.UserInfo.Username] {
+		return nil, nil, true, nil
+	}
+	svc = &corev1.Service{}
+	if err := json.Unmarshal(req.Object.Raw, svc); err != nil {
+		return nil, nil, false, fmt.Errorf("admission: decode Service: %w (not reviewed)", err)
+	}
+	if req.Operation == admissionv1.Update {
+		old = &corev1.Service{}
+		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+			return nil, nil, false, fmt.Errorf("admission: decode the old Service: %w (not reviewed)", err)
+		}
+	}
+	switch {
+	case !managed(svc) && !managed(old):
+		return nil, nil, true, nil
+	case old != nil && !relevantChange(old, svc):
+		return nil, nil, true, nil
+	}
+	return svc, old, false, nil
+}
+
+// managed reports whether the CCM's service controller manages svc's load balancer: type
+// LoadBalancer without a loadBalancerClass. nil is not.
+func managed(svc *corev1.Service) bool {
+	return svc != nil && svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass == nil
+}
+
+// relevantChange reports whether cur differs from old in what the plan or the policy input
+// reads: spec, labels, annotations other than requeue.Annotation.
+func relevantChange(old, cur *corev1.Service) bool {
+	if !apiequality.Semantic.DeepEqual(old.Spec, cur.Spec) || !maps.Equal(old.Labels, cur.Labels) {
+		return true
+	}
+	a, b := maps.Clone(old.Annotations), maps.Clone(cur.Annotations)
+	delete(a, requeue.Annotation)
+	delete(b, requeue.Annotation)
+	return !maps.Equal(a, b)
+}
+
+// review plans and decides a Service in scope.
+func (h *Handler) review(ctx context.Context, svc, old *corev1.Service) *admissionv1.AdmissionResponse {
+	if h.cfg.Synced != nil && !h.cfg.Synced() {
+		return allowed([]string{WarningPrefix + "not reviewed: the webhook's caches of nodes and namespaces have not synced yet (the CCM decides when it reconciles)"})
+	}
+	subject := svc
+	var plan lbplan.Plan
+	var err error
+	if managed(svc) {
+		if svc.UID == "" { // the API server sets it before validating admission; be safe
+			return allowed([]string{WarningPrefix + "the Service has no UID yet: not reviewed, the CCM decides when it reconciles"})
+		}
+		var nodes []*corev1.Node
+		if nodes, err = h.nodes(); err == nil {
+			plan, err = h.cfg.Planner.Preview(ctx, h.cfg.ClusterName, svc, nodes)
+		}
+	} else { // leaving type LoadBalancer: the CCM deletes the load balancer
+		subject = old
+		plan, err = h.cfg.Planner.PreviewDelete(ctx, old)
+	}
+	if err != nil {
+		return allowed([]string{planWarning(err)})
+	}
+	if plan.Empty() {
+		return allowed(nil)
+	}
+	return h.decide(ctx, subject, plan)
+}
+
+// nodes are the nodes the service controller passes to EnsureLoadBalancer.
+func (h *Handler) nodes() ([]*corev1.Node, error) {
+	if h.cfg.Nodes == nil {
+		return nil, nil
+	}
+	all, err := h.cfg.Nodes()
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	return LoadBalancerNodes(all), nil
+}
+
+// planWarning is the warning of a plan that failed.
+func planWarning(err error) string {
+	if annotation.IsUserError(err) {
+		return truncate.String(WarningPrefix+"the CCM will refuse this Service until the annotation is fixed (event InvalidAnnotation): "+err.Error(), maxWarning)
+	}
+	return truncate.String(WarningPrefix+"could not plan the load balancer, not reviewed (the CCM decides when it reconciles): "+err.Error(), maxWarning)
+}
+
+// decide decides every step of plan for svc as the executor's gate does.
+func (h *Handler) decide(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) *admissionv1.AdmissionResponse {
+	var nsLabels map[string]string
+	var inputErr error
+	if h.cfg.NamespaceLabels != nil {
+		nsLabels, inputErr = h.cfg.NamespaceLabels(svc.Namespace)
+	}
+	steps := executor.Inputs(plan, h.cfg.Cluster, executor.PolicyService(svc, nsLabels))
+	var denied, warnings, dryRun groups
+	for _, st := range steps {
+		d := h.decideStep(ctx, st.Input, inputErr)
+		warnings.add(st.Label, "", executor.DecisionWarnings(d))
+		dryRun.add(st.Label, d.ID, d.NotEnforced())
+		if !d.Allowed {
+			denied.add(st.Label, d.ID, executor.DenyMessages(d))
+		}
+	}
+	var out []string
+	for _, w := range warnings.lines() {
+		out = append(out, truncate.String(WarningPrefix+w, maxWarning))
+	}
+	for _, w := range dryRun.lines() {
+		out = append(out, truncate.String(WarningPrefix+"would be denied (dry run): "+w, maxWarning))
+	}
+	if denied.steps == 0 {
+		return allowed(out)
+	}
+	msg := fmt.Sprintf("%spolicy denied %d of %d changes to the Service's load balancer, nothing was stored: %s",
+		WarningPrefix, denied.steps, len(steps), strings.Join(denied.lines(), "; "))
+	klog.V(2).InfoS("Admission denied", "service", klog.KObj(svc), "message", msg)
+	return &admissionv1.AdmissionResponse{
+		Allowed:  false,
+		Warnings: out,
+		Result: &metav1.Status{
+			Status:  metav1.StatusFailure,
+			Code:    http.StatusForbidden,
+			Reason:  metav1.StatusReasonForbidden,
+			Message: truncate.String(msg, truncate.EventMessage),
+		},
+	}
+}
+
+// decideStep decides one input as the executor's gate does: an input that could not be
+// completed (namespace labels unreadable) is a failed evaluation when the decider can fail
+// one (policy.InputFailer), never an input with the field null.
+func (h *Handler) decideStep(ctx context.Context, in policy.Input, inputErr error) policy.Decision {
+	if inputErr != nil {
+		if f, ok := h.cfg.Decider.(policy.InputFailer); ok {
+			return f.DecideFailed(ctx, in, inputErr)
+		}
+	}
+	return h.cfg.Decider.Decide(ctx, in)
+}
+
+// groups collects messages by text, keeping the order of first appearance, and the labels of
+// the steps each came from, so a message every step repeats is one line.
+type groups struct {
+	order []string
+	by    map[string]*group
+	steps int // steps with at least one message
+}
+
+type group struct {
+	labels []string
+}
+
+// add records the messages of the step label; id (a decision ID) is named with the label.
+func (g *groups) add(label, id string, msgs []policy.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	g.steps++
+	if g.by == nil {
+		g.by = map[string]*group{}
+	}
+	if id != "" {
+		label += " (decision " + id + ")"
+	}
+	for _, m := range msgs {
+		text := m.Msg
+		if m.Code != "" {
+			text += " [" + m.Code + "]"
+		}
+		e, ok := g.by[text]
+		if !ok {
+			e = &group{}
+			g.by[text] = e
+			g.order = append(g.order, text)
+		}
+		if !slices.Contains(e.labels, label) {
+			e.labels = append(e.labels, label)
+		}
+	}
+}
+
+// lines returns "labels: msg" per message: the steps (and decision IDs) first, so a cut
+// message keeps them.
+func (g *groups) lines() []string {
+	out := make([]string, 0, len(g.order))
+	for _, text := range g.order {
+		out = append(out, strings.Join(g.by[text].labels, ", ")+": "+text)
+	}
+	return out
+}
+
+// allowed is an allowed response with warnings.
+func allowed(warnings []string) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{Allowed: true, Warnings: warnings}
+}
+
+// ToBeDeletedTaint is the cluster autoscaler's taint on a node it is about to delete
+// (k8s.io/cloud-provider/controllers/service.ToBeDeletedTaint).
+const ToBeDeletedTaint = "ToBeDeletedByClusterAutoscaler"
+
+// LoadBalancerNodes returns the nodes of all that k8s.io/cloud-provider's service controller
+// passes to EnsureLoadBalancer (its stableNodeSetPredicates, v0.37): not being deleted, not
+// labelled node.kubernetes.io/exclude-from-external-load-balancers (unless the label's value
+// parses as false), not tainted ToBeDeletedTaint. Only convention keeps the two in step;
+// TestLoadBalancerNodes states the rules.
+func LoadBalancerNodes(all []*corev1.Node) []*corev1.Node {
+	out := make([]*corev1.Node, 0, len(all))
+	for _, n := range all {
+		if n == nil || !n.DeletionTimestamp.IsZero() || excluded(n) || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == ToBeDeletedTaint }) {
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// excluded is the service controller's nodeIncludedPredicate negated: the exclude label with a
+// value that does not parse as false.
+func excluded(n *corev1.Node) bool {
+	v, ok := n.Labels[corev1.LabelNodeExcludeBalancers]
+	if !ok {
+		return false
+	}
+	switch v { // strconv.ParseBool's false values
+	case "0", "f", "F", "false", "FALSE", "False":
+		return false
+	}
+	return true
+}

@@ -1,0 +1,71 @@
+package loadbalancer
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+)
+
+// Preview returns the plan EnsureLoadBalancer would decide and run for svc with nodes, without
+// running it: the same name (annotation, naming plugin, default), the same reads of the API
+// (the load balancer by UID label and by name, certificates, the type list from its cache) and
+// the same planning code (reconcile and Preview share plan). It is what the admission webhook
+// (ccm/admission) evaluates.
+//
+// Preview never writes to Hetzner: it has no executor (TestPreview_NoWrite), records no event
+// and leaves the remembered denials and the denial tracker alone, so a Service that is only
+// being admitted (and may never exist) leaves no trace on the CCM's state. svc and nodes are
+// read, never modified.
+//
+// # Errors
+//
+// The errors of EnsureLoadBalancer before its first write: bad annotations
+// (annotation.IsUserError), a *NameConflictError, failed reads.
+func (l *LoadBalancers) Preview(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (lbplan.Plan, error) {
+	q := l.quiet()
+	name, rename := q.name(ctx, clusterName, svc)
+	plan, _, err := q.plan(ctx, svc, nodes, name, rename, true)
+	if err != nil || plan == nil {
+		return lbplan.Plan{}, err
+	}
+	return *plan, nil
+}
+
+// PreviewDelete returns the plan EnsureLoadBalancerDeleted would decide and run for svc (the
+// delete of the load balancer carrying its UID label), without running it: an empty plan when
+// there is none or it has delete protection (the CCM keeps it then). Like Preview it never
+// writes and records no event.
+func (l *LoadBalancers) PreviewDelete(ctx context.Context, svc *corev1.Service) (lbplan.Plan, error) {
+	lb, err := l.byUID(ctx, svc)
+	if err != nil || lb == nil {
+		return lbplan.Plan{}, err
+	}
+	plan, err := lbplan.ComputeDelete(lbplan.NewActual(lb))
+	if err != nil { // *lbplan.ProtectedError: kept, nothing to decide
+		return lbplan.Plan{}, nil //nolint:nilerr // a protected load balancer is kept, as EnsureLoadBalancerDeleted does
+	}
+	return plan, nil
+}
+
+// quiet returns a LoadBalancers for Preview: l's readers, configuration, naming plugin, type
+// cache and Robot resolution, a recorder that drops events, no executor, no denial tracker and
+// a denial cache of its own. Every field is listed: TestQuiet_CopiesEveryField fails when a
+// field added to LoadBalancers is neither copied here nor named there as left out.
+func (l *LoadBalancers) quiet() *LoadBalancers {
+	q := &LoadBalancers{
+		read:     l.read,
+		robot:    l.robot,
+		exec:     nil,
+		cfg:      l.cfg,
+		recorder: &record.FakeRecorder{}, // nil Events channel: events are dropped
+		namer:    l.namer,
+		types:    l.types,
+		denials:  nil,
+		denied:   newDenialCache(0),
+	}
+	q.network.Store(l.network.Load())
+	return q
+}
