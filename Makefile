@@ -43,7 +43,7 @@ LINT_BIN ?= $(LINT_DIR)/golangci-lint
 GO_TEST_FLAGS ?= -count=1
 E2E_TIMEOUT ?= 30m
 
-.PHONY: all build release dce-check test unit race vet lint lint-bin fmt-check policy-test kube-bins helm-bin chart-test e2e e2e-versions bench bench-smoke demo clean
+.PHONY: all build release dce-check test unit race vet lint lint-bin fmt-check generate check-generated policy-test kube-bins helm-bin chart-test e2e e2e-versions bench bench-smoke demo clean
 
 all: build
 
@@ -89,8 +89,24 @@ lint: lint-bin
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# Unit, contract and integration tests against the emulator (no Kubernetes binaries needed).
-unit:
+# Every generated file, one way: `go generate ./...`. Each generator is a main package
+# internal/gen<what> next to its source, run by a flagless `//go:generate go run ./internal/gen<what>`:
+# the reference pages docs/reference/{annotations,env,policy-input}.md and
+# docs/policy-input.schema.json (internal/gendoc of ccm/annotation, ccm/config and policy), and
+# the kustomize manifests deploy/ccm.yaml and deploy/networks/ccm-networks.yaml rendered from the
+# chart (test/deploy/internal/genmanifests, which runs helm: hence helm-bin).
+generate: helm-bin
+	go generate ./...
+
+# Fails, naming `make generate`, when a generated file differs from what its generator writes
+# today: each generator has a test TestGeneratedCurrent (test/deploy's is TestManifestsCurrent,
+# with the other checks of one source for policies and manifests). `make unit` runs them too.
+check-generated: helm-bin
+	go test $(GO_TEST_FLAGS) -run '^(TestGeneratedCurrent|TestManifestsCurrent)$$' ./...
+
+# Unit, contract and integration tests against the emulator (no Kubernetes binaries needed;
+# helm for test/deploy, which renders the chart).
+unit: helm-bin
 	go test $(GO_TEST_FLAGS) ./...
 	cd $(SDK_DIR) && go test $(GO_TEST_FLAGS) ./...
 

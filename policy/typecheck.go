@@ -10,7 +10,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/util"
 
-	"github.com/policy-ccm/hcloud-policy-ccm/policy/internal/gendoc"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/internal/inputdoc"
 )
 
 // inputSource is input.go itself: the type check builds the input schema from it with the same
@@ -23,7 +23,7 @@ var inputSource []byte
 
 // inputSchema returns the input schema as OPA's compiler takes it, built once.
 var inputSchema = sync.OnceValues(func() (*ast.SchemaSet, error) {
-	_, raw, err := gendoc.Generate(inputSource)
+	_, raw, err := inputdoc.Generate(inputSource)
 	if err != nil {
 		return nil, fmt.Errorf("build the policy input schema: %w", err)
 	}

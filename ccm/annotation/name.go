@@ -12,10 +12,10 @@
 //	default: // a bad value is an error, never ignored
 //	}
 //
-// docs/reference/annotations.md is generated from the constants' doc comments (go generate).
+// docs/reference/annotations.md is generated from the constants' doc comments (make generate).
 package annotation
 
-//go:generate go run ./internal/docgen -in names.go -out ../../docs/reference/annotations.md
+//go:generate go run ./internal/gendoc
 
 import (
 	"errors"

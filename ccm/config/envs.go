@@ -1,13 +1,13 @@
 package config
 
-//go:generate go run ./internal/gendoc -src envs.go -out ../../docs/reference/env.md
+//go:generate go run ./internal/gendoc
 
 // Environment variables read by [Read]. The names and defaults are those of the official
 // hcloud-cloud-controller-manager, so its manifests and Secrets work unchanged; the variables
 // marked "this CCM only" are our own additions.
 //
 // Each constant's doc comment ends with trailers that docs/reference/env.md is generated from
-// (go generate ./ccm/config): "Type:" and "Default:". Keep them when editing.
+// (make generate): "Type:" and "Default:". Keep them when editing.
 const (
 	// EnvHCloudToken is the Hetzner Cloud API token; it needs read and write access.
 	// A token that is not 64 characters long is reported as a warning, not an error.

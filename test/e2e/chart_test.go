@@ -57,72 +57,10 @@ func (r rendered) decode(t *testing.T, key string, obj any) {
 	}
 }
 
-// rbacOf returns the RBAC objects of r by key, with only the fields that grant something
-// (rules, roleRef, subjects): labels and annotations differ between kustomize and helm.
-func rbacOf(t *testing.T, r rendered) map[string]any {
-	t.Helper()
-	out := map[string]any{}
-	for _, key := range r.kinds {
-		kind, _, _ := strings.Cut(key, "/")
-		switch kind {
-		case "ClusterRole", "Role":
-			var role rbacv1.ClusterRole // same shape as Role for what is compared
-			r.decode(t, key, &role)
-			out[key] = role.Rules
-		case "ClusterRoleBinding", "RoleBinding":
-			var b rbacv1.RoleBinding
-			r.decode(t, key, &b)
-			out[key] = struct {
-				RoleRef  rbacv1.RoleRef
-				Subjects []rbacv1.Subject
-			}{b.RoleRef, b.Subjects}
-		}
-	}
-	return out
-}
-
-// renameConfigMap replaces a ConfigMap name in the resourceNames of the Roles of an rbacOf map,
-// so that a chart rendered with another policy.configMap.name compares with the kustomize base.
-func renameConfigMap(rbac map[string]any, from, to string) {
-	for key, v := range rbac {
-		rules, ok := v.([]rbacv1.PolicyRule)
-		if !ok {
-			continue
-		}
-		for i := range rules {
-			for j, n := range rules[i].ResourceNames {
-				if n == from {
-					rules[i].ResourceNames[j] = to
-				}
-			}
-		}
-		rbac[key] = rules
-	}
-}
-
-// TestChartRBACEqualsKustomize renders the kustomize base and the chart (with the official
-// chart's default values, release namespace kube-system) and checks that they grant exactly the
-// same: the same ClusterRole, Role and bindings, rule for rule, to the same ServiceAccount.
-func TestChartRBACEqualsKustomize(t *testing.T) {
-	want := rbacOf(t, render(t, deployDir))
-	for _, values := range [][]string{{officialDefaults}, {officialDaemonSet}, {officialDefaults, policyValues}} {
-		got := rbacOf(t, renderChart(t, values))
-		if slices.Contains(values, policyValues) { // policy.configMap.name: cluster-policies
-			renameConfigMap(got, "cluster-policies", "hcloud-ccm-policies")
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("RBAC of the chart with %v differs from deploy/ (-kustomize +chart):\n%s", values, diff)
-		}
-	}
-	if len(want) != 6 {
-		t.Errorf("deploy/ renders %d RBAC objects, want 6 (two ClusterRoles, a Role and three bindings): %v", len(want), want)
-	}
-}
-
 // TestChartOfficialDefaults renders the chart with the official chart's default values file,
-// unchanged, and compares the CCM's Deployment with the kustomize base's: the same args (but
-// --leader-elect=false for one replica, as the official chart renders, and the official default
-// feature gate), the same token, hardening and probes, this CCM's image instead of the official
+// unchanged, and compares the CCM's Deployment with deploy/ccm.yaml's (rendered from the same
+// chart with deploy/values.yaml): the same args (but --leader-elect=false for one replica, as
+// the official chart renders, where deploy/values.yaml sets leaderElect: true), the same token, hardening and probes, this CCM's image instead of the official
 // one, and the official selector labels (so `helm upgrade` from the official release keeps the
 // immutable selector).
 func TestChartOfficialDefaults(t *testing.T) {
@@ -158,7 +96,7 @@ func TestChartOfficialDefaults(t *testing.T) {
 	ctr, baseCtr := pod.Containers[0], basePod.Containers[0]
 
 	wantArgs := slices.DeleteFunc(slices.Clone(baseCtr.Args), func(a string) bool { return a == "--leader-elect=true" })
-	wantArgs = append(wantArgs, "--leader-elect=false", "--policy-failure-mode=closed")
+	wantArgs = append(wantArgs, "--leader-elect=false")
 	// Swap-safe: the example policies in dry run, as in deploy/; the official feature gate.
 	for _, arg := range []string{"--policy-mode=dryrun", officialFeatureGate} {
 		if !slices.Contains(ctr.Args, arg) {
@@ -404,6 +342,8 @@ func TestChartRefusesWhatItCannotHonour(t *testing.T) {
 		{"policy.mode=audit", `policy.mode: "audit" is not supported; set it to enforce or dryrun`},
 		{"policy.failureMode=maybe", `policy.failureMode: "maybe" is not supported; set it to closed or open`},
 		{"args.policy-mode=dryrun", "args.policy-mode: the chart sets --policy-mode; use policy.mode instead"},
+		{"args.leader-elect=true", "args.leader-elect: the chart sets --leader-elect; use leaderElect instead"},
+		{"leaderElect=yes", `leaderElect: "yes" is not supported; set it to true, false or null`},
 		{"plugins.nodeLabels=/plugins/x.wasm", `plugins.nodeLabels: "/plugins/x.wasm" is a path; give the file name under /plugins`},
 	}
 	for _, tc := range tests {
@@ -412,6 +352,48 @@ func TestChartRefusesWhatItCannotHonour(t *testing.T) {
 				"--values", officialDefaults, "--set", tc.set)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("helm template --set %s: %v, want an error containing %q", tc.set, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestChartLeaderElect: leaderElect null (the default) renders --leader-elect as the official
+// chart (false for a one-replica Deployment, else none: the CCM's default, on); true or false
+// render that flag whatever the kind and replicas (deploy/values.yaml sets true).
+func TestChartLeaderElect(t *testing.T) {
+	tests := []struct {
+		name string
+		set  []string
+		want []string // the --leader-elect args
+	}{
+		{name: "default one replica", want: []string{"--leader-elect=false"}},
+		{name: "default two replicas", set: []string{"replicaCount=2"}},
+		{name: "default DaemonSet", set: []string{"kind=DaemonSet"}},
+		{name: "true one replica", set: []string{"leaderElect=true"}, want: []string{"--leader-elect=true"}},
+		{name: "true DaemonSet", set: []string{"leaderElect=true", "kind=DaemonSet"}, want: []string{"--leader-elect=true"}},
+		{name: "false two replicas", set: []string{"leaderElect=false", "replicaCount=2"}, want: []string{"--leader-elect=false"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var extra []string
+			for _, s := range tc.set {
+				extra = append(extra, "--set", s)
+			}
+			r := renderChart(t, []string{officialDefaults}, extra...)
+			var spec corev1.PodSpec
+			switch {
+			case r.deployment != nil:
+				spec = r.deployment.Spec.Template.Spec
+			default:
+				var ds appsv1.DaemonSet
+				r.decode(t, "DaemonSet/"+ccmNamespace+"/"+ccmServiceAccount, &ds)
+				spec = ds.Spec.Template.Spec
+			}
+			got := slices.DeleteFunc(slices.Clone(spec.Containers[0].Args), func(a string) bool {
+				return !strings.HasPrefix(a, "--leader-elect=")
+			})
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("--leader-elect args (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -174,7 +174,7 @@ func TestDeployRenders(t *testing.T) {
 	}
 	wantTolerations := []string{
 		"node.cloudprovider.kubernetes.io/uninitialized", "CriticalAddonsOnly",
-		"node-role.kubernetes.io/control-plane", "node.kubernetes.io/not-ready",
+		"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master", "node.kubernetes.io/not-ready",
 	}
 	var gotTolerations []string
 	for _, tol := range pod.Tolerations {

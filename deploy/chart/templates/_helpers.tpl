@@ -82,10 +82,13 @@ message that names the value and the fix, instead of a CCM that exits at start-u
 {{- if not (has .Values.policy.failureMode (list "closed" "open")) -}}
 {{- fail (printf "policy.failureMode: %q is not supported; set it to closed or open" (toString .Values.policy.failureMode)) -}}
 {{- end -}}
+{{- if not (or (kindIs "invalid" .Values.leaderElect) (kindIs "bool" .Values.leaderElect)) -}}
+{{- fail (printf "leaderElect: %q is not supported; set it to true, false or null (the default: off for a one-replica Deployment, as the official chart)" (toString .Values.leaderElect)) -}}
+{{- end -}}
 {{- if not .Values.policy.configMap.name -}}
 {{- fail "policy.configMap.name: empty; name the ConfigMap of policies (default hcloud-ccm-policies)" -}}
 {{- end -}}
-{{- range $flag, $value := dict "policy-configmap" "policy.configMap.name" "policy-dir" "policy.configMap" "policy-mode" "policy.mode" "policy-failure-mode" "policy.failureMode" "plugin-node-labels" "plugins.nodeLabels" "plugin-load-balancer-name" "plugins.loadBalancerName" "plugin-timeout" "plugins.timeout" "plugins-optional" "plugins.optional" "node-label-resync" "plugins.nodeLabelResync" -}}
+{{- range $flag, $value := dict "leader-elect" "leaderElect" "policy-configmap" "policy.configMap.name" "policy-dir" "policy.configMap" "policy-mode" "policy.mode" "policy-failure-mode" "policy.failureMode" "plugin-node-labels" "plugins.nodeLabels" "plugin-load-balancer-name" "plugins.loadBalancerName" "plugin-timeout" "plugins.timeout" "plugins-optional" "plugins.optional" "node-label-resync" "plugins.nodeLabelResync" -}}
 {{- if not (kindIs "invalid" (index $.Values.args $flag)) -}}
 {{- fail (printf "args.%s: the chart sets --%s; use %s instead" $flag $flag $value) -}}
 {{- end -}}
@@ -169,16 +172,20 @@ spec:
         - {{ printf "--%s%s" $key (ternary "" (printf "=%v" $value) (eq (toString $value) "")) | quote }}
         {{- end }}
         {{- end }}
+        {{- if kindIs "bool" .Values.leaderElect }}
+        - {{ printf "--leader-elect=%t" .Values.leaderElect | quote }}
+        {{- else if and (eq .Values.kind "Deployment") (eq (int .Values.replicaCount) 1) }}
+        - "--leader-elect=false"
+        {{- end }}
+        {{- /* --policy-mode sits at the same index with and without networking: the component
+        deploy/enforce of the manifests rendered from this chart replaces it by index. */}}
+        - {{ printf "--policy-configmap=%s" (include "hcloud-policy-ccm.policyConfigMap" .) | quote }}
+        - {{ printf "--policy-mode=%s" .Values.policy.mode | quote }}
+        - {{ printf "--policy-failure-mode=%s" .Values.policy.failureMode | quote }}
         {{- if .Values.networking.enabled }}
         - "--allocate-node-cidrs=true"
         - {{ printf "--cluster-cidr=%s" .Values.networking.clusterCIDR | quote }}
         {{- end }}
-        {{- if and (eq .Values.kind "Deployment") (eq (int .Values.replicaCount) 1) }}
-        - "--leader-elect=false"
-        {{- end }}
-        - {{ printf "--policy-configmap=%s" (include "hcloud-policy-ccm.policyConfigMap" .) | quote }}
-        - {{ printf "--policy-mode=%s" .Values.policy.mode | quote }}
-        - {{ printf "--policy-failure-mode=%s" .Values.policy.failureMode | quote }}
         {{- with .Values.plugins.nodeLabels }}
         - {{ printf "--plugin-node-labels=/plugins/%s" . | quote }}
         {{- end }}

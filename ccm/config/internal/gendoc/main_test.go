@@ -2,16 +2,17 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestRender_matchesCommittedDocs fails when docs/reference/env.md is out of date with
-// ccm/config/envs.go. Fix it with: go generate ./ccm/config
-func TestRender_matchesCommittedDocs(t *testing.T) {
-	src, err := os.ReadFile("../../envs.go")
+// TestGeneratedCurrent fails when docs/reference/env.md is out of date with ccm/config/envs.go.
+// Fix it with `make generate` (go generate ./...).
+func TestGeneratedCurrent(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("../..", srcPath))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,12 +20,12 @@ func TestRender_matchesCommittedDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile("../../../../docs/reference/env.md")
+	got, err := os.ReadFile(filepath.Join("../..", outPath))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("docs/reference/env.md is stale; run go generate ./ccm/config (-want +got):\n%s", diff)
+		t.Errorf("docs/reference/env.md is stale; run make generate (go generate ./...) (-want +got):\n%s", diff)
 	}
 }
 

@@ -11,27 +11,27 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/util"
 
-	"github.com/policy-ccm/hcloud-policy-ccm/policy/internal/gendoc"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/internal/inputdoc"
 )
 
-// TestGeneratedDocs regenerates the input reference and schema and compares them with the
-// committed files: run `go generate ./policy` after changing input.go.
-func TestGeneratedDocs(t *testing.T) {
+// TestGeneratedCurrent regenerates the input reference and schema and compares them with the
+// committed files: run `make generate` (go generate ./...) after changing input.go.
+func TestGeneratedCurrent(t *testing.T) {
 	src, err := os.ReadFile("input.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, schema, err := gendoc.Generate(src)
+	md, schema, err := inputdoc.Generate(src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for path, want := range map[string][]byte{gendoc.MarkdownPath: md, gendoc.SchemaPath: schema} {
+	for path, want := range map[string][]byte{inputdoc.MarkdownPath: md, inputdoc.SchemaPath: schema} {
 		got, err := os.ReadFile(filepath.Join("..", path))
 		if err != nil {
-			t.Fatalf("%v: run `go generate ./policy`", err)
+			t.Fatalf("%v: run `make generate` (go generate ./...)", err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s is out of date: run `go generate ./policy`", path)
+			t.Errorf("%s is out of date: run `make generate` (go generate ./...)", path)
 		}
 	}
 }
@@ -39,7 +39,7 @@ func TestGeneratedDocs(t *testing.T) {
 // TestGeneratedSchema_acceptsSampleInputs checks the schema against the sample inputs with
 // OPA's json.match_schema, and that it rejects an input of the wrong shape.
 func TestGeneratedSchema_acceptsSampleInputs(t *testing.T) {
-	schema, err := os.ReadFile(filepath.Join("..", gendoc.SchemaPath))
+	schema, err := os.ReadFile(filepath.Join("..", inputdoc.SchemaPath))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestGeneratedSchema_acceptsSampleInputs(t *testing.T) {
 // --schema docs/policy-input.schema.json` does: a misspelt field below a nullable object is a
 // type error, a correct one is not.
 func TestGeneratedSchema_opaCheckTypesNested(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", gendoc.SchemaPath))
+	raw, err := os.ReadFile(filepath.Join("..", inputdoc.SchemaPath))
 	if err != nil {
 		t.Fatal(err)
 	}

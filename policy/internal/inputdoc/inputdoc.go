@@ -1,11 +1,12 @@
-// Package gendoc generates the policy input reference (Markdown) and its JSON Schema from the
+// Package inputdoc generates the policy input reference (Markdown) and its JSON Schema from the
 // Go source of policy/input.go: the struct types reachable from Input, their json tags and doc
 // comments, and the Action* and InputVersion constants.
 //
 // It reads source rather than using reflection so that the doc comments, the part operators
-// read, come along. policy/gen_docs.go runs it (`go generate ./policy`); a test in policy
-// regenerates and diffs, so the docs cannot drift from the code.
-package gendoc
+// read, come along. The command policy/internal/gendoc runs it (`go generate ./...`, make
+// generate); TestGeneratedCurrent in policy regenerates and diffs, so the docs cannot drift from
+// the code.
+package inputdoc
 
 import (
 	"bytes"
@@ -54,11 +55,11 @@ type model struct {
 func Generate(src []byte) (markdown, schema []byte, err error) {
 	m, err := parse(src)
 	if err != nil {
-		return nil, nil, fmt.Errorf("gendoc: %w", err)
+		return nil, nil, fmt.Errorf("inputdoc: %w", err)
 	}
 	schema, err = m.schema()
 	if err != nil {
-		return nil, nil, fmt.Errorf("gendoc: %w", err)
+		return nil, nil, fmt.Errorf("inputdoc: %w", err)
 	}
 	return m.markdown(), schema, nil
 }
@@ -230,7 +231,7 @@ func (m *model) jsonType(e ast.Expr) (map[string]any, error) {
 			return map[string]any{"$ref": "#/definitions/" + t.Name}, nil
 		}
 	}
-	return nil, fmt.Errorf("unsupported field type %T %v: extend gendoc", e, e)
+	return nil, fmt.Errorf("unsupported field type %T %v: extend inputdoc", e, e)
 }
 
 func oneLine(doc string) string {

@@ -1,4 +1,4 @@
-package gendoc
+package inputdoc
 
 import (
 	"strings"

@@ -1,9 +1,10 @@
-// Package docgen reads documented string constants from Go source, for the generators of the
+// Package constdoc reads documented string constants from Go source, for the generators of the
 // reference pages (docs/reference/env.md, docs/reference/annotations.md). Each constant's doc
 // comment is a description followed by trailer lines such as "Type: bool" and "Default: false";
-// the generators render them as Markdown tables, and their tests regenerate and diff so the
-// docs cannot drift from the code.
-package docgen
+// the generators (internal/gendoc of ccm/config and ccm/annotation) render them as Markdown
+// tables, and their tests (TestGeneratedCurrent) regenerate and diff so the docs cannot drift
+// from the code.
+package constdoc
 
 import (
 	"fmt"

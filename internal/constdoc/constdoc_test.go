@@ -1,4 +1,4 @@
-package docgen_test
+package constdoc_test
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/policy-ccm/hcloud-policy-ccm/internal/docgen"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/constdoc"
 )
 
 const src = `package x
@@ -31,11 +31,11 @@ const (
 `
 
 func TestParse(t *testing.T) {
-	got, err := docgen.Parse("x.go", []byte(src), []string{"Type", "Default", "Deprecated"}, []string{"Type", "Default"})
+	got, err := constdoc.Parse("x.go", []byte(src), []string{"Type", "Default", "Deprecated"}, []string{"Type", "Default"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []docgen.Constant{
+	want := []constdoc.Constant{
 		{Ident: "EnvToken", Value: "TOKEN", Text: "The API token. It is required.",
 			Trailers: map[string]string{"Type": "string", "Default": "unset"}},
 		{Ident: "LBType", Value: "type", Text: "Specifies the type.",
@@ -59,7 +59,7 @@ func TestParse_errors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := docgen.Parse("x.go", []byte(tc.src), []string{"Type", "Default"}, tc.required)
+			_, err := constdoc.Parse("x.go", []byte(tc.src), []string{"Type", "Default"}, tc.required)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Parse() error = %v, want it to contain %q", err, tc.want)
 			}
@@ -68,7 +68,7 @@ func TestParse_errors(t *testing.T) {
 }
 
 func TestCell(t *testing.T) {
-	if got := docgen.Cell("a|b"); got != `a\|b` {
+	if got := constdoc.Cell("a|b"); got != `a\|b` {
 		t.Errorf("Cell() = %q", got)
 	}
 }

@@ -2,16 +2,17 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestRender_MatchesCommittedDocs fails when docs/reference/annotations.md drifted from the
-// doc comments; fix it with `go generate ./ccm/annotation/`.
-func TestRender_MatchesCommittedDocs(t *testing.T) {
-	src, err := os.ReadFile("../../names.go")
+// TestGeneratedCurrent fails when docs/reference/annotations.md drifted from the doc comments;
+// fix it with `make generate` (go generate ./...).
+func TestGeneratedCurrent(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("../..", srcPath))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,12 +20,12 @@ func TestRender_MatchesCommittedDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := os.ReadFile("../../../../docs/reference/annotations.md")
+	want, err := os.ReadFile(filepath.Join("../..", outPath))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("docs/reference/annotations.md is stale; run go generate ./ccm/annotation/ (-committed +generated):\n%s", diff)
+		t.Errorf("docs/reference/annotations.md is stale; run make generate (go generate ./...) (-committed +generated):\n%s", diff)
 	}
 	if !strings.Contains(string(got), "| `load-balancer.hetzner.cloud/location` | string | none (HCLOUD_LOAD_BALANCERS_LOCATION) | create-time only (a later change is ignored, as with the official CCM) |") {
 		t.Errorf("location row missing or wrong:\n%s", got)
