@@ -104,7 +104,7 @@ type Desired struct {
 	// IPv4RDNS and IPv6RDNS are the wanted PTR records; nil leaves them alone.
 	IPv4RDNS, IPv6RDNS *string
 	Services           []Listener // sorted by ListenPort
-	Targets            []Target  // sorted by ServerID
+	Targets            []Target   // sorted by ServerID
 	// IPTargets are the targets of Robot nodes, sorted by IP.
 	IPTargets []IPTarget
 	// TargetProblems are Robot nodes left out of IPTargets or targeted on another IP than

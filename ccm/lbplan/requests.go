@@ -74,20 +74,6 @@ func (p Plan) Requests() []Request {
 	return slices.Concat(before, []Request{create}, after)
 }
 
-// ridesAlong reports whether m can be sent inline with the create c.
-func ridesAlong(c Create, m Mutation) bool {
-	switch m := m.(type) {
-	case AddService:
-		return true
-	case AddTarget:
-		if m.Target.UsePrivateIP {
-			return c.Network != nil
-		}
-		return c.PublicInterface
-	}
-	return false
-}
-
 func isCertificate(m Mutation) bool {
 	_, ok := m.(CreateManagedCertificate)
 	return ok
