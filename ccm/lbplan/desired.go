@@ -1,6 +1,11 @@
 // Package lbplan is the pure load balancer planner: Desired (what a Service asks for), Actual
 // (what Hetzner has), and Compute, which turns the difference into an ordered list of typed
-// mutations for the executor. Nothing here touches the network.
+// mutations for the executor. Each mutation says what it does (Apply) and how it is sent
+// (Request: an apireq.Request, data the executor sends). Nothing here touches the network.
+//
+// The kinds of mutation live in mutation.go, except those with a file of their own
+// (change_dns_ptr.go, robot.go's AddIPTarget); Kinds lists them all. Plan.Requests groups a
+// plan into the API requests that run it (send.go: what rides along with a create).
 //
 // Start with NewDesired, NewActual and Compute; Plan.Steps gives each mutation's policy view.
 package lbplan

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -77,6 +78,8 @@ type envConfig struct {
 	namer   loadbalancer.Namer
 	servers int
 	lbOpts  []loadbalancer.Option
+	// transport, when set, carries the client's requests (to the emulator).
+	transport http.RoundTripper
 }
 
 func withLBOption(o loadbalancer.Option) envOption {
@@ -98,11 +101,15 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		o(&c)
 	}
 	emu, endpoint := hcloudemu.NewTestServer(t)
-	client := hcloud.NewClient(
+	clientOpts := []hcloud.ClientOption{
 		hcloud.WithEndpoint(endpoint), hcloud.WithToken(emu.Token()),
 		hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ConstantBackoff(2 * time.Millisecond)}),
 		hcloud.WithRetryOpts(hcloud.RetryOpts{BackoffFunc: hcloud.ConstantBackoff(time.Millisecond), MaxRetries: 3}),
-	)
+	}
+	if c.transport != nil {
+		clientOpts = append(clientOpts, hcloud.WithHTTPClient(&http.Client{Transport: c.transport}))
+	}
+	client := hcloud.NewClient(clientOpts...)
 	ev := &env{t: t, emu: emu, client: client, recorder: record.NewFakeRecorder(1000), decider: &decider{}}
 	var netID int64
 	if c.network {
