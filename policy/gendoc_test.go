@@ -11,17 +11,18 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/util"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy/internal/gendoc"
 )
 
 // TestGeneratedDocs regenerates the input reference and schema and compares them with the
-// committed files: run `go generate ./policy` after changing input.go.
+// committed files: run `go generate ./policy` after changing input.go or a mutation kind.
 func TestGeneratedDocs(t *testing.T) {
 	src, err := os.ReadFile("input.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, schema, err := gendoc.Generate(src)
+	md, schema, err := gendoc.Generate(src, policy.Operations)
 	if err != nil {
 		t.Fatal(err)
 	}
