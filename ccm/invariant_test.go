@@ -41,7 +41,8 @@ const (
 )
 
 // hcloudAllowlist are the identifiers of package hcloud that packages outside ccm/executor may
-// use: data types, their constants, request option structs (lbplan builds requests as data),
+// use: data types, their constants, request option structs and the pure SchemaFrom* converters
+// from them to wire types (lbplan builds requests as data),
 // error codes and helpers. No client, client constructor, client option or I*Client interface
 // belongs here (TestHCloudAllowlist_hasNoClient). ccm/hcloudclient may use every identifier: it
 // builds the readers' client and the recipe of the writing one, and is checked by its exported
@@ -77,7 +78,8 @@ func init() {
 		LoadBalancerUpdateServiceOptsHealthCheck LoadBalancerUpdateServiceOptsHealthCheckHTTP
 		Location Network NetworkAddRouteOpts NetworkChangeProtectionOpts NetworkDeleteRouteOpts NetworkListOpts
 		NetworkRoute NetworkSubnet NetworkSubnetType NetworkUpdateOpts NetworkZone NetworkZoneEUCentral
-		Ptr Response SchemaFromLoadBalancer Server ServerListOpts ServerPrivateNet ServerPublicNet ServerPublicNetIPv4
+		Ptr Response SchemaFromLoadBalancer SchemaFromLoadBalancerAddServiceOpts
+		SchemaFromLoadBalancerCreateOpts SchemaFromLoadBalancerUpdateServiceOpts Server ServerListOpts ServerPrivateNet ServerPublicNet ServerPublicNetIPv4
 		ServerPublicNetIPv6 ServerStatus ServerStatusOff ServerStatusRunning ServerType
 	`) {
 		hcloudAllowlist[name] = true
@@ -89,11 +91,13 @@ func init() {
 var freeHCloudGoPackages = []string{hcloudPath + "/schema", hcloudPath + "/metadata"}
 
 // writeWords are the leading words of method names that count as a write: those of hcloud-go's
-// client methods that change something, and hcloud.Client's NewRequest and Do.
+// client methods that change something, and hcloud.Client's NewRequest and Do. A method named
+// Request alone is not one: lbplan's mutations build their request as data with it (only the
+// executor sends it); hcloud-go's RequestConsole is.
 var writeWords = []string{
 	"Create", "Delete", "Update", "Add", "Remove", "Change", "Attach", "Detach", "Enable", "Disable",
 	"Set", "Assign", "Unassign", "Poweron", "Poweroff", "Power", "Reboot", "Reset", "Shutdown",
-	"Rebuild", "Rescale", "Request", "Move", "Upload", "Do", "New",
+	"Rebuild", "Rescale", "RequestConsole", "Move", "Upload", "Do", "New",
 }
 
 // isWriteMethod reports whether a method name starts with one of writeWords as a whole word:

@@ -11,17 +11,19 @@ import (
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/util"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy/internal/inputdoc"
 )
 
 // TestGeneratedCurrent regenerates the input reference and schema and compares them with the
-// committed files: run `make generate` (go generate ./...) after changing input.go.
+// committed files: run `make generate` (go generate ./...) after changing input.go or a
+// mutation kind.
 func TestGeneratedCurrent(t *testing.T) {
 	src, err := os.ReadFile("input.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, schema, err := inputdoc.Generate(src)
+	md, schema, err := inputdoc.Generate(src, policy.Operations)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,11 +32,9 @@ type Input struct {
 	Version string `json:"version"`
 	// Action is the kind of mutation, one of the Action* constants (see Actions).
 	Action string `json:"action"`
-	// Operation is the concrete Hetzner operation: "create", "delete", "update" (name/labels),
-	// "add_service", "update_service", "delete_service", "add_target", "remove_target",
-	// "attach_to_network", "detach_from_network", "enable_public_interface",
-	// "disable_public_interface", "change_algorithm", "change_type", "change_dns_ptr",
-	// "create_managed_certificate" (action "loadbalancer.update"), "add_route", "delete_route".
+	// Operation is the concrete Hetzner operation, one of Operations (generated from the
+	// mutation kinds). "update" sets name and labels; "create_managed_certificate" has the
+	// action "loadbalancer.update".
 	//
 	// One decision is one API request. A create carries the listeners and targets that are sent
 	// in its request body (they are in load_balancer.services and load_balancer.targets); only

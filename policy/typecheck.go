@@ -23,7 +23,7 @@ var inputSource []byte
 
 // inputSchema returns the input schema as OPA's compiler takes it, built once.
 var inputSchema = sync.OnceValues(func() (*ast.SchemaSet, error) {
-	_, raw, err := inputdoc.Generate(inputSource)
+	_, raw, err := inputdoc.Generate(inputSource, Operations)
 	if err != nil {
 		return nil, fmt.Errorf("build the policy input schema: %w", err)
 	}

@@ -48,6 +48,9 @@ func (r Report) WriteText(w io.Writer) error {
 			writeMessages(&b, "deny", st.Deny)
 			writeMessages(&b, "dry run", st.NotEnforced)
 			writeMessages(&b, "warn", st.Warn)
+			for _, r := range st.Requests {
+				fmt.Fprintf(&b, "          request: %s %s\n", r.Method, r.Path)
+			}
 		}
 		if f := s.Final; f != nil {
 			ports := make([]string, 0, len(f.Services))

@@ -150,6 +150,37 @@ type Step struct {
 	NotEnforced []policy.Message `json:"not_enforced"`
 	// Warn are the warnings (executor.DecisionWarnings: the PolicyWarning event's).
 	Warn []policy.Message `json:"warn"`
+	// Requests are the API requests of the step as the CCM builds them (one; the executor
+	// sends a create split when the API refuses what rides along).
+	Requests []Request `json:"requests"`
+}
+
+// Request is an API request of a step (lbplan.Plan.APIRequests): after a create, the load
+// balancer's ID in the path is lbplan.PlaceholderID (0) and its address in a change_dns_ptr
+// body lbplan.PlaceholderIPv4 or PlaceholderIPv6; a listener using the certificate the plan
+// creates names certificate 0.
+type Request struct {
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	// Body is the JSON body, null for none.
+	Body json.RawMessage `json:"body"`
+}
+
+// stepRequests returns the requests of plan by the label of their mutation (Step.Label).
+func stepRequests(plan lbplan.Plan) (map[string][]Request, error) {
+	planned, err := plan.APIRequests()
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]Request, len(planned))
+	for _, p := range planned {
+		b, err := p.Request.JSON()
+		if err != nil {
+			return nil, err
+		}
+		out[p.Label] = append(out[p.Label], Request{Method: p.Request.Method, Path: p.Request.Path, Body: b})
+	}
+	return out, nil
 }
 
 // ExitCode is the exit status for r: ExitBadInput when any input is bad, else ExitDenied when
@@ -211,6 +242,11 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 		res.Error = fmt.Sprintf("%s: Service %s/%s: %v", mf.Source, svc.Namespace, svc.Name, err)
 		return res
 	}
+	requests, err := stepRequests(plan)
+	if err != nil {
+		res.Error = fmt.Sprintf("%s: Service %s/%s: %v", mf.Source, svc.Namespace, svc.Name, err)
+		return res
+	}
 	service := executor.PolicyService(svc, nsLabels)
 	for _, in := range executor.Inputs(plan, o.Cluster, service) {
 		d := o.Decider.Decide(ctx, in.Input)
@@ -218,6 +254,7 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 			Label: in.Label, Action: in.Input.Action, Operation: in.Input.Operation,
 			DecisionID: d.ID, Allowed: d.Allowed, DryRun: d.DryRun, Deny: []policy.Message{},
 			NotEnforced: nonNil(d.NotEnforced()), Warn: nonNil(executor.DecisionWarnings(d)),
+			Requests: requests[in.Label],
 		}
 		if !d.Allowed {
 			st.Deny = executor.DenyMessages(d)

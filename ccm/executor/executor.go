@@ -1,18 +1,26 @@
 // Package executor is the policy gate and the only code of the CCM that writes to the Hetzner
 // Cloud API. Run decides every request of a load balancer plan before it sends the first one;
-// AddRoute and DeleteRoute gate route changes the same way. It writes through the client of its
-// internal package writeclient, which the compiler keeps every package outside ccm/executor from
-// importing; the others read through the wrappers of ccm/hcloudclient, which have no write
-// method, and TestOnlyTheExecutorCanWriteToHetzner (ccm/invariant_test.go) fails on any other
-// way to a client that writes.
+// RunRoutes (and AddRoute/DeleteRoute) gate route changes the same way. It writes through the
+// client of its internal package writeclient, which the compiler keeps every package outside
+// ccm/executor from importing; the others read through the wrappers of ccm/hcloudclient, which
+// have no write method, and TestOnlyTheExecutorCanWriteToHetzner (ccm/invariant_test.go) fails
+// on any other way to a client that writes.
 //
-// Start with New, then Run (load balancers) and AddRoute/DeleteRoute (routes).
+// It is a small interpreter of data: every mutation (ccm/lbplan, ccm/routeplan) says how it is
+// sent, as an apireq.Request (method, path, a body of hcloud-go's schema types, whether to
+// await the action, declared outcomes of error codes). Run goes gate -> send -> wait -> Apply:
+// send (send.go) builds the request from the run's state, sends it with the client's
+// NewRequest and Do, turns a declared outcome into its result and events, awaits the action
+// and moves the state on with the mutation's Apply (or the create's answer).
+//
+// Start with New, then Run (load balancers) and RunRoutes (routes).
 package executor
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,7 +30,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/klog/v2"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor/internal/writeclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
@@ -36,8 +43,8 @@ const (
 	ReasonPolicyDenied        = "PolicyDenied"
 	ReasonPolicyWarning       = "PolicyWarning"
 	ReasonPolicyDryRunDenied  = "PolicyDryRunDenied"
-	ReasonMaxTargetsReached   = "MaxTargetsReached"
-	ReasonDeleteProtected     = "DeleteProtected"
+	ReasonMaxTargetsReached   = lbplan.ReasonMaxTargetsReached
+	ReasonDeleteProtected     = lbplan.ReasonDeleteProtected
 	ReasonLoadBalancerUpdated = "LoadBalancerUpdated"
 	ReasonLoadBalancerCreated = "LoadBalancerCreated"
 	ReasonLoadBalancerDeleted = "LoadBalancerDeleted"
@@ -125,46 +132,19 @@ func (x *Executor) Run(ctx context.Context, svc *corev1.Service, plan lbplan.Pla
 	if err := x.gate(ctx, svc, plan); err != nil {
 		return nil, err
 	}
-	err := x.sendAll(ctx, r, plan.Requests())
+	reqs := plan.Requests()
+	var err error
+	for i := 0; i < len(reqs) && err == nil; i++ {
+		var split bool
+		if split, err = x.send(ctx, r, reqs[i]); split {
+			reqs = slices.Insert(reqs, i+1, reqs[i].Split()...)
+		}
+	}
 	x.reportApplied(svc, r.applied)
 	if err != nil {
 		return nil, err
 	}
 	return x.result(ctx, r)
-}
-
-// sendAll sends reqs in order and stops at the first error.
-func (x *Executor) sendAll(ctx context.Context, r *run, reqs []lbplan.Request) error {
-	for _, req := range reqs {
-		if err := x.send(ctx, r, req); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// send runs one request and records its outcome (metrics, applied labels); a create whose
-// inline part the API rejects is split and sent again, one request per mutation.
-func (x *Executor) send(ctx context.Context, r *run, req lbplan.Request) error {
-	m := req.Mutation
-	klog.InfoS("executing", "op", m.Label(), "inline", req.Labels()[1:], "service", klog.KObj(r.svc), "loadBalancer", lbName(r.state))
-	err := x.apply(ctx, r, req)
-	if len(req.Inline) > 0 && inlineRejected(err) {
-		klog.InfoS("the API rejected the create with its listeners and targets inline; sending them one by one", "op", m.Label(), "err", err)
-		return x.sendAll(ctx, r, req.Split())
-	}
-	result := resultSuccess
-	if err != nil {
-		result = resultError
-	}
-	for _, rm := range req.Mutations() {
-		countMutation(rm.Action(), rm.Operation(), result)
-	}
-	if err != nil {
-		return wrapAPIError(m.Label(), err)
-	}
-	r.applied = append(r.applied, req.Mutations()...)
-	return nil
 }
 
 // result returns the load balancer after a successful run; see Run.
@@ -429,7 +409,7 @@ func (x *Executor) NamespaceLabels(ns string) (map[string]string, error) {
 	}
 	n, err := x.namespaces.Get(ns)
 	if err != nil {
-		return nil, fmt.Errorf("namespace_labels: cannot read the labels of namespace %q (the CCM needs get, list and watch on namespaces; see deploy/base RBAC): %w", ns, err)
+		return nil, fmt.Errorf("namespace_labels: cannot read the labels of namespace %q (the CCM needs get, list and watch on namespaces; see the ClusterRole in deploy/chart/templates/rbac.yaml): %w", ns, err)
 	}
 	return copyMap(n.Labels), nil
 }
@@ -442,19 +422,7 @@ func copyMap(m map[string]string) map[string]string {
 	return out
 }
 
-// inlineRejected reports whether err is the API refusing a create for capacity: more targets
-// (or certificates) than the type allows. Only then is the create sent again without what rode
-// along, so the targets within the limit can be added one by one (MaxTargetsReached for the
-// rest). A create refused for any other reason (an unknown certificate, a missing subnet, a bad
-// value) is not retried stripped: that would leave a billed load balancer that never converges.
-func inlineRejected(err error) bool {
-	return err != nil && hcloud.IsError(err, hcloud.ErrorCodeResourceLimitExceeded)
-}
-
 // nodeRef references a Node by name for events.
 func nodeRef(name string) runtime.Object {
 	return &corev1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}
 }
-
-// errNoLoadBalancer is returned when a mutation needs a load balancer the plan has not got.
-var errNoLoadBalancer = errors.New("no load balancer to change: the plan must start with create")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -37,7 +38,9 @@ const faithfulIterations = 450
 // executor sends to the API is seen by exactly one policy decision whose input shows the same
 // effects, and every decision belongs to a request. When the API refuses a create with what
 // rides along (resource_limit_exceeded, injected for some creates) and the executor sends it
-// split, the effects of all requests still equal those of all decisions. The effects of the requests are parsed
+// split, the effects of all requests still equal those of all decisions. Unless split, the
+// requests sent are also exactly those the plan listed beforehand (lbplan.Plan.APIRequests,
+// what `plan` shows), byte for byte up to the placeholders of the answers. The effects of the requests are parsed
 // from the request bodies the emulator recorded (what went over the wire), the effects seen
 // by the policy from the decision inputs alone; neither side uses the code that builds the
 // other.
@@ -240,6 +243,61 @@ func (f *faithfulEnv) check(t *testing.T, i int, kind string, svc *corev1.Servic
 	return f.run(t, fmt.Sprintf("iteration %d %s %v (split %t)", i, kind, p.Labels(), split), svc, p, split)
 }
 
+func isCreate(m lbplan.Mutation) bool {
+	_, ok := m.(lbplan.Create)
+	return ok
+}
+
+// certificatesList is the certificates of a listener in a request body.
+var certificatesList = regexp.MustCompile(`"certificates":\[[^\]]*\]`)
+
+// checkPlanned compares the requests the plan listed (lbplan.Plan.APIRequests, what `plan`
+// shows) with those sent (wire: method, path, body), after putting the placeholders of what
+// only the answers know into the sent ones: the new load balancer's ID and addresses (after)
+// and the ID of a certificate the plan created.
+func (f *faithfulEnv) checkPlanned(t *testing.T, name string, p lbplan.Plan, planned []lbplan.PlannedRequest, after *lbplan.Actual, wire []string) {
+	t.Helper()
+	if len(p.Mutations) > 0 && isCreate(p.Mutations[0]) && after != nil {
+		for i, w := range wire {
+			w = strings.ReplaceAll(w, fmt.Sprintf("/load_balancers/%d/", after.ID), fmt.Sprintf("/load_balancers/%d/", lbplan.PlaceholderID))
+			w = strings.ReplaceAll(w, `"ip":"`+after.IPv4+`"`, `"ip":"`+lbplan.PlaceholderIPv4+`"`)
+			wire[i] = strings.ReplaceAll(w, `"ip":"`+after.IPv6+`"`, `"ip":"`+lbplan.PlaceholderIPv6+`"`)
+		}
+	}
+	for _, m := range p.Mutations {
+		c, ok := m.(lbplan.CreateManagedCertificate)
+		if !ok {
+			continue
+		}
+		cert, _, err := f.client.Certificate.GetByName(context.Background(), c.Certificate.Name)
+		if err != nil || cert == nil {
+			t.Fatalf("%s: the certificate %s: %v", name, c.Certificate.Name, err)
+		}
+		for i, w := range wire { // the listeners name the new certificate: PendingCertificateID when planned
+			wire[i] = certificatesList.ReplaceAllStringFunc(w, func(list string) string {
+				ids := strings.Split(strings.TrimSuffix(strings.TrimPrefix(list, `"certificates":[`), "]"), ",")
+				for j, id := range ids {
+					if id == fmt.Sprint(cert.ID) {
+						ids[j] = fmt.Sprint(lbplan.PendingCertificateID)
+					}
+				}
+				return `"certificates":[` + strings.Join(ids, ",") + "]"
+			})
+		}
+	}
+	want := make([]string, 0, len(planned))
+	for _, r := range planned {
+		b, err := r.Request.JSON()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want = append(want, r.Request.Method+" "+r.Request.Path+" "+string(b))
+	}
+	if !slices.Equal(wire, want) {
+		t.Errorf("%s: the requests sent are not those the plan listed\nsent:\n  %s\nplanned:\n  %s", name, strings.Join(wire, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
 func (f *faithfulEnv) checkDelete(t *testing.T, i int, svc *corev1.Service, lb *hcloud.LoadBalancer) int {
 	t.Helper()
 	p, err := lbplan.ComputeDelete(lbplan.NewActual(lb))
@@ -256,10 +314,15 @@ func (f *faithfulEnv) run(t *testing.T, name string, svc *corev1.Service, p lbpl
 	t.Helper()
 	f.emu.ResetRequests()
 	f.decider.inputs = nil
-	if _, err := f.exec.Run(context.Background(), svc, p); err != nil {
+	planned, err := p.APIRequests()
+	if err != nil {
+		t.Fatalf("%s: APIRequests: %v", name, err)
+	}
+	after, err := f.exec.Run(context.Background(), svc, p)
+	if err != nil {
 		t.Fatalf("%s: run: %v", name, err)
 	}
-	var sent []string
+	var sent, wire []string
 	for _, req := range f.emu.Requests() {
 		if req.Method == "GET" {
 			continue
@@ -272,6 +335,10 @@ func (f *faithfulEnv) run(t *testing.T, name string, svc *corev1.Service, p lbpl
 			t.Fatalf("%s: %s %s answered %d", name, req.Method, req.Path, req.Status)
 		}
 		sent = append(sent, requestEffects(t, req))
+		wire = append(wire, req.Method+" "+strings.TrimPrefix(req.Path, "/v1")+" "+req.Body)
+	}
+	if !split {
+		f.checkPlanned(t, name, p, planned, after, wire)
 	}
 	var seen []string
 	for _, in := range f.decider.inputs {

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
-	"reflect"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"k8s.io/klog/v2"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/apireq"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
@@ -54,7 +53,7 @@ func (x *Executor) RunRoutes(ctx context.Context, network *hcloud.Network, plan 
 	}
 	for _, m := range plan.Mutations {
 		klog.InfoS("executing", "op", m.Label(), "network", network.ID, "node", plan.Node)
-		if err := x.runRoute(ctx, network, m); err != nil {
+		if err := x.runRoute(ctx, network, plan.Node, m); err != nil {
 			countMutation(m.Action(), m.Operation(), resultError)
 			return wrapAPIError(m.Label(), err)
 		}
@@ -63,35 +62,31 @@ func (x *Executor) RunRoutes(ctx context.Context, network *hcloud.Network, plan 
 	return nil
 }
 
-// routeKinds is the table of route mutation kinds, as kinds is for load balancers: how each
-// becomes a request. Every route request's action is awaited with the shared waiter; the state
-// after it is the kind's routeplan Apply (the routes cache applies it).
-var routeKinds = map[reflect.Type]func(ctx context.Context, x *Executor, network *hcloud.Network, route hcloud.NetworkRoute) (*hcloud.Action, error){
-	reflect.TypeFor[routeplan.Add](): func(ctx context.Context, x *Executor, network *hcloud.Network, route hcloud.NetworkRoute) (*hcloud.Action, error) {
-		a, _, err := x.client.Network.AddRoute(ctx, network, hcloud.NetworkAddRouteOpts{Route: route})
-		return a, err
-	},
-	// A route that is already gone (not_found) counts as deleted.
-	reflect.TypeFor[routeplan.Delete](): func(ctx context.Context, x *Executor, network *hcloud.Network, route hcloud.NetworkRoute) (*hcloud.Action, error) {
-		a, _, err := x.client.Network.DeleteRoute(ctx, network, hcloud.NetworkDeleteRouteOpts{Route: route})
-		if hcloud.IsError(err, hcloud.ErrorCodeNotFound) {
-			return nil, nil
-		}
-		return a, err
-	},
-}
-
-// runRoute sends one route mutation with its table entry and waits for its action.
-func (x *Executor) runRoute(ctx context.Context, network *hcloud.Network, m routeplan.Mutation) error {
-	send, ok := routeKinds[reflect.TypeOf(m)]
-	if !ok {
-		return fmt.Errorf("no executor table entry for route mutation %T", m)
-	}
-	a, err := send(ctx, x, network, networkRoute(m.Route()))
+// runRoute sends the request of m on network (m.Request) and waits for its action with the
+// shared waiter; a declared outcome Done (not_found of a delete) counts as done.
+func (x *Executor) runRoute(ctx context.Context, network *hcloud.Network, node string, m routeplan.Mutation) error {
+	api := m.Request(network.ID)
+	req, err := x.newRequest(ctx, api)
 	if err != nil {
 		return err
 	}
-	return x.actions.wait(ctx, x.client, a)
+	var ans reply
+	_, err = x.client.Do(req, &ans)
+	if o, ok := api.On(err); ok {
+		x.report(nodeRef(node), o, m.Label(), "")
+		switch o.Then {
+		case apireq.Done, apireq.Skipped:
+			return nil
+		case apireq.Fail:
+			if o.Err != nil {
+				err = o.Err.Because(err)
+			}
+		}
+	}
+	if err != nil || !api.Wait || ans.Action == nil {
+		return err
+	}
+	return x.actions.wait(ctx, x.client, hcloud.ActionFromSchema(*ans.Action))
 }
 
 // AddRoute runs a plan of one add_route for nodeName (see RunRoutes).
@@ -124,12 +119,4 @@ func planRoute(route hcloud.NetworkRoute) (routeplan.Route, error) {
 		return routeplan.Route{}, fmt.Errorf("invalid route %s via %s", route.Destination, route.Gateway)
 	}
 	return routeplan.Route{Destination: netip.PrefixFrom(dest.Unmap(), ones).Masked(), Gateway: gw.Unmap()}, nil
-}
-
-// networkRoute converts a planned route to hcloud-go's.
-func networkRoute(r routeplan.Route) hcloud.NetworkRoute {
-	return hcloud.NetworkRoute{
-		Destination: &net.IPNet{IP: r.Destination.Addr().AsSlice(), Mask: net.CIDRMask(r.Destination.Bits(), r.Destination.Addr().BitLen())},
-		Gateway:     r.Gateway.AsSlice(),
-	}
 }

@@ -26,7 +26,7 @@ type Actual struct {
 	IPv6RDNS        string
 	Networks        []AttachedNetwork
 	Services        []Listener // sorted by ListenPort
-	Targets         []Target  // server targets only, sorted by ServerID
+	Targets         []Target   // server targets only, sorted by ServerID
 	// IPTargets are the addresses of IP targets, sorted. Without Robot support the official CCM
 	// removes every IP target, and so does the planner.
 	IPTargets []string

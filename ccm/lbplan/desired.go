@@ -1,6 +1,11 @@
 // Package lbplan is the pure load balancer planner: Desired (what a Service asks for), Actual
 // (what Hetzner has), and Compute, which turns the difference into an ordered list of typed
-// mutations for the executor. Nothing here touches the network.
+// mutations for the executor. Each mutation says what it does (Apply) and how it is sent
+// (Request: an apireq.Request, data the executor sends). Nothing here touches the network.
+//
+// The kinds of mutation live in mutation.go, except those with a file of their own
+// (change_dns_ptr.go, robot.go's AddIPTarget); Kinds lists them all. Plan.Requests groups a
+// plan into the API requests that run it (send.go: what rides along with a create).
 //
 // Start with NewDesired, NewActual and Compute; Plan.Steps gives each mutation's policy view.
 package lbplan
@@ -104,7 +109,7 @@ type Desired struct {
 	// IPv4RDNS and IPv6RDNS are the wanted PTR records; nil leaves them alone.
 	IPv4RDNS, IPv6RDNS *string
 	Services           []Listener // sorted by ListenPort
-	Targets            []Target  // sorted by ServerID
+	Targets            []Target   // sorted by ServerID
 	// IPTargets are the targets of Robot nodes, sorted by IP.
 	IPTargets []IPTarget
 	// TargetProblems are Robot nodes left out of IPTargets or targeted on another IP than

@@ -3,9 +3,13 @@ package lbplan
 import (
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/apireq"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
@@ -24,13 +28,22 @@ import (
 // and Delete returns nil. A private IP the API picks (an attachment without a fixed one) is
 // modelled as a nil IP.
 //
-// How a kind of mutation is sent to the API and awaited is its entry in the executor's table
-// (ccm/executor/kinds.go); docs/rationale.md says how to add a kind.
+// Request is how the mutation is sent: the API request (method, path, a body of hcloud-go's
+// schema types, whether its action is awaited, the declared outcomes of error codes) that runs
+// it on the load balancer a (nil before the create: only Create and CreateManagedCertificate
+// need none; the others return ErrNoLoadBalancer), with certificateID (the managed certificate
+// created earlier in the run, 0 for none) in place of PendingCertificateID. It is pure. The
+// compiler requires every kind to have one; the executor sends exactly it. A kind that can
+// ride along with a create also implements rider (send.go).
+//
+// Every kind lives in this file, except those that have a file of their own (change_dns_ptr.go,
+// robot.go); docs/rationale.md says how to add a kind.
 type Mutation interface {
 	Action() string
 	Operation() string
 	Label() string
 	Apply(a *Actual) *Actual
+	Request(a *Actual, certificateID int64) (apireq.Request, error)
 }
 
 // The operations, as in policy.Input.Operation. They MUST not change: policies match on them.
@@ -40,7 +53,6 @@ const (
 	OpDelete                 = "delete"
 	OpChangeType             = "change_type"
 	OpChangeAlgorithm        = "change_algorithm"
-	OpChangeDNSPtr           = "change_dns_ptr"
 	OpAttachToNetwork        = "attach_to_network"
 	OpDetachFromNetwork      = "detach_from_network"
 	OpEnablePublicInterface  = "enable_public_interface"
@@ -54,6 +66,18 @@ const (
 	// action is loadbalancer.update (it changes what the load balancer serves).
 	OpCreateManagedCertificate = "create_managed_certificate"
 )
+
+// Kinds are the load balancer mutation kinds, one zero value each. The file of each kind adds
+// it (init); the policy contract's operation list is generated from them (policy/gen), and the
+// executor's request golden has a case for each. TestKinds_EveryKindIsListed (a type check of
+// this package) fails for a kind that is missing.
+var Kinds []Mutation
+
+func init() {
+	Kinds = append(Kinds, Create{}, Update{}, ChangeType{}, ChangeAlgorithm{}, AttachNetwork{}, DetachNetwork{},
+		EnablePublicInterface{}, DisablePublicInterface{}, AddService{}, UpdateService{}, DeleteService{},
+		AddTarget{}, RemoveTarget{}, RemoveIPTarget{}, CreateManagedCertificate{}, Delete{})
+}
 
 type update struct{}
 
@@ -94,6 +118,55 @@ func (m Create) Apply(*Actual) *Actual {
 	return a
 }
 
+// Request is the create alone, nothing riding along (see Request.API).
+func (m Create) Request(_ *Actual, certificateID int64) (apireq.Request, error) {
+	return m.request(nil, certificateID)
+}
+
+// request is POST /load_balancers with the mutations riding along (each a rider that
+// ridesWith m) in its body, as hcloud-go's Create sends it. The answer's load balancer is the
+// state after it. When something rides along, resource_limit_exceeded (more targets or
+// certificates than the type allows) splits it: the create is sent alone and the rest one
+// request each. A create refused for any other reason is not retried stripped: that would
+// leave a billed load balancer that never converges.
+func (m Create) request(inline []Mutation, certificateID int64) (apireq.Request, error) {
+	opts := hcloud.LoadBalancerCreateOpts{
+		Name:             m.Name,
+		LoadBalancerType: &hcloud.LoadBalancerType{Name: m.Type},
+		Labels:           m.Labels,
+	}
+	if m.Algorithm != nil { // unset: the API default, as the official CCM sends it
+		opts.Algorithm = &hcloud.LoadBalancerAlgorithm{Type: *m.Algorithm}
+	}
+	if !m.PublicInterface {
+		opts.PublicInterface = new(false)
+	}
+	if m.Location != "" {
+		opts.Location = &hcloud.Location{Name: m.Location}
+	} else {
+		opts.NetworkZone = hcloud.NetworkZone(m.NetworkZone)
+	}
+	if m.Network != nil {
+		opts.Network = &hcloud.Network{ID: m.Network.ID}
+	}
+	for _, im := range inline {
+		r, ok := im.(rider)
+		if !ok || !r.ridesWith(m) {
+			return apireq.Request{}, fmt.Errorf("%s cannot ride along with %s", im.Label(), m.Label())
+		}
+		r.addTo(&opts, certificateID)
+	}
+	req := apireq.Request{
+		Method: "POST", Path: pathLoadBalancers, OpPath: pathLoadBalancers,
+		Body: hcloud.SchemaFromLoadBalancerCreateOpts(opts), Wait: true, Answer: apireq.AnswerLoadBalancer,
+	}
+	if len(inline) > 0 {
+		req.Outcomes = []apireq.Outcome{{Code: hcloud.ErrorCodeResourceLimitExceeded, Then: apireq.Split,
+			Log: "the API rejected the create with its listeners and targets inline; sending them one by one"}}
+	}
+	return req, nil
+}
+
 // Update sets name and labels in one PUT. Labels is the whole set (the API replaces it).
 type Update struct {
 	update
@@ -105,6 +178,21 @@ func (Update) Operation() string { return OpUpdate }
 func (m Update) Label() string   { return fmt.Sprintf("update(%s)", m.Name) }
 func (m Update) Apply(a *Actual) *Actual {
 	return a.with(func(c *Actual) { c.Name, c.Labels = m.Name, maps.Clone(m.Labels) })
+}
+
+// Request is PUT /load_balancers/{id}; it has no action.
+func (m Update) Request(a *Actual, _ int64) (apireq.Request, error) {
+	if a == nil {
+		return apireq.Request{}, ErrNoLoadBalancer
+	}
+	body := schema.LoadBalancerUpdateRequest{}
+	if m.Name != "" {
+		body.Name = &m.Name
+	}
+	if m.Labels != nil {
+		body.Labels = &m.Labels
+	}
+	return apireq.Request{Method: "PUT", Path: apireq.Fill(pathLoadBalancer, a.ID), OpPath: pathLoadBalancer, Body: body}, nil
 }
 
 // ChangeType changes the load balancer type.
@@ -119,6 +207,15 @@ func (m ChangeType) Apply(a *Actual) *Actual {
 	return a.with(func(c *Actual) { c.Type = m.Type })
 }
 
+// Request is the change_type action.
+func (m ChangeType) Request(a *Actual, _ int64) (apireq.Request, error) {
+	body := schema.LoadBalancerActionChangeTypeRequest{}
+	if m.Type != "" {
+		body.LoadBalancerType = schema.IDOrName{Name: m.Type}
+	}
+	return action(a, "change_type", body)
+}
+
 // ChangeAlgorithm changes the balancing algorithm.
 type ChangeAlgorithm struct {
 	update
@@ -131,31 +228,9 @@ func (m ChangeAlgorithm) Apply(a *Actual) *Actual {
 	return a.with(func(c *Actual) { c.Algorithm = m.Algorithm })
 }
 
-// ChangeDNSPtr sets the reverse DNS record of the public IPv4 (or IPv6) address; the executor
-// takes the address from the load balancer, so it also works right after Create.
-type ChangeDNSPtr struct {
-	update
-	IPv6 bool
-	Ptr  string
-}
-
-func (ChangeDNSPtr) Operation() string { return OpChangeDNSPtr }
-func (m ChangeDNSPtr) Label() string {
-	if m.IPv6 {
-		return "change_dns_ptr(ipv6)"
-	}
-	return "change_dns_ptr(ipv4)"
-}
-
-// Apply sets the record (the policy view has no PTR records).
-func (m ChangeDNSPtr) Apply(a *Actual) *Actual {
-	return a.with(func(c *Actual) {
-		if m.IPv6 {
-			c.IPv6RDNS = m.Ptr
-		} else {
-			c.IPv4RDNS = m.Ptr
-		}
-	})
+// Request is the change_algorithm action.
+func (m ChangeAlgorithm) Request(a *Actual, _ int64) (apireq.Request, error) {
+	return action(a, "change_algorithm", schema.LoadBalancerActionChangeAlgorithmRequest{Type: string(m.Algorithm)})
 }
 
 // AttachNetwork attaches the load balancer to the network.
@@ -174,6 +249,18 @@ func (m AttachNetwork) Apply(a *Actual) *Actual {
 	})
 }
 
+// Request is the attach_to_network action; ip and ip_range only when fixed.
+func (m AttachNetwork) Request(a *Actual, _ int64) (apireq.Request, error) {
+	body := schema.LoadBalancerActionAttachToNetworkRequest{Network: m.Network.ID}
+	if m.Network.IP != nil {
+		body.IP = new(m.Network.IP.String())
+	}
+	if m.Network.Subnet != nil {
+		body.IPRange = new(m.Network.Subnet.String())
+	}
+	return action(a, "attach_to_network", body)
+}
+
 // DetachNetwork detaches the load balancer from a network.
 type DetachNetwork struct {
 	update
@@ -186,6 +273,11 @@ func (m DetachNetwork) Apply(a *Actual) *Actual {
 	return a.with(func(c *Actual) { c.Networks = deleteNetwork(c.Networks, m.NetworkID) })
 }
 
+// Request is the detach_from_network action.
+func (m DetachNetwork) Request(a *Actual, _ int64) (apireq.Request, error) {
+	return action(a, "detach_from_network", schema.LoadBalancerActionDetachFromNetworkRequest{Network: m.NetworkID})
+}
+
 // EnablePublicInterface enables the public interface.
 type EnablePublicInterface struct{ update }
 
@@ -195,6 +287,11 @@ func (EnablePublicInterface) Apply(a *Actual) *Actual {
 	return a.with(func(c *Actual) { c.PublicInterface = true })
 }
 
+// Request has no body, as hcloud-go sends it.
+func (EnablePublicInterface) Request(a *Actual, _ int64) (apireq.Request, error) {
+	return action(a, OpEnablePublicInterface, nil)
+}
+
 // DisablePublicInterface disables the public interface.
 type DisablePublicInterface struct{ update }
 
@@ -202,6 +299,11 @@ func (DisablePublicInterface) Operation() string { return OpDisablePublicInterfa
 func (DisablePublicInterface) Label() string     { return OpDisablePublicInterface }
 func (DisablePublicInterface) Apply(a *Actual) *Actual {
 	return a.with(func(c *Actual) { c.PublicInterface = false })
+}
+
+// Request has no body, as hcloud-go sends it.
+func (DisablePublicInterface) Request(a *Actual, _ int64) (apireq.Request, error) {
+	return action(a, OpDisablePublicInterface, nil)
 }
 
 // AddService adds a listener.
@@ -216,6 +318,19 @@ func (m AddService) Apply(a *Actual) *Actual {
 	return a.with(func(c *Actual) { c.Services = setService(c.Services, m.Listener) })
 }
 
+// Request is the add_service action.
+func (m AddService) Request(a *Actual, certificateID int64) (apireq.Request, error) {
+	return action(a, OpAddService, addServiceBody(withCertificate(m.Listener, certificateID)))
+}
+
+// ridesWith: a listener always rides along with a create.
+func (AddService) ridesWith(Create) bool { return true }
+
+// addTo adds the listener to the create's services.
+func (m AddService) addTo(o *hcloud.LoadBalancerCreateOpts, certificateID int64) {
+	o.Services = append(o.Services, createServiceOpts(withCertificate(m.Listener, certificateID)))
+}
+
 // UpdateService changes a listener; planned only when something differs.
 type UpdateService struct {
 	update
@@ -223,7 +338,9 @@ type UpdateService struct {
 }
 
 func (UpdateService) Operation() string { return OpUpdateService }
-func (m UpdateService) Label() string   { return fmt.Sprintf("update_service(%d)", m.Listener.ListenPort) }
+func (m UpdateService) Label() string {
+	return fmt.Sprintf("update_service(%d)", m.Listener.ListenPort)
+}
 
 // Apply sets the listener; the proxy protocol flag is kept when not sent, as the API does.
 func (m UpdateService) Apply(a *Actual) *Actual {
@@ -240,6 +357,11 @@ func (m UpdateService) Apply(a *Actual) *Actual {
 	})
 }
 
+// Request is the update_service action: what the official CCM sends (see updateServiceOpts).
+func (m UpdateService) Request(a *Actual, certificateID int64) (apireq.Request, error) {
+	return action(a, OpUpdateService, updateServiceBody(withCertificate(m.Listener, certificateID)))
+}
+
 // DeleteService removes a listener.
 type DeleteService struct {
 	update
@@ -252,6 +374,11 @@ func (m DeleteService) Apply(a *Actual) *Actual {
 	return a.with(func(c *Actual) {
 		c.Services = slices.DeleteFunc(c.Services, func(s Listener) bool { return s.ListenPort == m.ListenPort })
 	})
+}
+
+// Request is the delete_service action.
+func (m DeleteService) Request(a *Actual, _ int64) (apireq.Request, error) {
+	return action(a, OpDeleteService, schema.LoadBalancerDeleteServiceRequest{ListenPort: m.ListenPort})
 }
 
 // AddTarget adds a server target.
@@ -268,6 +395,39 @@ func (m AddTarget) Apply(a *Actual) *Actual {
 	return a.with(func(c *Actual) { c.Targets = append(removeTarget(c.Targets, m.Target.ServerID), m.Target) })
 }
 
+// Request adds the target. One beyond the type's limit (the planner knew an older limit) is
+// skipped, not a failure: Warning events MaxTargetsReached on the node and the Service.
+func (m AddTarget) Request(a *Actual, _ int64) (apireq.Request, error) {
+	req, err := action(a, OpAddTarget, schema.LoadBalancerActionAddTargetRequest{
+		Type:         string(hcloud.LoadBalancerTargetTypeServer),
+		Server:       &schema.LoadBalancerActionAddTargetRequestServer{ID: m.Target.ServerID},
+		UsePrivateIP: new(m.Target.UsePrivateIP),
+	})
+	if err != nil {
+		return req, err
+	}
+	req.Outcomes = []apireq.Outcome{targetLimitReached(a, fmt.Sprintf("server %d", m.Target.ServerID), m.Target.Node)}
+	return req, nil
+}
+
+// ridesWith: a private target rides along with a create in the network, a public one with a
+// create with its public interface on.
+func (m AddTarget) ridesWith(c Create) bool {
+	if m.Target.UsePrivateIP {
+		return c.Network != nil
+	}
+	return c.PublicInterface
+}
+
+// addTo adds the target to the create's targets.
+func (m AddTarget) addTo(o *hcloud.LoadBalancerCreateOpts, _ int64) {
+	o.Targets = append(o.Targets, hcloud.LoadBalancerCreateOptsTarget{
+		Type:         hcloud.LoadBalancerTargetTypeServer,
+		Server:       hcloud.LoadBalancerCreateOptsTargetServer{Server: &hcloud.Server{ID: m.Target.ServerID}},
+		UsePrivateIP: new(m.Target.UsePrivateIP),
+	})
+}
+
 // RemoveTarget removes a server target.
 type RemoveTarget struct {
 	update
@@ -282,6 +442,13 @@ func (m RemoveTarget) Apply(a *Actual) *Actual {
 	return a.with(func(c *Actual) { c.Targets = removeTarget(c.Targets, m.Target.ServerID) })
 }
 
+// Request is the remove_target action of a server target.
+func (m RemoveTarget) Request(a *Actual, _ int64) (apireq.Request, error) {
+	return action(a, OpRemoveTarget, schema.LoadBalancerActionRemoveTargetRequest{
+		Type: string(hcloud.LoadBalancerTargetTypeServer), Server: &schema.LoadBalancerActionRemoveTargetRequestServer{ID: m.Target.ServerID},
+	})
+}
+
 // RemoveIPTarget removes an IP target: one no Robot node wants (as the official CCM, every IP
 // target of a load balancer it manages that is not a selected Robot node's address).
 type RemoveIPTarget struct {
@@ -294,6 +461,17 @@ func (m RemoveIPTarget) Label() string   { return fmt.Sprintf("remove_target(ip:
 func (m RemoveIPTarget) Apply(a *Actual) *Actual {
 	return a.with(func(c *Actual) {
 		c.IPTargets = slices.DeleteFunc(c.IPTargets, func(ip string) bool { return ip == m.IP })
+	})
+}
+
+// Request is the remove_target action of an IP target.
+func (m RemoveIPTarget) Request(a *Actual, _ int64) (apireq.Request, error) {
+	ip := net.ParseIP(m.IP)
+	if ip == nil {
+		return apireq.Request{}, fmt.Errorf("%s: %q is not an IP address", m.Label(), m.IP)
+	}
+	return action(a, OpRemoveTarget, schema.LoadBalancerActionRemoveTargetRequest{
+		Type: string(hcloud.LoadBalancerTargetTypeIP), IP: &schema.LoadBalancerActionRemoveTargetRequestIP{IP: ip.String()},
 	})
 }
 
@@ -312,6 +490,36 @@ func (m CreateManagedCertificate) Label() string {
 // Apply changes nothing: certificates are not part of the load balancer.
 func (CreateManagedCertificate) Apply(a *Actual) *Actual { return a.with(func(*Actual) {}) }
 
+// Request is POST /certificates, as hcloud-go's CreateCertificate sends a managed one. Its
+// issuance is not awaited, which can take minutes (DNS validation); listeners can use a
+// pending certificate, as with the official CCM. A certificate of that name without our label
+// is a uniqueness_error, returned as an error that names the fix.
+func (m CreateManagedCertificate) Request(*Actual, int64) (apireq.Request, error) {
+	c := m.Certificate
+	if c.Name == "" || len(c.Domains) == 0 {
+		return apireq.Request{}, fmt.Errorf("%s: a managed certificate needs a name and domain names", m.Label())
+	}
+	body := schema.CertificateCreateRequest{Name: c.Name, Type: string(hcloud.CertificateTypeManaged), DomainNames: c.Domains}
+	if c.Labels != nil {
+		body.Labels = &c.Labels
+	}
+	return apireq.Request{
+		Method: "POST", Path: pathCertificates, OpPath: pathCertificates, Body: body, Answer: apireq.AnswerCertificate,
+		Outcomes: []apireq.Outcome{{Code: hcloud.ErrorCodeUniquenessError, Then: apireq.Fail, Err: certificateNameTaken(c.Name)}},
+	}, nil
+}
+
+const pathCertificates = "/certificates"
+
+// certificateNameTaken is the error of a certificate name another certificate has.
+type certificateNameTaken string
+
+// Because names the fix.
+func (n certificateNameTaken) Because(apiErr error) error {
+	return fmt.Errorf("a certificate named %q exists without the %s label: rename it, or set %q to another name: %w",
+		string(n), LabelServiceUID, "load-balancer.hetzner.cloud/http-managed-certificate-name", apiErr)
+}
+
 // Delete deletes the load balancer. Its policy view keeps the load balancer being deleted as
 // load_balancer (and current), so policies can match on its name and labels (see Plan.Steps).
 type Delete struct {
@@ -324,6 +532,21 @@ func (m Delete) Label() string   { return fmt.Sprintf("delete(%s)", m.Name) }
 
 // Apply returns nil: no load balancer is left.
 func (Delete) Apply(*Actual) *Actual { return nil }
+
+// Request is DELETE /load_balancers/{id}; not_found means done. Delete protection is a
+// *ProtectedError and a Warning event DeleteProtected on the Service.
+func (Delete) Request(a *Actual, _ int64) (apireq.Request, error) {
+	if a == nil {
+		return apireq.Request{}, ErrNoLoadBalancer
+	}
+	return apireq.Request{Method: "DELETE", Path: apireq.Fill(pathLoadBalancer, a.ID), OpPath: pathLoadBalancer, Wait: true,
+		Outcomes: []apireq.Outcome{
+			{Code: hcloud.ErrorCodeNotFound, Then: apireq.Done, Log: "load balancer already gone"},
+			{Code: hcloud.ErrorCodeProtected, Then: apireq.Fail, Err: &ProtectedError{Name: a.Name, ID: a.ID},
+				Events: []apireq.Event{{Reason: ReasonDeleteProtected, Message: fmt.Sprintf(
+					"load balancer %s (%d) has delete protection: not deleted; remove the protection to let the CCM delete it", a.Name, a.ID)}}},
+		}}, nil
+}
 
 // attachment is the attachment n gives; IP is nil when the API picks it.
 func attachment(n Network) AttachedNetwork {

@@ -40,6 +40,14 @@ func (e *ProtectedError) Is(target error) bool { return target == ErrProtected }
 // Unwrap returns the API's refusal, if any.
 func (e *ProtectedError) Unwrap() error { return e.Err }
 
+// Because returns a copy of e with the API's refusal apiErr (apireq.Cause: Delete's declared
+// outcome of the error code protected).
+func (e *ProtectedError) Because(apiErr error) error {
+	c := *e
+	c.Err = apiErr
+	return &c
+}
+
 // Plan is the ordered list of mutations that turns an actual load balancer into the desired
 // one. An empty plan means nothing to do (an unchanged load balancer costs no mutation).
 type Plan struct {

@@ -1,6 +1,11 @@
 package lbplan
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/apireq"
+)
 
 // Request is one mutating API request of a plan: Mutation, and the mutations that ride along
 // inline in its body. Only a Create carries others (POST /load_balancers takes services and
@@ -74,21 +79,53 @@ func (p Plan) Requests() []Request {
 	return slices.Concat(before, []Request{create}, after)
 }
 
-// ridesAlong reports whether m can be sent inline with the create c.
-func ridesAlong(c Create, m Mutation) bool {
-	switch m := m.(type) {
-	case AddService:
-		return true
-	case AddTarget:
-		if m.Target.UsePrivateIP {
-			return c.Network != nil
-		}
-		return c.PublicInterface
-	}
-	return false
-}
-
 func isCertificate(m Mutation) bool {
 	_, ok := m.(CreateManagedCertificate)
 	return ok
+}
+
+// PlannedRequest is one API request of a plan as it is known at plan time.
+type PlannedRequest struct {
+	// Label is the label of the request's Mutation (Step.Label of its step).
+	Label   string
+	Request apireq.Request
+}
+
+// Placeholders of a plan-time request for what only the API's answers know.
+const (
+	// PlaceholderID stands in the paths of the requests after a create for the ID the create
+	// returns.
+	PlaceholderID int64 = 0
+	// PlaceholderIPv4 and PlaceholderIPv6 stand for the public addresses a create returns (the
+	// address of a change_dns_ptr after a create).
+	PlaceholderIPv4 = "0.0.0.0"
+	PlaceholderIPv6 = "::"
+)
+
+// APIRequests returns the requests of Requests as the executor would build them, in order, each
+// from the state the plan expects before it (every earlier request's Apply). It is pure. What
+// only the API's answers know has a placeholder: after a create, the load balancer's ID is
+// PlaceholderID and its public addresses PlaceholderIPv4 and PlaceholderIPv6; a listener using
+// the certificate the plan creates keeps PendingCertificateID (0). The executor sends the same
+// requests with the real values (TestAPIRequests_AreWhatTheExecutorSends).
+func (p Plan) APIRequests() ([]PlannedRequest, error) {
+	reqs := p.Requests()
+	out := make([]PlannedRequest, 0, len(reqs))
+	state := p.Actual
+	for _, r := range reqs {
+		api, err := r.API(state, PendingCertificateID)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", r.Mutation.Label(), err)
+		}
+		out = append(out, PlannedRequest{Label: r.Mutation.Label(), Request: api})
+		for _, m := range r.Mutations() {
+			state = m.Apply(state)
+		}
+		if _, ok := r.Mutation.(Create); ok && state != nil {
+			state = state.with(func(c *Actual) {
+				c.ID, c.IPv4, c.IPv6 = PlaceholderID, PlaceholderIPv4, PlaceholderIPv6
+			})
+		}
+	}
+	return out, nil
 }

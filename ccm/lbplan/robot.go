@@ -2,12 +2,15 @@ package lbplan
 
 import (
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/apireq"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
@@ -141,6 +144,8 @@ func planIPTargets(d Desired, a *Actual, count, limit int) (removes, adds []Muta
 	return removes, adds, skipped
 }
 
+func init() { Kinds = append(Kinds, AddIPTarget{}) }
+
 // AddIPTarget adds an IP target (a Robot node).
 type AddIPTarget struct {
 	update
@@ -157,6 +162,27 @@ func (m AddIPTarget) Apply(a *Actual) *Actual {
 			c.IPTargets = slices.Insert(c.IPTargets, i, m.Target.IP)
 		}
 	})
+}
+
+// Request adds the IP target. As with server targets, one beyond the type's limit is skipped
+// (MaxTargetsReached); one a concurrent reconcile of the same Service added first (upstream's
+// node sync runs beside the service sync) is done.
+func (m AddIPTarget) Request(a *Actual, _ int64) (apireq.Request, error) {
+	ip := net.ParseIP(m.Target.IP)
+	if ip == nil {
+		return apireq.Request{}, fmt.Errorf("%s: %q is not an IP address", m.Label(), m.Target.IP)
+	}
+	req, err := action(a, OpAddTarget, schema.LoadBalancerActionAddTargetRequest{
+		Type: string(hcloud.LoadBalancerTargetTypeIP), IP: &schema.LoadBalancerActionAddTargetRequestIP{IP: ip.String()},
+	})
+	if err != nil {
+		return req, err
+	}
+	req.Outcomes = []apireq.Outcome{
+		{Code: hcloud.ErrorCodeTargetAlreadyDefined, Then: apireq.Done, Log: "IP target already defined"},
+		targetLimitReached(a, "IP "+m.Target.IP, m.Target.Node),
+	}
+	return req, nil
 }
 
 // TargetMutation is implemented by the mutations that add or remove one target; PolicyTarget

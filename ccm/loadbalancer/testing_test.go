@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -79,6 +80,8 @@ type envConfig struct {
 	namer   loadbalancer.Namer
 	servers int
 	lbOpts  []func(*loadbalancer.Options)
+	// transport, when set, carries the client's requests (to the emulator).
+	transport http.RoundTripper
 }
 
 func withLBOption(o func(*loadbalancer.Options)) envOption {
@@ -104,6 +107,9 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		hcloud.WithEndpoint(endpoint), hcloud.WithToken(emu.Token()),
 		hcloud.WithPollOpts(hcloud.PollOpts{BackoffFunc: hcloud.ConstantBackoff(2 * time.Millisecond)}),
 		hcloud.WithRetryOpts(hcloud.RetryOpts{BackoffFunc: hcloud.ConstantBackoff(time.Millisecond), MaxRetries: 3}),
+	}
+	if c.transport != nil {
+		clientOpts = append(clientOpts, hcloud.WithHTTPClient(&http.Client{Transport: c.transport}))
 	}
 	client := hcloud.NewClient(clientOpts...)
 	conn, err := hcloudclient.New(hcloudclient.Options{Config: config.HCloud{Endpoint: endpoint, Token: emu.Token(), PollInterval: time.Millisecond, RetryInterval: time.Millisecond, Timeout: 30 * time.Second}, ClientOptions: clientOpts})

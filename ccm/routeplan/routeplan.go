@@ -1,7 +1,8 @@
 // Package routeplan plans the changes of a private network's routes, as ccm/lbplan plans load
 // balancers: a pure function from the routes the network has to an ordered list of typed
 // mutations (add_route, delete_route) that the executor decides as a whole, before the first
-// one runs, and then runs in order. It imports no client.
+// one runs, and then runs in order, each as the API request its Request returns. It imports
+// no client.
 //
 // A route whose gateway changes is one plan of two mutations (delete the old route, add the
 // new one): when the policy denies either, neither runs and the old route stays.
@@ -9,9 +10,14 @@ package routeplan
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/apireq"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
@@ -37,14 +43,21 @@ func (r Route) String() string { return r.Destination.String() + " via " + r.Gat
 // policy input's operation and the metric label), Label a stable human label such as
 // add_route(10.244.1.0/24 via 10.0.0.2) used in logs, events and errors. Apply returns the
 // routes after the mutation, the one model of its effect (the routes cache uses it after a
-// successful run); it is pure and never modifies its argument.
+// successful run); it is pure and never modifies its argument. Request is the API request
+// that runs it on the network networkID (the executor sends exactly it; the compiler requires
+// every kind to have one).
 type Mutation interface {
 	Action() string
 	Operation() string
 	Label() string
 	Route() Route
 	Apply(routes []Route) []Route
+	Request(networkID int64) apireq.Request
 }
+
+// Kinds are the route mutation kinds, one value each: the policy contract's operations are
+// generated from them (policy/gen). A test fails for a kind missing here.
+var Kinds = []Mutation{Add{}, Delete{}}
 
 // Add adds the route. Its Apply leaves routes that already hold it as they are (the network
 // holds a route once), so applying it twice is applying it once.
@@ -61,6 +74,11 @@ func (m Add) Apply(routes []Route) []Route {
 	return append(slices.Clone(routes), Route(m))
 }
 
+// Request is POST /networks/{id}/actions/add_route, as hcloud-go's AddRoute sends it.
+func (m Add) Request(networkID int64) apireq.Request {
+	return apireq.Post("/networks/%d/actions/add_route", networkID, Route(m).body())
+}
+
 // Delete deletes the route (destination and gateway must both match, as in the API).
 type Delete Route
 
@@ -70,6 +88,21 @@ func (m Delete) Label() string   { return fmt.Sprintf("%s(%s)", OpDeleteRoute, R
 func (m Delete) Route() Route    { return Route(m) }
 func (m Delete) Apply(routes []Route) []Route {
 	return slices.DeleteFunc(slices.Clone(routes), func(r Route) bool { return r == Route(m) })
+}
+
+// Request is POST /networks/{id}/actions/delete_route, as hcloud-go's DeleteRoute sends it. A
+// route that is already gone (not_found) counts as deleted.
+func (m Delete) Request(networkID int64) apireq.Request {
+	req := apireq.Post("/networks/%d/actions/delete_route", networkID, schema.NetworkActionDeleteRouteRequest(Route(m).body()))
+	req.Outcomes = []apireq.Outcome{{Code: hcloud.ErrorCodeNotFound, Then: apireq.Done}}
+	return req
+}
+
+// body is the route as the add_route and delete_route bodies hold it: the strings of
+// hcloud-go's net.IPNet and net.IP, as its AddRoute and DeleteRoute format them.
+func (r Route) body() schema.NetworkActionAddRouteRequest {
+	dest := net.IPNet{IP: r.Destination.Addr().AsSlice(), Mask: net.CIDRMask(r.Destination.Bits(), r.Destination.Addr().BitLen())}
+	return schema.NetworkActionAddRouteRequest{Destination: dest.String(), Gateway: net.IP(r.Gateway.AsSlice()).String()}
 }
 
 // Plan is the ordered mutations for the routes of one node.

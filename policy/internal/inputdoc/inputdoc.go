@@ -46,17 +46,23 @@ type structType struct {
 type model struct {
 	version string
 	actions []string
-	types   map[string]*structType
-	order   []string // types reachable from Input, breadth first
+	// operations are input.operation's values (policy.Operations).
+	operations []string
+	types      map[string]*structType
+	order      []string // types reachable from Input, breadth first
 }
 
 // Generate returns the Markdown reference and the JSON Schema for the Go source src of
-// policy/input.go.
-func Generate(src []byte) (markdown, schema []byte, err error) {
+// policy/input.go, with operations (policy.Operations) as the values of input.operation.
+func Generate(src []byte, operations []string) (markdown, schema []byte, err error) {
 	m, err := parse(src)
 	if err != nil {
 		return nil, nil, fmt.Errorf("inputdoc: %w", err)
 	}
+	if len(operations) == 0 {
+		return nil, nil, fmt.Errorf("gendoc: no operations (policy.Operations, generated from the mutation kinds)")
+	}
+	m.operations = operations
 	schema, err = m.schema()
 	if err != nil {
 		return nil, nil, fmt.Errorf("inputdoc: %w", err)
@@ -254,6 +260,11 @@ func (m *model) markdown() []byte {
 		fmt.Fprintf(&b, "- `%s`\n", a)
 	}
 	b.WriteString("\n")
+	fmt.Fprintf(&b, "## Operations\n\n`input.operation` is one of (the mutation kinds of ccm/lbplan and ccm/routeplan):\n\n")
+	for _, o := range m.operations {
+		fmt.Fprintf(&b, "- `%s`\n", o)
+	}
+	b.WriteString("\n")
 	for _, name := range m.order {
 		t := m.types[name]
 		fmt.Fprintf(&b, "## %s\n\n%s\n\n", name, strings.TrimSpace(t.doc))
@@ -288,6 +299,9 @@ func (m *model) structSchema(name string, nullable bool) (map[string]any, error)
 		}
 		if name == "Input" && f.name == "action" {
 			s["enum"] = m.actions
+		}
+		if name == "Input" && f.name == "operation" {
+			s["description"] = oneLine(f.doc) + " One of: " + strings.Join(m.operations, ", ") + "."
 		}
 		props[f.name] = s
 		if !f.omitempty {

@@ -10,6 +10,7 @@ func TestGenerate_rejectsUndocumentedInput(t *testing.T) {
 	tests := []struct {
 		name string
 		src  string
+		ops  []string // nil: one operation
 		want string
 	}{
 		{
@@ -33,6 +34,12 @@ func TestGenerate_rejectsUndocumentedInput(t *testing.T) {
 			want: "want InputVersion, Action* constants and type Input",
 		},
 		{
+			name: "No operations is an error",
+			src:  header + "// Input is it.\ntype Input struct {\n\t// A is a.\n\tA string `json:\"a\"`\n}\n",
+			ops:  []string{},
+			want: "no operations",
+		},
+		{
 			// *B is written out in place as a nullable object (see jsonType); B is still defined.
 			name: "Types not reachable from Input need no docs",
 			src:  header + "// Input is it.\ntype Input struct {\n\t// A is a.\n\tA *B `json:\"a\"`\n}\n\n// B is b.\ntype B struct {\n\t// C is c.\n\tC []int `json:\"c,omitempty\"`\n}\n\ntype Other struct{ X int }\n",
@@ -40,7 +47,11 @@ func TestGenerate_rejectsUndocumentedInput(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			md, schema, err := Generate([]byte(tc.src))
+			ops := tc.ops
+			if ops == nil {
+				ops = []string{"create"}
+			}
+			md, schema, err := Generate([]byte(tc.src), ops)
 			if tc.want == "" {
 				if err != nil || !strings.Contains(string(md), "## B") || !strings.Contains(string(schema), `"B": {`) || !strings.Contains(string(schema), `"null"`) {
 					t.Fatalf("Generate = %v\n%s\n%s", err, md, schema)

@@ -1,0 +1,148 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"github.com/hetznercloud/hcloud-go/v2/hcloud/exp/ctxutil"
+	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/klog/v2"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/apireq"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+)
+
+// run is the state of one Run.
+type run struct {
+	svc *corev1.Service
+	// state is the load balancer after the requests sent so far: plan.Actual, then each
+	// mutation's Apply (the create's answer after the create); nil after a delete.
+	state *lbplan.Actual
+	// certificateID is the managed certificate created in this run, for listeners that use
+	// lbplan.PendingCertificateID.
+	certificateID int64
+	// applied are the mutations that ran, in order.
+	applied []lbplan.Mutation
+}
+
+// reply is the part of an answer the executor reads: the action to await, a created load
+// balancer or certificate (apireq.Answer). Every mutating answer of the API is a subset.
+type reply struct {
+	Action       *schema.Action       `json:"action"`
+	LoadBalancer *schema.LoadBalancer `json:"load_balancer"`
+	Certificate  *schema.Certificate  `json:"certificate"`
+}
+
+// send sends the request of req (lbplan.Request.API, built from the run's state), awaits its
+// action when it says so, moves r.state on (the mutations' Apply, or the create's answer) and
+// records the outcome (metrics, applied labels). An API error with a declared outcome
+// (apireq.Outcome) is that outcome: its events are emitted, Done counts as success, Skipped
+// leaves the state, Split returns split (Run then sends the mutations one request each) and
+// Fail returns the outcome's error.
+func (x *Executor) send(ctx context.Context, r *run, req lbplan.Request) (split bool, err error) {
+	m := req.Mutation
+	klog.InfoS("executing", "op", m.Label(), "inline", req.Labels()[1:], "service", klog.KObj(r.svc), "loadBalancer", lbName(r.state))
+	api, err := req.API(r.state, r.certificateID)
+	var hreq *http.Request
+	if err == nil {
+		hreq, err = x.newRequest(ctx, api)
+	}
+	var ans reply
+	if err == nil {
+		_, err = x.client.Do(hreq, &ans)
+	}
+	then := apireq.Fail
+	if o, ok := api.On(err); ok {
+		x.report(r.svc, o, m.Label(), lbName(r.state))
+		switch then = o.Then; then {
+		case apireq.Split:
+			if len(req.Inline) > 0 {
+				return true, nil
+			}
+		case apireq.Done, apireq.Skipped:
+			err, ans = nil, reply{}
+		case apireq.Fail:
+			if o.Err != nil {
+				err = o.Err.Because(err)
+			}
+		}
+	}
+	if err == nil && api.Wait && ans.Action != nil {
+		err = x.client.Action.WaitFor(ctx, hcloud.ActionFromSchema(*ans.Action))
+	}
+	if err == nil {
+		err = r.advance(m, api.Answer, then, ans)
+	}
+	result := resultSuccess
+	if err != nil {
+		result = resultError
+	}
+	for _, rm := range req.Mutations() {
+		countMutation(rm.Action(), rm.Operation(), result)
+	}
+	if err != nil {
+		return false, wrapAPIError(m.Label(), err)
+	}
+	r.applied = append(r.applied, req.Mutations()...)
+	return false, nil
+}
+
+// advance moves the run on after m's request succeeded (or its outcome was Done or Skipped).
+func (r *run) advance(m lbplan.Mutation, kind apireq.Answer, then apireq.Result, ans reply) error {
+	switch {
+	case then == apireq.Skipped:
+	case kind == apireq.AnswerLoadBalancer:
+		if ans.LoadBalancer == nil {
+			return errors.New("the answer has no load balancer")
+		}
+		r.state = lbplan.NewActual(hcloud.LoadBalancerFromSchema(*ans.LoadBalancer))
+	case kind == apireq.AnswerCertificate:
+		if ans.Certificate == nil {
+			return errors.New("the answer has no certificate")
+		}
+		r.certificateID = ans.Certificate.ID
+		r.state = m.Apply(r.state)
+	default:
+		r.state = m.Apply(r.state)
+	}
+	return nil
+}
+
+// newRequest is api as an HTTP request of the client (its endpoint, token and headers), with
+// hcloud-go's operation path in ctx for its request metrics.
+func (x *Executor) newRequest(ctx context.Context, api apireq.Request) (*http.Request, error) {
+	b, err := api.JSON()
+	if err != nil {
+		return nil, err
+	}
+	var body io.Reader
+	if b != nil {
+		body = bytes.NewReader(b)
+	}
+	req, err := x.client.NewRequest(ctxutil.SetOpPath(ctx, api.OpPath), api.Method, api.Path, body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", api.Method, api.Path, err)
+	}
+	return req, nil
+}
+
+// report logs an outcome and emits its events: on the Node it names, else on obj.
+func (x *Executor) report(obj runtime.Object, o apireq.Outcome, label, lb string) {
+	if o.Log != "" {
+		klog.InfoS(o.Log, "op", label, "code", o.Code, "loadBalancer", lb)
+	}
+	for _, e := range o.Events {
+		target := obj
+		if e.Node != "" {
+			target = nodeRef(e.Node)
+		}
+		x.recorder.Event(target, corev1.EventTypeWarning, e.Reason, e.Message)
+	}
+}
