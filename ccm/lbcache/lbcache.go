@@ -25,8 +25,10 @@
 //
 // A Put keeps the age of the data the plan was built from, not the time of the write, so a
 // change made behind the CCM's back is in the data a Get answers with at most the max age after
-// it was made, however often the CCM writes in between (TestPut_keepsDataAge holds this). The
-// max age is therefore the bound within which an UpdateLoadBalancer sees (and repairs) drift.
+// it was made, however often the CCM writes in between (TestCache, "drift behind the cache's
+// back is seen after the max age, however often the CCM writes", holds this). The max age is
+// therefore the bound within which an UpdateLoadBalancer sees (and repairs) drift; it is also
+// kept by convention only in ccm/loadbalancer, which passes Put the time Get or Read returned.
 package lbcache
 
 import (

@@ -2,6 +2,10 @@
 // load balancer of a Service by the hcloud-ccm/service-uid label, builds the desired state
 // (lbplan), and hands the plan to the executor, the only code that writes to the API.
 //
+// UpdateLoadBalancer, called for every Service on each node change, reads the load balancer
+// through ccm/lbcache (one list shared by all Services, at most Options.CacheMaxAge old, kept
+// current by the executor's results); the other calls read it fresh by its UID label.
+//
 // Start with New.
 package loadbalancer
 
