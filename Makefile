@@ -112,7 +112,7 @@ unit: helm-bin
 
 # The concurrency-sensitive packages again under the race detector (hammer tests).
 race:
-	go test $(GO_TEST_FLAGS) -race ./ccm/servercache/ ./plugins/ ./internal/hcloudemu/ ./policy/
+	go test $(GO_TEST_FLAGS) -race ./ccm/servercache/ ./ccm/lbcache/ ./plugins/ ./internal/hcloudemu/ ./policy/
 
 # Rego tests as the CCM runs them (policy test), and with the real opa CLI, built from the same
 # module version as the library, plus format, strict and schema checks.
@@ -166,9 +166,11 @@ demo: kube-bins build plugins
 
 # Scale benchmark of the CCM binary (test/bench, docs/performance.md): real kube-apiserver + etcd,
 # the emulator, routes on. Prints a Markdown table and writes it to $(BENCH_OUT); then the Go
-# micro-benchmarks. Not part of `make test` (about 40 minutes); bench-smoke is. BENCH_STEADY=auto
+# micro-benchmarks. Not part of `make test` (about an hour); bench-smoke is. BENCH_STEADY=auto
 # measures one server-list period per size (5, 10 and 20 minutes); BENCH_POLICIES=on|off|both.
-BENCH_SIZES ?= 50x10,200x50,500x50
+# Each size ends with a churn phase (issue 24): +JOIN nodes join, /BATCH at a time (default 10 at
+# once, 2 at the smoke size); 50x200+10/1 is 200 Services under 10 single-node events.
+BENCH_SIZES ?= 50x10,200x50,500x50+10,50x200+10/1
 BENCH_STEADY ?= auto
 BENCH_POLICIES ?= on
 BENCH_OUT ?= $(BIN)/bench.md

@@ -3,6 +3,7 @@ package ccm_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -140,6 +141,50 @@ func TestAPIBudget(t *testing.T) {
 		}
 		if got := total(emu.Counts()); got != 10 {
 			t.Errorf("requests for 10 unchanged reconciles = %d, want 10 (%v)", got, emu.Counts())
+		}
+	})
+	t.Run("a round of UpdateLoadBalancer reads no load balancer the CCM wrote within the max age", func(t *testing.T) {
+		const services = 60
+		cloud, emu := newBudgetCloud(t, 11, "../examples/policies")
+		lbs, _ := cloud.LoadBalancer()
+		ctx := context.Background()
+		for i := range services {
+			if _, err := lbs.EnsureLoadBalancer(ctx, "budget", lbService(fmt.Sprintf("web-%d", i)), lbNodes(10)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, round := range []struct {
+			name            string
+			nodes           int
+			mutating, reads int
+		}{
+			// Before lbcache each Update listed its load balancer by UID label: 60 reads a round.
+			{"unchanged node set", 10, 0, 0},
+			// One add_target each; its action poll is the only other request.
+			{"one node joined", 11, services, 0},
+			{"one node left", 10, services, 0},
+		} {
+			emu.ResetRequests()
+			for i := range services {
+				if err := lbs.UpdateLoadBalancer(ctx, "budget", lbService(fmt.Sprintf("web-%d", i)), lbNodes(round.nodes)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			reads := 0
+			for _, r := range emu.Requests() {
+				if r.Method == "GET" && strings.HasPrefix(r.Path, "/v1/load_balancers") {
+					reads++
+				}
+			}
+			if got := emu.MutatingRequests(); got != round.mutating {
+				t.Errorf("%s: mutating requests = %d, want %d (%v)", round.name, got, round.mutating, emu.Counts())
+			}
+			if reads != round.reads {
+				t.Errorf("%s: load balancer reads = %d, want %d (%v)", round.name, reads, round.reads, emu.Counts())
+			}
+			if round.mutating == 0 && total(emu.Counts()) != 0 {
+				t.Errorf("%s: requests = %v, want none", round.name, emu.Counts())
+			}
 		}
 	})
 }

@@ -2,6 +2,10 @@
 // load balancer of a Service by the hcloud-ccm/service-uid label, builds the desired state
 // (lbplan), and hands the plan to the executor, the only code that writes to the API.
 //
+// UpdateLoadBalancer, called for every Service on each node change, reads the load balancer
+// through ccm/lbcache (one list shared by all Services, at most Options.CacheMaxAge old, kept
+// current by the executor's results); the other calls read it fresh by its UID label.
+//
 // Start with New.
 package loadbalancer
 
@@ -26,6 +30,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbcache"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/providerid"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/robot"
@@ -68,7 +73,10 @@ type Readers struct {
 
 // LoadBalancers implements cloudprovider.LoadBalancer.
 type LoadBalancers struct {
-	read  Readers
+	read Readers
+	// cache holds the load balancers carrying the UID label; UpdateLoadBalancer reads through
+	// it, the other calls read fresh and keep what they read (see byUID).
+	cache *lbcache.Cache
 	robot *robotTargets // nil without ROBOT_ENABLED (Options.Robot)
 	exec  *executor.Executor
 	cfg   config.LoadBalancer
@@ -125,6 +133,10 @@ type Options struct {
 	// balancer behind the CCM's back is seen. 0 means DefaultDenialMaxAge; a negative value
 	// remembers nothing.
 	DenialMaxAge time.Duration
+	// CacheMaxAge is how old the load balancer data an UpdateLoadBalancer plans from may be
+	// (ccm/lbcache): the bound within which it sees a change made behind the CCM's back. 0
+	// means lbcache.DefaultMaxAge; a negative value reads the load balancer on every call.
+	CacheMaxAge time.Duration
 }
 
 // New returns the load balancer implementation.
@@ -147,8 +159,12 @@ func New(o Options) (*LoadBalancers, error) {
 	if o.DenialMaxAge != 0 {
 		denialMaxAge = o.DenialMaxAge
 	}
+	cache, err := lbcache.New(lbcache.Options{LoadBalancers: r.LoadBalancers, MaxAge: o.CacheMaxAge})
+	if err != nil {
+		return nil, fmt.Errorf("loadbalancer.New: %w", err)
+	}
 	l := &LoadBalancers{
-		read: o.Readers, exec: o.Executor, cfg: o.Config, recorder: o.Recorder, namer: o.Namer, denials: o.DenialTracker,
+		read: o.Readers, cache: cache, exec: o.Executor, cfg: o.Config, recorder: o.Recorder, namer: o.Namer, denials: o.DenialTracker,
 		types:  &typeCache{list: o.Readers.Types, maxAge: typeMaxAge, now: time.Now},
 		denied: newDenialCache(denialMaxAge),
 	}
@@ -164,7 +180,7 @@ func New(o Options) (*LoadBalancers, error) {
 // read-only and not modify it.
 func (l *LoadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
 	compatmetrics.Operation(compatmetrics.OpGetLoadBalancer)
-	lb, err := l.byUID(ctx, svc)
+	lb, _, err := l.byUID(ctx, svc, false)
 	if err != nil || lb == nil {
 		return nil, false, err
 	}
@@ -172,7 +188,7 @@ func (l *LoadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *core
 	if err != nil {
 		return nil, true, l.invalid(svc, err)
 	}
-	return lbplan.Status(lbplan.NewActual(lb), opts), true, nil
+	return lbplan.Status(lb, opts), true, nil
 }
 
 // GetLoadBalancerName returns the load balancer name of svc: the name annotation, else the
@@ -346,11 +362,11 @@ func (l *LoadBalancers) rememberedDenial(svc *corev1.Service, digest string) err
 
 // ensureDeleted is EnsureLoadBalancerDeleted.
 func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) error {
-	lb, err := l.byUID(ctx, svc)
+	lb, readAt, err := l.byUID(ctx, svc, false)
 	if err != nil || lb == nil {
 		return err
 	}
-	plan, err := lbplan.ComputeDelete(lbplan.NewActual(lb))
+	plan, err := lbplan.ComputeDelete(lb)
 	var protected *lbplan.ProtectedError
 	if errors.As(err, &protected) {
 		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonDeleteProtected, "%v: not deleted", err)
@@ -360,8 +376,22 @@ func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) 
 	if err != nil {
 		return err
 	}
-	_, err = l.exec.Run(ctx, svc, plan)
+	state, err := l.exec.Run(ctx, svc, plan)
+	l.stored(svc, state, readAt, err)
 	return err
+}
+
+// stored keeps what a run of the executor for svc left: the load balancer it returned (nil
+// after a delete) as of readAt, the time the data the plan was built from was read. After a
+// failed run the effect is not known, and the next cached read of svc reads it alone; a denial
+// sent nothing, and the cache stays as it is.
+func (l *LoadBalancers) stored(svc *corev1.Service, state *lbplan.Actual, readAt time.Time, err error) {
+	switch {
+	case err == nil:
+		l.cache.Put(string(svc.UID), state, readAt)
+	case !errors.Is(err, policy.ErrDenied):
+		l.cache.Forget(string(svc.UID))
+	}
 }
 
 // reconcile finds the actual load balancer, builds the desired state, plans and runs. Its
@@ -373,26 +403,38 @@ func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) 
 //
 // name and rename are l.name's answer (the caller needs them for the denial digest).
 func (l *LoadBalancers) reconcile(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, name string, rename, create bool) (*lbplan.Actual, lbplan.Desired, error) {
-	plan, d, err := l.plan(ctx, svc, nodes, name, rename, create)
+	plan, d, readAt, err := l.plan(ctx, svc, nodes, name, rename, create)
 	if err != nil || plan == nil {
 		return nil, d, err
 	}
 	state, err := l.exec.Run(ctx, svc, *plan)
+	l.stored(svc, state, readAt, err)
 	return state, d, err
 }
 
-// plan is reconcile up to the plan, which it returns instead of running it: nil (and no error)
-// for an Update of a Service without a load balancer. It reads the API and records events, but
-// never writes (it has no executor call); Preview runs it with a recorder that drops events.
-func (l *LoadBalancers) plan(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, name string, rename, create bool) (*lbplan.Plan, lbplan.Desired, error) {
+// plan is reconcile up to the plan, which it returns instead of running it, with the time the
+// load balancer it was planned from was read: nil (and no error) for an Update of a Service
+// without a load balancer. It reads the API and records events, but never writes (it has no
+// executor call); Preview runs it with a recorder that drops events.
+//
+// An Update (create false) reads the load balancer through the cache (at most its max age
+// old); an Ensure reads it fresh, so a change behind the CCM's back is seen at once and a load
+// balancer missing from a stale cache can never be created twice.
+func (l *LoadBalancers) plan(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, name string, rename, create bool) (*lbplan.Plan, lbplan.Desired, time.Time, error) {
 	// The official CCM reads the node selector first: a bad one fails before any warning.
 	if _, err := annotation.LBNodeSelector.Selector(svc); err != nil && !errors.Is(err, annotation.ErrNotSet) {
-		return nil, lbplan.Desired{}, l.invalid(svc, err)
+		return nil, lbplan.Desired{}, time.Time{}, l.invalid(svc, err)
 	}
-	lb, err := l.find(ctx, svc, name)
+	lb, readAt, err := l.find(ctx, svc, name, !create)
 	if err != nil || (lb == nil && !create) {
-		return nil, lbplan.Desired{}, err
+		return nil, lbplan.Desired{}, readAt, err
 	}
+	p, d, err := l.planWith(ctx, svc, nodes, name, rename, create, lb)
+	return p, d, readAt, err
+}
+
+// planWith is plan once the load balancer lb (nil: none, a create) is found.
+func (l *LoadBalancers) planWith(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, name string, rename, create bool, lb *lbplan.Actual) (*lbplan.Plan, lbplan.Desired, error) {
 	certs, err := l.certificates(ctx, svc)
 	if err != nil {
 		return nil, lbplan.Desired{}, err
@@ -424,7 +466,7 @@ func (l *LoadBalancers) plan(ctx context.Context, svc *corev1.Service, nodes []*
 	if err := l.checkType(ctx, svc, &d, lb); err != nil {
 		return nil, d, err
 	}
-	plan, err := lbplan.Compute(d, lbplan.NewActual(lb))
+	plan, err := lbplan.Compute(d, lb)
 	if err != nil {
 		return nil, d, l.invalid(svc, err)
 	}
@@ -583,10 +625,10 @@ func typeField(svc *corev1.Service) string {
 // checkType validates a type that is set against the type list (names are case-sensitive) and
 // sets the max_targets the planner respects: the load balancer's own when its type does not
 // change. Deprecation is typeWarnings' part.
-func (l *LoadBalancers) checkType(ctx context.Context, svc *corev1.Service, d *lbplan.Desired, lb *hcloud.LoadBalancer) error {
-	if lb != nil && (!d.TypeSet || lb.LoadBalancerType != nil && lb.LoadBalancerType.Name == d.Type) { // the type does not change
-		if lb.LoadBalancerType != nil {
-			d.MaxTargets = lb.LoadBalancerType.MaxTargets
+func (l *LoadBalancers) checkType(ctx context.Context, svc *corev1.Service, d *lbplan.Desired, lb *lbplan.Actual) error {
+	if lb != nil && (!d.TypeSet || lb.Type != "" && lb.Type == d.Type) { // the type does not change
+		if lb.Type != "" {
+			d.MaxTargets = lb.MaxTargets
 		}
 		return nil
 	}
@@ -705,24 +747,28 @@ func (l *LoadBalancers) managedCertificate(ctx context.Context, svc *corev1.Serv
 // balancer found by name that carries another Service's UID label is never adopted: that is a
 // *NameConflictError (and a Warning event on svc), so no Service can take over or delete another
 // one's load balancer by naming it.
-func (l *LoadBalancers) find(ctx context.Context, svc *corev1.Service, name string) (*hcloud.LoadBalancer, error) {
-	lb, err := l.byUID(ctx, svc)
+//
+// cached reads by UID label through the cache (byUID); it also returns when the data it
+// returns was read.
+func (l *LoadBalancers) find(ctx context.Context, svc *corev1.Service, name string, cached bool) (*lbplan.Actual, time.Time, error) {
+	lb, readAt, err := l.byUID(ctx, svc, cached)
 	if err != nil || lb != nil {
-		return lb, err
+		return lb, readAt, err
 	}
-	lb, _, err = l.read.LoadBalancers.GetByName(ctx, name)
+	readAt = time.Now()
+	found, _, err := l.read.LoadBalancers.GetByName(ctx, name)
 	if err != nil {
-		return nil, fmt.Errorf("get load balancer by name %q: %w", name, err)
+		return nil, time.Time{}, fmt.Errorf("get load balancer by name %q: %w", name, err)
 	}
-	if lb == nil {
-		return nil, nil
+	if found == nil {
+		return nil, readAt, nil
 	}
-	if uid := lb.Labels[lbplan.LabelServiceUID]; uid != "" && uid != string(svc.UID) {
-		err := &NameConflictError{Name: name, ID: lb.ID, OwnerUID: uid}
+	if uid := found.Labels[lbplan.LabelServiceUID]; uid != "" && uid != string(svc.UID) {
+		err := &NameConflictError{Name: name, ID: found.ID, OwnerUID: uid}
 		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerNameConflict, err.Error())
-		return nil, err
+		return nil, time.Time{}, err
 	}
-	return lb, nil
+	return lbplan.NewActual(found), readAt, nil
 }
 
 // NameConflictError is returned when the load balancer name a Service asks for belongs to the
@@ -738,24 +784,31 @@ func (e *NameConflictError) Error() string {
 		e.Name, e.ID, lbplan.LabelServiceUID, e.OwnerUID, annotation.LBName)
 }
 
-// byUID lists load balancers by the UID label; more than one is an error.
-func (l *LoadBalancers) byUID(ctx context.Context, svc *corev1.Service) (*hcloud.LoadBalancer, error) {
+// byUID returns the load balancer carrying the Service's UID label and when that was read;
+// more than one is an error (ErrNonUniqueResult). With cached it is read through the cache
+// (lbcache.Cache.Get: at most its max age old, a list page shared by every Service); without,
+// it is listed by the UID label now (one request) and the cache keeps the answer.
+func (l *LoadBalancers) byUID(ctx context.Context, svc *corev1.Service, cached bool) (*lbplan.Actual, time.Time, error) {
 	sel := lbplan.LabelServiceUID + "=" + string(svc.UID)
-	lbs, _, err := l.read.LoadBalancers.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel, PerPage: 50}})
+	read := l.cache.Read
+	if cached {
+		read = l.cache.Get
+	}
+	lbs, readAt, err := read(ctx, string(svc.UID))
 	if err != nil {
-		return nil, fmt.Errorf("list load balancers by %s: %w", sel, err)
+		return nil, time.Time{}, err
 	}
 	switch len(lbs) {
 	case 0:
-		return nil, nil
+		return nil, readAt, nil
 	case 1:
-		return lbs[0], nil
+		return lbs[0], readAt, nil
 	}
 	names := make([]string, len(lbs))
 	for i, lb := range lbs {
 		names[i] = fmt.Sprintf("%s (%d)", lb.Name, lb.ID)
 	}
-	return nil, fmt.Errorf("%s: %w: %s; delete or relabel all but one", sel, ErrNonUniqueResult, strings.Join(names, ", "))
+	return nil, time.Time{}, fmt.Errorf("%s: %w: %s; delete or relabel all but one", sel, ErrNonUniqueResult, strings.Join(names, ", "))
 }
 
 func nodeRef(name string) *corev1.ObjectReference {

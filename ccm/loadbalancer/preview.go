@@ -27,7 +27,7 @@ import (
 func (l *LoadBalancers) Preview(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (lbplan.Plan, error) {
 	q := l.quiet()
 	name, rename := q.name(ctx, clusterName, svc)
-	plan, _, err := q.plan(ctx, svc, nodes, name, rename, true)
+	plan, _, _, err := q.plan(ctx, svc, nodes, name, rename, true)
 	if err != nil || plan == nil {
 		return lbplan.Plan{}, err
 	}
@@ -39,11 +39,11 @@ func (l *LoadBalancers) Preview(ctx context.Context, clusterName string, svc *co
 // there is none or it has delete protection (the CCM keeps it then). Like Preview it never
 // writes and records no event.
 func (l *LoadBalancers) PreviewDelete(ctx context.Context, svc *corev1.Service) (lbplan.Plan, error) {
-	lb, err := l.byUID(ctx, svc)
+	lb, _, err := l.byUID(ctx, svc, false)
 	if err != nil || lb == nil {
 		return lbplan.Plan{}, err
 	}
-	plan, err := lbplan.ComputeDelete(lbplan.NewActual(lb))
+	plan, err := lbplan.ComputeDelete(lb)
 	if err != nil { // *lbplan.ProtectedError: kept, nothing to decide
 		return lbplan.Plan{}, nil //nolint:nilerr // a protected load balancer is kept, as EnsureLoadBalancerDeleted does
 	}
@@ -57,6 +57,7 @@ func (l *LoadBalancers) PreviewDelete(ctx context.Context, svc *corev1.Service) 
 func (l *LoadBalancers) quiet() *LoadBalancers {
 	q := &LoadBalancers{
 		read:     l.read,
+		cache:    l.cache,
 		robot:    l.robot,
 		exec:     nil,
 		cfg:      l.cfg,

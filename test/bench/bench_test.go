@@ -8,7 +8,10 @@
 //
 // Configuration (environment):
 //
-//	BENCH_SIZES   sizes as NODESxSERVICES, comma separated (default "10x2", the smoke size)
+//	BENCH_SIZES   sizes as NODESxSERVICES[+JOIN[/BATCH]], comma separated (default "10x2",
+//	              the smoke size). After the steady window JOIN new nodes (default:
+//	              defaultJoin) join as load balancer targets, BATCH at a time (default: all at
+//	              once; 1: one node event after the other): the churn phase, see runChurn
 //	BENCH_STEADY  length of the steady-state window (default 20s), or auto: the period of the
 //	              server list at the size under the default API budget (see steadyWindow)
 //	BENCH_OUT     file the Markdown table is written to (default: none, printed only)
@@ -67,17 +70,41 @@ const (
 // size is one benchmark configuration.
 type size struct {
 	nodes, services int
-	policiesOff     bool // no --policy-* flags: the allow-all gate
+	// join nodes join after the steady window, batch at a time (the churn phase; 0: none).
+	join, batch int
+	policiesOff bool // no --policy-* flags: the allow-all gate
 }
 
 func (s size) String() string {
-	return fmt.Sprintf("%d nodes / %d Services / policies %s", s.nodes, s.services, onOff(!s.policiesOff))
+	return fmt.Sprintf("%d nodes / %d Services / %s / policies %s", s.nodes, s.services, s.churn(), onOff(!s.policiesOff))
+}
+
+// churn describes the churn phase: "10 nodes join at once", "10 nodes join one at a time".
+func (s size) churn() string {
+	switch {
+	case s.join == 0:
+		return "no churn"
+	case s.batch >= s.join:
+		return fmt.Sprintf("%d nodes join at once", s.join)
+	case s.batch == 1:
+		return fmt.Sprintf("%d nodes join one at a time", s.join)
+	}
+	return fmt.Sprintf("%d nodes join %d at a time", s.join, s.batch)
 }
 
 // name is the size as in BENCH_SIZES, with the policy switch.
 func (s size) name() string {
-	return fmt.Sprintf("%dx%d-policies-%s", s.nodes, s.services, onOff(!s.policiesOff))
+	return fmt.Sprintf("%dx%d+%d-%d-policies-%s", s.nodes, s.services, s.join, s.batch, onOff(!s.policiesOff))
 }
+
+// defaultJoin is the churn of a size without +JOIN: 10 nodes, a fifth of the nodes at smaller
+// sizes (2 at the smoke size, 10x2), so bench-smoke stays fast.
+func defaultJoin(nodes int) int {
+	return min(10, max(1, nodes/5))
+}
+
+// maxChurnTargets is the most targets a Service may have after the churn phase: an lb11 takes 25.
+const maxChurnTargets = 25
 
 func onOff(b bool) string {
 	if b {
@@ -94,9 +121,13 @@ type result struct {
 	nodesTime, servicesTime time.Duration // CCM start → all nodes initialised and routed; Services created → all addressed
 	nodesReq, servicesReq   counts
 	steadyReq               counts
-	peakRSS, steadyRSS      int64 // KiB
-	peakAnon, steadyAnon    int64 // KiB; peakAnon sampled once a second
-	steadyFile              int64 // KiB
+	churnReq                counts        // the churn phase: JOIN nodes join
+	churnTime               time.Duration // first node created → every new target and route in place
+	churnEvents             []counts      // one per batch
+	churnLBReads            int           // GET /v1/load_balancers (lists and reads by label)
+	peakRSS, steadyRSS      int64         // KiB
+	peakAnon, steadyAnon    int64         // KiB; peakAnon sampled once a second
+	steadyFile              int64         // KiB
 	cpuInit, cpuSteady      float64
 }
 
@@ -150,24 +181,13 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 
 	// Servers and their Nodes, as kubelets with --cloud-provider=external and --node-ip register
 	// them, before the CCM starts (a fresh install on an existing cluster).
-	cidrs, err := podCIDRs(s.nodes)
+	cidrs, err := podCIDRs(s.nodes + s.join)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ids := map[string]int64{}
 	for i := range s.nodes {
-		name := fmt.Sprintf("node-%04d", i)
-		ip := fmt.Sprintf("10.0.%d.%d", i/250, i%250+2)
-		id, err := emu.AddServer(hcloudemu.ServerSpec{Name: name, Networks: []hcloudemu.ServerNetwork{{NetworkID: netID, IP: ip}}})
-		if err != nil {
-			t.Fatalf("add server %s: %v", name, err)
-		}
-		ids[name] = id
-		opts := []harness.NodeOption{harness.WithInternalIP(ip)}
-		if i < lbTargets {
-			opts = append(opts, harness.WithLabels(map[string]string{lbTargetLabel: "true"}))
-		}
-		c.CreateNode(t, name, cidrs[i], opts...)
+		addNode(t, c, emu, netID, ids, i, cidrs[i], i < lbTargets, false)
 	}
 	t.Logf("%v: %d servers and nodes created", s, s.nodes)
 
@@ -240,10 +260,114 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 	r.steadyFile = statusKiB(t, ccm.Pid(), "RssFile")
 	r.peakAnon = max(peakAnon(), r.steadyAnon)
 	profile("3-steady")
+	if s.join > 0 {
+		runChurn(t, c, ccm, emu, netID, ids, cidrs, &r)
+		profile("4-churn")
+	}
 	if r.steadyRSS <= 0 || r.peakRSS < r.steadyRSS || r.steadyAnon <= 0 || r.steadyFile <= 0 || r.cpuInit <= 0 {
 		t.Errorf("implausible process figures: peak RSS %d KiB, steady RSS %d KiB, CPU %.2f s", r.peakRSS, r.steadyRSS, r.cpuInit)
 	}
 	return r
+}
+
+// addNode adds server and Node number i (named node-%04d, with the InternalIP the kubelet's
+// --node-ip gives) as a kubelet with --cloud-provider=external registers it; target labels it as
+// a load balancer target. It records the server ID in ids. A joining node (one added after the
+// load balancers, which took the next free IPs of the network) gets its IP from 10.0.200.0 on.
+func addNode(t *testing.T, c *harness.Cluster, emu *hcloudemu.Emulator, netID int64, ids map[string]int64, i int, cidr string, target, joining bool) {
+	name := fmt.Sprintf("node-%04d", i)
+	third := i / 250
+	if joining {
+		third += 200
+	}
+	ip := fmt.Sprintf("10.0.%d.%d", third, i%250+2)
+	id, err := emu.AddServer(hcloudemu.ServerSpec{Name: name, Networks: []hcloudemu.ServerNetwork{{NetworkID: netID, IP: ip}}})
+	if err != nil {
+		t.Fatalf("add server %s: %v", name, err)
+	}
+	ids[name] = id
+	opts := []harness.NodeOption{harness.WithInternalIP(ip)}
+	if target {
+		opts = append(opts, harness.WithLabels(map[string]string{lbTargetLabel: "true"}))
+	}
+	c.CreateNode(t, name, cidr, opts...)
+}
+
+// runChurn is phase 4: r.size.join new servers appear and register as Nodes labelled as load
+// balancer targets, r.size.batch at a time, as an autoscaler adds them; each batch is done when
+// every new node is initialised and routed and is a target of every Service's load balancer.
+// The minimum is one add_route per node and one add_target per node and Service.
+func runChurn(t *testing.T, c *harness.Cluster, ccm *harness.Process, emu *hcloudemu.Emulator, netID int64, ids map[string]int64, cidrs []string, r *result) {
+	s := r.size
+	if lbTargets+s.join > maxChurnTargets {
+		t.Fatalf("%v: %d targets per load balancer after the churn, more than an lb11 takes (%d)", s, lbTargets+s.join, maxChurnTargets)
+	}
+	take(emu)
+	start := time.Now()
+	var total counts
+	for first := s.nodes; first < s.nodes+s.join; first += s.batch {
+		last := min(first+s.batch, s.nodes+s.join)
+		for i := first; i < last; i++ {
+			addNode(t, c, emu, netID, ids, i, cidrs[i], true, true)
+		}
+		want := map[int64]bool{}
+		for i := s.nodes; i < last; i++ {
+			want[ids[fmt.Sprintf("node-%04d", i)]] = true
+		}
+		waitCCM(t, ccm, 5*time.Minute+time.Duration(s.services)*time.Second, func() (bool, error) {
+			if n := uninitialised(t, c, ids); n > 0 {
+				return false, fmt.Errorf("%d nodes not initialised", n)
+			}
+			network, _ := emu.Network(netID)
+			if len(network.Routes) < last {
+				return false, fmt.Errorf("%d of %d routes", len(network.Routes), last)
+			}
+			lbs := emu.LoadBalancers()
+			if len(lbs) != s.services {
+				return false, fmt.Errorf("%d load balancers, want %d", len(lbs), s.services)
+			}
+			missing := 0
+			for _, lb := range lbs {
+				has := map[int64]bool{}
+				for _, tg := range lb.Targets {
+					if tg.Server != nil {
+						has[tg.Server.ID] = true
+					}
+				}
+				for id := range want {
+					if !has[id] {
+						missing++
+					}
+				}
+			}
+			return missing == 0, fmt.Errorf("%d new targets missing", missing)
+		})
+		ev := take(emu)
+		r.churnEvents = append(r.churnEvents, ev)
+		total = add(total, ev)
+	}
+	r.churnTime = time.Since(start)
+	r.churnReq = total
+	r.churnLBReads = total.byRoute["GET /v1/load_balancers"]
+	t.Logf("%v: churn done in %s with %d requests (%d mutating, minimum %d)", s, r.churnTime.Round(time.Millisecond), total.total, total.mutating, churnMinimum(s))
+}
+
+// churnMinimum is the fewest mutations the churn phase can take: a route per new node and a
+// target per new node and Service.
+func churnMinimum(s size) int {
+	return s.join * (1 + s.services)
+}
+
+// add sums two phases' counters.
+func add(a, b counts) counts {
+	out := counts{total: a.total + b.total, mutating: a.mutating + b.mutating, limited: a.limited + b.limited, byRoute: map[string]int{}}
+	for k, v := range a.byRoute {
+		out.byRoute[k] += v
+	}
+	for k, v := range b.byRoute {
+		out.byRoute[k] += v
+	}
+	return out
 }
 
 // take returns the emulator's counters and resets them.
@@ -514,17 +638,39 @@ func readStatusKiB(pid int, field string) (int64, error) {
 	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, field)
 }
 
-// parseSizes parses "50x10,200x50".
+// parseSizes parses "50x10,500x50+10,50x200+10/1".
 func parseSizes(s string) ([]size, error) {
 	var out []size
 	for part := range strings.SplitSeq(s, ",") {
-		n, svc, ok := strings.Cut(strings.TrimSpace(part), "x")
+		bad := fmt.Errorf("BENCH_SIZES=%q: want NODESxSERVICES[+JOIN[/BATCH]][,...] such as 50x10,500x50+10,50x200+10/1", s)
+		base, churn, hasChurn := strings.Cut(strings.TrimSpace(part), "+")
+		n, svc, ok := strings.Cut(base, "x")
 		nodes, err1 := strconv.Atoi(n)
 		services, err2 := strconv.Atoi(svc)
 		if !ok || err1 != nil || err2 != nil || nodes < 1 || services < 0 {
-			return nil, fmt.Errorf("BENCH_SIZES=%q: want NODESxSERVICES[,...] such as 50x10,500x50", s)
+			return nil, bad
 		}
-		out = append(out, size{nodes: nodes, services: services})
+		sz := size{nodes: nodes, services: services, join: defaultJoin(nodes)}
+		if hasChurn {
+			j, b, hasBatch := strings.Cut(churn, "/")
+			join, err := strconv.Atoi(j)
+			if err != nil || join < 0 {
+				return nil, bad
+			}
+			sz.join = join
+			if hasBatch {
+				if sz.batch, err = strconv.Atoi(b); err != nil || sz.batch < 1 {
+					return nil, bad
+				}
+			}
+		}
+		if sz.batch == 0 || sz.batch > sz.join {
+			sz.batch = sz.join
+		}
+		if lbTargets+sz.join > maxChurnTargets {
+			return nil, fmt.Errorf("BENCH_SIZES=%q: %d nodes joining make %d targets per load balancer, more than an lb11 takes (%d): join at most %d", s, sz.join, lbTargets+sz.join, maxChurnTargets, maxChurnTargets-lbTargets)
+		}
+		out = append(out, sz)
 	}
 	return out, nil
 }

@@ -38,7 +38,7 @@ func table(results []result) string {
 		if r.size.policiesOff {
 			policies = ", policies off"
 		}
-		fmt.Fprintf(&b, " %d nodes, %d Services%s |", r.size.nodes, r.size.services, policies)
+		fmt.Fprintf(&b, " %d nodes, %d Services, %s%s |", r.size.nodes, r.size.services, r.size.churn(), policies)
 	}
 	b.WriteString("\n|---|")
 	for range results {
@@ -66,6 +66,7 @@ func table(results []result) string {
 	nodes := func(r result) counts { return r.nodesReq }
 	services := func(r result) counts { return r.servicesReq }
 	steady := func(r result) counts { return r.steadyReq }
+	churn := func(r result) counts { return r.churnReq }
 
 	row("**nodes**: requests until all nodes are initialised and routed", func(r result) string { return num(r.nodesReq.total) })
 	row("&nbsp;&nbsp;of them mutating", func(r result) string { return num(r.nodesReq.mutating) })
@@ -88,8 +89,32 @@ func table(results []result) string {
 		return fmt.Sprintf("%.0f (%d in %s)", float64(r.steadyReq.total)*float64(time.Hour)/float64(r.steady), r.steadyReq.total, r.steady)
 	})
 	endpoints("steady", steady)
+	churned := func(cell func(r result) string) func(r result) string {
+		return func(r result) string {
+			if r.size.join == 0 {
+				return "–"
+			}
+			return cell(r)
+		}
+	}
+	row("**churn**: requests until every joining node is a target of every Service and routed", churned(func(r result) string { return num(r.churnReq.total) }))
+	row("&nbsp;&nbsp;of them mutating / the minimum (a route per node, a target per node and Service)", churned(func(r result) string {
+		return fmt.Sprintf("%d / %d", r.churnReq.mutating, churnMinimum(r.size))
+	}))
+	row("&nbsp;&nbsp;requests per node event (per joining node)", churned(func(r result) string {
+		return fmt.Sprintf("%.1f", float64(r.churnReq.total)/float64(r.size.join))
+	}))
+	row("&nbsp;&nbsp;load balancer reads (`GET /v1/load_balancers`) per node event, most in one event", churned(func(r result) string {
+		most := 0
+		for _, ev := range r.churnEvents {
+			most = max(most, ev.byRoute["GET /v1/load_balancers"])
+		}
+		return fmt.Sprintf("%.1f, %d", float64(r.churnLBReads)/float64(r.size.join), most)
+	}))
+	endpoints("churn", churn)
+	row("&nbsp;&nbsp;time (first node created → every target and route in place)", churned(func(r result) string { return secs(r.churnTime) }))
 	row("rate-limited replies (429), all phases", func(r result) string {
-		return num(r.nodesReq.limited + r.servicesReq.limited + r.steadyReq.limited)
+		return num(r.nodesReq.limited + r.servicesReq.limited + r.steadyReq.limited + r.churnReq.limited)
 	})
 	row("peak RSS (VmHWM), MiB", func(r result) string { return mib(r.peakRSS) })
 	row("steady RSS (VmRSS at the end of the window), MiB", func(r result) string { return mib(r.steadyRSS) })

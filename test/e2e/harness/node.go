@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 )
 
 // TaintUninitialized is the taint a kubelet with --cloud-provider=external puts on its Node
@@ -112,8 +113,23 @@ func (c *Cluster) CreateNode(t T, name, podCIDR string, opts ...NodeOption) *cor
 		defer cancel()
 		_ = nodes.Delete(ctx, name, metav1.DeleteOptions{})
 	})
-	created.Status = status
-	updated, err := nodes.UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	// A running CCM may initialise the Node between the create and the status update: on a
+	// conflict, write the status onto the Node as it is now.
+	var updated *corev1.Node
+	current := created
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if current == nil {
+			got, err := nodes.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			current = got
+		}
+		current.Status = status
+		u, err := nodes.UpdateStatus(ctx, current, metav1.UpdateOptions{})
+		current, updated = nil, u // a retry reads the Node again
+		return err
+	})
 	if err != nil {
 		t.Fatalf("update status of node %s: %v", name, err)
 	}

@@ -1,0 +1,297 @@
+// Package lbcache is the one shared cache of the CCM's own load balancers, those carrying the
+// hcloud-ccm/service-uid label (lbplan.LabelServiceUID), so that a round of UpdateLoadBalancer
+// calls after a node change costs list pages, not one read per Service.
+//
+// # Reads
+//
+//   - [Cache.Get] answers from the newest data it holds when that data is at most the max age
+//     old. Otherwise it lists every load balancer carrying the label key (GET
+//     /load_balancers?label_selector=hcloud-ccm/service-uid&per_page=50&page=N, ⌈n/50⌉
+//     requests); concurrent Gets share one list (single-flight). A Service missing from a
+//     fresh list has no load balancer: no further read.
+//   - [Cache.Read] reads one Service's load balancers by its UID label now (one request) and
+//     keeps the answer. Callers use it where stale data could do harm: before a create (so a
+//     stale cache can never create a second load balancer), before a delete, and wherever a
+//     change behind the CCM's back must be seen at once (EnsureLoadBalancer).
+//
+// # Writes
+//
+// The CCM's own writes keep the cache current without a read: after the executor ran a plan,
+// [Cache.Put] stores the load balancer it returned (nil after a delete: the load balancer
+// leaves the cache), and after a failed run [Cache.Forget] makes the next Get read that Service
+// alone. An entry written after a list started takes precedence over that list.
+//
+// # Drift bound
+//
+// A Put keeps the age of the data the plan was built from, not the time of the write, so a
+// change made behind the CCM's back is in the data a Get answers with at most the max age after
+// it was made, however often the CCM writes in between (TestCache, "drift behind the cache's
+// back is seen after the max age, however often the CCM writes", holds this). The max age is
+// therefore the bound within which an UpdateLoadBalancer sees (and repairs) drift; it is also
+// kept by convention only in ccm/loadbalancer, which passes Put the time Get or Read returned.
+package lbcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"k8s.io/klog/v2"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+)
+
+// DefaultMaxAge is the max age when Options.MaxAge is 0: long enough that one list serves a
+// round of UpdateLoadBalancer calls of a few hundred Services (the service controller syncs
+// them one at a time by default), short enough to bound drift repair to a minute.
+const DefaultMaxAge = time.Minute
+
+// pageSize is the number of load balancers in one page of a list (the API's maximum).
+const pageSize = 50
+
+// Options configure [New].
+type Options struct {
+	// LoadBalancers reads the load balancers (hcloudclient.Conn.LoadBalancers).
+	LoadBalancers *hcloudclient.LoadBalancerReader
+	// MaxAge is how old the data a Get answers with may be: 0 means DefaultMaxAge; a negative
+	// value caches nothing (every Get is a Read).
+	MaxAge time.Duration
+}
+
+// Cache holds the CCM's load balancers by Service UID. It is safe for concurrent use.
+//
+// The returned *lbplan.Actual values are shared between callers and MUST NOT be modified (by
+// convention: lbplan's own code copies an Actual before changing it, Actual.with).
+type Cache struct {
+	read   *hcloudclient.LoadBalancerReader // no write method: the cache only reads
+	maxAge time.Duration
+	now    func() time.Time
+
+	mu      sync.Mutex
+	snap    *snapshot        // the last complete list
+	listing *call            // the list in flight, shared by concurrent Gets
+	entries map[string]entry // per Service UID: written or read alone after a list started
+}
+
+// snapshot is one complete list of the labelled load balancers, by Service UID.
+type snapshot struct {
+	at    time.Time
+	byUID map[string][]*lbplan.Actual
+}
+
+// entry is one Service's load balancers as the CCM last wrote or read them alone.
+type entry struct {
+	data    time.Time // when the data was read: its age is checked against the max age
+	written time.Time // when the entry was stored: newer than a list's start, it wins
+	lbs     []*lbplan.Actual
+	known   bool // false: Forget; the next Get reads the Service alone
+}
+
+// call is a list in flight; done is closed when the result is set.
+type call struct {
+	done chan struct{}
+	snap *snapshot
+	err  error
+}
+
+// New returns a cache reading o.LoadBalancers.
+//
+// # Errors
+//
+// A nil Options.LoadBalancers.
+func New(o Options) (*Cache, error) {
+	if o.LoadBalancers == nil {
+		return nil, errors.New("lbcache.New: Options.LoadBalancers is required: pass the load balancer reader of hcloudclient.Conn")
+	}
+	maxAge := o.MaxAge
+	if maxAge == 0 {
+		maxAge = DefaultMaxAge
+	}
+	return &Cache{read: o.LoadBalancers, maxAge: maxAge, now: time.Now, entries: map[string]entry{}}, nil
+}
+
+// MaxAge returns the max age in effect (negative: nothing is cached).
+func (c *Cache) MaxAge() time.Duration { return c.maxAge }
+
+// Get returns the load balancers carrying the UID label uid (more than one is the caller's
+// error to report) and when that data was read. See the package doc for what it costs.
+func (c *Cache) Get(ctx context.Context, uid string) ([]*lbplan.Actual, time.Time, error) {
+	const op = "lbcache.Get"
+	if c.maxAge < 0 {
+		return c.Read(ctx, uid)
+	}
+	c.mu.Lock()
+	lbs, at, state := c.lookupLocked(uid)
+	c.mu.Unlock()
+	switch state {
+	case hit:
+		return lbs, at, nil
+	case readAlone:
+		return c.Read(ctx, uid)
+	}
+	if _, err := c.list(ctx); err != nil {
+		return nil, time.Time{}, fmt.Errorf("%s: %w", op, err)
+	}
+	c.mu.Lock()
+	lbs, at, state = c.lookupLocked(uid)
+	c.mu.Unlock()
+	if state == readAlone {
+		return c.Read(ctx, uid)
+	}
+	// A list that just ended is fresh unless the max age is shorter than the list took: then
+	// answer from it anyway rather than list again.
+	return lbs, at, nil
+}
+
+// lookup results.
+const (
+	hit       = iota // answer with lbs
+	readAlone        // the Service was forgotten: read it alone
+	stale            // list again
+)
+
+// lookupLocked answers uid from the newest data held. c.mu must be held.
+func (c *Cache) lookupLocked(uid string) ([]*lbplan.Actual, time.Time, int) {
+	now := c.now()
+	e, ok := c.entries[uid]
+	if ok && (c.snap == nil || !e.written.Before(c.snap.at)) {
+		if !e.known {
+			return nil, time.Time{}, readAlone
+		}
+		if now.Sub(e.data) <= c.maxAge {
+			return e.lbs, e.data, hit
+		}
+		return e.lbs, e.data, stale
+	}
+	if c.snap != nil {
+		state := stale
+		if now.Sub(c.snap.at) <= c.maxAge {
+			state = hit
+		}
+		return c.snap.byUID[uid], c.snap.at, state
+	}
+	return nil, time.Time{}, stale
+}
+
+// Read lists the load balancers carrying the UID label uid now (one request), keeps the answer
+// unless the CCM wrote that Service's load balancer while it ran, and returns it with the time
+// the read started.
+func (c *Cache) Read(ctx context.Context, uid string) ([]*lbplan.Actual, time.Time, error) {
+	sel := lbplan.LabelServiceUID + "=" + uid
+	started := c.now()
+	found, _, err := c.read.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel, PerPage: pageSize}})
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("list load balancers by %s: %w", sel, err)
+	}
+	lbs := actuals(found)
+	if c.maxAge >= 0 {
+		c.mu.Lock()
+		if e, ok := c.entries[uid]; !ok || !e.written.After(started) {
+			c.entries[uid] = entry{data: started, written: started, lbs: lbs, known: true}
+		}
+		c.mu.Unlock()
+	}
+	return lbs, started, nil
+}
+
+// Put stores lb as the load balancer of the Service uid after the CCM wrote it (nil: it was
+// deleted, the Service has none). dataAt is when the data the write was planned from was read
+// (what Get or Read returned): the entry is as old as that data, so drift the plan did not see
+// is still read again within the max age.
+func (c *Cache) Put(uid string, lb *lbplan.Actual, dataAt time.Time) {
+	if c.maxAge < 0 {
+		return
+	}
+	var lbs []*lbplan.Actual
+	if lb != nil {
+		lbs = []*lbplan.Actual{lb}
+	}
+	c.mu.Lock()
+	c.entries[uid] = entry{data: dataAt, written: c.now(), lbs: lbs, known: true}
+	c.mu.Unlock()
+}
+
+// Forget makes the next Get of uid read that Service alone (after a failed write, whose effect
+// on the load balancer is not known).
+func (c *Cache) Forget(uid string) {
+	if c.maxAge < 0 {
+		return
+	}
+	c.mu.Lock()
+	c.entries[uid] = entry{written: c.now()}
+	c.mu.Unlock()
+}
+
+// list returns a new snapshot, starting one list or joining the one in flight. The list runs
+// on its own goroutine without the caller's cancellation, so a caller that gives up does not
+// fail the others; each caller waits until its own context ends.
+func (c *Cache) list(ctx context.Context) (*snapshot, error) {
+	c.mu.Lock()
+	cl := c.listing
+	if cl == nil {
+		cl = &call{done: make(chan struct{})}
+		c.listing = cl
+		go c.runList(context.WithoutCancel(ctx), cl, c.now())
+	}
+	c.mu.Unlock()
+	select {
+	case <-cl.done:
+		return cl.snap, cl.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *Cache) runList(ctx context.Context, cl *call, started time.Time) {
+	all, err := c.listAll(ctx)
+	var snap *snapshot
+	if err == nil {
+		snap = &snapshot{at: started, byUID: map[string][]*lbplan.Actual{}}
+		for _, a := range all {
+			uid := a.Labels[lbplan.LabelServiceUID]
+			snap.byUID[uid] = append(snap.byUID[uid], a)
+		}
+		klog.V(4).InfoS("load balancer cache refreshed", "loadBalancers", len(all))
+	}
+	c.mu.Lock()
+	if snap != nil {
+		c.snap = snap
+		for uid, e := range c.entries {
+			if e.written.Before(snap.at) {
+				delete(c.entries, uid) // the list is newer
+			}
+		}
+	}
+	c.listing = nil
+	cl.snap, cl.err = snap, err
+	c.mu.Unlock()
+	close(cl.done)
+}
+
+// listAll reads every page of the load balancers carrying the label key.
+func (c *Cache) listAll(ctx context.Context) ([]*lbplan.Actual, error) {
+	var out []*lbplan.Actual
+	for page := 1; ; page++ {
+		lbs, resp, err := c.read.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: hcloud.ListOpts{LabelSelector: lbplan.LabelServiceUID, Page: page, PerPage: pageSize}})
+		if err != nil {
+			return nil, fmt.Errorf("list load balancers by %s (page %d): %w", lbplan.LabelServiceUID, page, err)
+		}
+		out = append(out, actuals(lbs)...)
+		if resp == nil || resp.Meta.Pagination == nil || resp.Meta.Pagination.NextPage == 0 || len(lbs) == 0 {
+			return out, nil
+		}
+	}
+}
+
+// actuals converts lbs.
+func actuals(lbs []*hcloud.LoadBalancer) []*lbplan.Actual {
+	out := make([]*lbplan.Actual, 0, len(lbs))
+	for _, lb := range lbs {
+		out = append(out, lbplan.NewActual(lb))
+	}
+	return out
+}

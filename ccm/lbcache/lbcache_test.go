@@ -1,0 +1,261 @@
+package lbcache_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbcache"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+)
+
+const maxAge = time.Minute
+
+// env is an emulator with n labelled load balancers (uid-1 … uid-n), a cache over it with a
+// clock the test moves, and a writing client for changes behind the cache's back.
+type env struct {
+	t     *testing.T
+	emu   *hcloudemu.Emulator
+	cache *lbcache.Cache
+	ids   map[string]int64
+	write *hcloud.Client
+	now   time.Time
+	mu    sync.Mutex
+}
+
+func newEnv(t *testing.T, n int, age time.Duration) *env {
+	t.Helper()
+	emu, endpoint := hcloudemu.NewTestServer(t)
+	e := &env{t: t, emu: emu, ids: map[string]int64{}, now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	for i := range n {
+		uid := fmt.Sprintf("uid-%d", i+1)
+		id, err := emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "lb-" + uid, Labels: map[string]string{lbplan.LabelServiceUID: uid}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.ids[uid] = id
+	}
+	// One load balancer that is not ours: the list by the label key must leave it out.
+	if _, err := emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "not-ours"}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := hcloudclient.New(hcloudclient.Options{Config: config.HCloud{Endpoint: endpoint, Token: emu.Token(), PollInterval: time.Millisecond, RetryInterval: time.Millisecond, Timeout: 30 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.cache, err = lbcache.New(lbcache.Options{LoadBalancers: conn.LoadBalancers(), MaxAge: age})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lbcache.SetClock(e.cache, e.clock)
+	e.write = hcloud.NewClient(hcloud.WithEndpoint(endpoint), hcloud.WithToken(emu.Token()))
+	emu.ResetRequests()
+	return e
+}
+
+func (e *env) clock() time.Time {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.now
+}
+
+func (e *env) advance(d time.Duration) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.now = e.now.Add(d)
+}
+
+// get returns the IDs and names of uid's load balancers as "id:name" strings.
+func (e *env) get(uid string) []string {
+	e.t.Helper()
+	lbs, _, err := e.cache.Get(context.Background(), uid)
+	if err != nil {
+		e.t.Fatalf("Get(%s): %v", uid, err)
+	}
+	return describe(lbs)
+}
+
+func describe(lbs []*lbplan.Actual) []string {
+	out := []string{}
+	for _, a := range lbs {
+		out = append(out, fmt.Sprintf("%d:%s", a.ID, a.Name))
+	}
+	return out
+}
+
+// requests summarises the emulator's log since the last call as "GET path?selector page".
+func (e *env) requests() []string {
+	out := []string{}
+	for _, r := range e.emu.Requests() {
+		q, _ := url.ParseQuery(r.Query)
+		out = append(out, fmt.Sprintf("%s %s?%s page=%s", r.Method, r.Path, q.Get("label_selector"), q.Get("page")))
+	}
+	e.emu.ResetRequests()
+	return out
+}
+
+func (e *env) wantRequests(step string, want ...string) {
+	e.t.Helper()
+	if want == nil {
+		want = []string{}
+	}
+	if got := e.requests(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		e.t.Errorf("%s: requests\n%s\nwant\n%s", step, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+func (e *env) want(step string, got []string, want ...string) {
+	e.t.Helper()
+	if want == nil {
+		want = []string{}
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		e.t.Errorf("%s: got %v, want %v", step, got, want)
+	}
+}
+
+func (e *env) lb(uid string) string { return fmt.Sprintf("%d:lb-%s", e.ids[uid], uid) }
+
+const (
+	listPage1 = "GET /v1/load_balancers?hcloud-ccm/service-uid page=1"
+	listPage2 = "GET /v1/load_balancers?hcloud-ccm/service-uid page=2"
+	listPage3 = "GET /v1/load_balancers?hcloud-ccm/service-uid page=3"
+)
+
+func TestCache(t *testing.T) {
+	tests := []struct {
+		name string
+		lbs  int
+		age  time.Duration
+		run  func(e *env)
+	}{
+		{"a round of Gets costs one list of ceil(n/50) pages, a Get within the max age none", 120, maxAge, func(e *env) {
+			for i := range 120 {
+				uid := fmt.Sprintf("uid-%d", i+1)
+				e.want("round 1", e.get(uid), e.lb(uid))
+			}
+			e.want("a Service without a load balancer", e.get("uid-none"))
+			e.wantRequests("round 1", listPage1, listPage2, listPage3)
+			e.advance(maxAge)
+			e.want("at the max age", e.get("uid-7"), e.lb("uid-7"))
+			e.wantRequests("at the max age")
+			e.advance(time.Second)
+			e.want("after the max age", e.get("uid-7"), e.lb("uid-7"))
+			e.wantRequests("after the max age", listPage1, listPage2, listPage3)
+		}},
+		{"drift behind the cache's back is seen after the max age, however often the CCM writes", 2, maxAge, func(e *env) {
+			lbs, at, err := e.cache.Get(context.Background(), "uid-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := e.write.LoadBalancer.Update(context.Background(), &hcloud.LoadBalancer{ID: e.ids["uid-1"]}, hcloud.LoadBalancerUpdateOpts{Name: "renamed"}); err != nil {
+				t.Fatal(err)
+			}
+			e.requests()
+			for range 5 { // the CCM writes, planned from the data read at `at`
+				e.advance(10 * time.Second)
+				e.cache.Put("uid-1", lbs[0], at)
+				e.want("after our write", e.get("uid-1"), e.lb("uid-1"))
+			}
+			e.wantRequests("our writes")
+			e.advance(11 * time.Second)
+			e.want("after the max age", e.get("uid-1"), fmt.Sprintf("%d:renamed", e.ids["uid-1"]))
+			e.wantRequests("after the max age", listPage1)
+		}},
+		{"a Put wins over an older list and a deleted load balancer leaves the cache", 2, maxAge, func(e *env) {
+			_, at, err := e.cache.Get(context.Background(), "uid-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.cache.Put("uid-1", &lbplan.Actual{ID: 99, Name: "ours"}, at)
+			e.cache.Put("uid-2", nil, at)
+			e.want("put", e.get("uid-1"), "99:ours")
+			e.want("deleted", e.get("uid-2"))
+			e.wantRequests("served from the writes", listPage1)
+		}},
+		{"after Forget the next Get reads that Service alone, once", 2, maxAge, func(e *env) {
+			e.get("uid-1")
+			e.cache.Forget("uid-1")
+			e.want("forgotten", e.get("uid-1"), e.lb("uid-1"))
+			e.want("again", e.get("uid-1"), e.lb("uid-1"))
+			e.want("another Service", e.get("uid-2"), e.lb("uid-2"))
+			e.wantRequests("forget", listPage1, "GET /v1/load_balancers?hcloud-ccm/service-uid=uid-1 page=")
+		}},
+		{"Read always reads, and a Get within the max age uses what it read", 2, maxAge, func(e *env) {
+			for range 2 {
+				lbs, _, err := e.cache.Read(context.Background(), "uid-2")
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.want("read", describe(lbs), e.lb("uid-2"))
+			}
+			e.want("get", e.get("uid-2"), e.lb("uid-2"))
+			e.wantRequests("read", "GET /v1/load_balancers?hcloud-ccm/service-uid=uid-2 page=", "GET /v1/load_balancers?hcloud-ccm/service-uid=uid-2 page=")
+		}},
+		{"two load balancers with one UID label are both returned", 1, maxAge, func(e *env) {
+			id, err := e.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "dup", Labels: map[string]string{lbplan.LabelServiceUID: "uid-1"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.want("non-unique", e.get("uid-1"), e.lb("uid-1"), fmt.Sprintf("%d:dup", id))
+		}},
+		{"a negative max age caches nothing", 1, -1, func(e *env) {
+			e.get("uid-1")
+			e.cache.Put("uid-1", nil, e.clock())
+			e.want("after a put", e.get("uid-1"), e.lb("uid-1"))
+			e.wantRequests("no cache", "GET /v1/load_balancers?hcloud-ccm/service-uid=uid-1 page=", "GET /v1/load_balancers?hcloud-ccm/service-uid=uid-1 page=")
+		}},
+		{"concurrent Gets share one list", 60, maxAge, func(e *env) {
+			e.emu.AddFault(hcloudemu.Fault{Method: "GET", Pattern: "/v1/load_balancers", Delay: 50 * time.Millisecond})
+			var wg sync.WaitGroup
+			errs := make(chan error, 100)
+			for g := range 100 {
+				wg.Go(func() {
+					uid := fmt.Sprintf("uid-%d", g%60+1)
+					lbs, _, err := e.cache.Get(context.Background(), uid)
+					if err == nil && (len(lbs) != 1 || lbs[0].ID != e.ids[uid]) {
+						err = fmt.Errorf("Get(%s) = %v", uid, describe(lbs))
+					}
+					errs <- err
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Error(err)
+				}
+			}
+			e.wantRequests("concurrent", listPage1, listPage2)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.run(newEnv(t, tt.lbs, tt.age))
+		})
+	}
+}
+
+func TestNew_requiresReader(t *testing.T) {
+	if _, err := lbcache.New(lbcache.Options{}); err == nil || !strings.Contains(err.Error(), "Options.LoadBalancers") {
+		t.Errorf("New without a reader: err = %v, want one naming Options.LoadBalancers", err)
+	}
+}
+
+func TestGet_listErrorIsWrapped(t *testing.T) {
+	e := newEnv(t, 1, maxAge)
+	e.emu.AddFault(hcloudemu.Fault{Method: "GET", Pattern: "/v1/load_balancers", Status: 403, Code: "forbidden"})
+	_, _, err := e.cache.Get(context.Background(), "uid-1")
+	if err == nil || !strings.Contains(err.Error(), "lbcache.Get") || !strings.Contains(err.Error(), "page 1") {
+		t.Errorf("Get with a failing list: err = %v, want it to name lbcache.Get and the page", err)
+	}
+}

@@ -1,0 +1,49 @@
+//go:build bench
+
+package bench
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseSizes(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []size
+		wantErr string
+	}{
+		{in: "10x2", want: []size{{nodes: 10, services: 2, join: 2, batch: 2}}},
+		{in: "500x50", want: []size{{nodes: 500, services: 50, join: 10, batch: 10}}},
+		{in: "500x50+10, 50x200+10/1", want: []size{{nodes: 500, services: 50, join: 10, batch: 10}, {nodes: 50, services: 200, join: 10, batch: 1}}},
+		{in: "50x10+0", want: []size{{nodes: 50, services: 10}}},
+		{in: "50x10+4/3", want: []size{{nodes: 50, services: 10, join: 4, batch: 3}}},
+		{in: "50x10+4/9", want: []size{{nodes: 50, services: 10, join: 4, batch: 4}}},
+		{in: "50x10+16", wantErr: "join at most 15"},
+		{in: "50x10+x", wantErr: "NODESxSERVICES[+JOIN[/BATCH]]"},
+		{in: "50x10+2/0", wantErr: "NODESxSERVICES[+JOIN[/BATCH]]"},
+		{in: "50", wantErr: "NODESxSERVICES[+JOIN[/BATCH]]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := parseSizes(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parseSizes(%q) error = %v, want one containing %q", tt.in, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("parseSizes(%q) = %+v, want %+v", tt.in, got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Errorf("parseSizes(%q)[%d] = %+v, want %+v", tt.in, i, got[i], tt.want[i])
+				}
+			}
+		})
+	}
+}
