@@ -81,12 +81,8 @@ func EvalFile(ctx context.Context, policyDir, inputFile string, w io.Writer, o O
 	if err != nil {
 		return err
 	}
-	files, err := ReadDir(policyDir)
+	e, err := loadDir(ctx, policyDir, o)
 	if err != nil {
-		return err
-	}
-	e := NewEngine(Options{Mode: o.Mode, FailureMode: o.FailureMode, Timeout: o.Timeout})
-	if _, err := e.Load(ctx, files, DirSource(policyDir)); err != nil {
 		return err
 	}
 	if e.Revision() == "" {
@@ -323,4 +319,20 @@ func testCompiler() *ast.Compiler {
 		WithCapabilities(Capabilities()).
 		WithEnablePrintStatements(true).
 		WithStrict(true)
+}
+
+// loadDir returns an engine with o's mode, failure mode and timeout and the policies of
+// policyDir (read like [WatchDir] does), for the CLI's one-shot decisions (`policy eval`, and its
+// --decision-log-line replay). An engine without a revision (no .rego file) is no error here:
+// each caller says what that means for it.
+func loadDir(ctx context.Context, policyDir string, o Options) (*Engine, error) {
+	files, err := ReadDir(policyDir)
+	if err != nil {
+		return nil, err
+	}
+	e := NewEngine(Options{Mode: o.Mode, FailureMode: o.FailureMode, Timeout: o.Timeout})
+	if _, err := e.Load(ctx, files, DirSource(policyDir)); err != nil {
+		return nil, err
+	}
+	return e, nil
 }

@@ -278,12 +278,8 @@ func ReplayDecisionLogLine(ctx context.Context, policyDir, lineFile string, w io
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("replay decision %s: %w", line.DecisionID, err)
 	}
-	files, err := ReadDir(policyDir)
+	e, err := loadDir(ctx, policyDir, o)
 	if err != nil {
-		return err
-	}
-	e := NewEngine(Options{Mode: o.Mode, FailureMode: o.FailureMode, Timeout: o.Timeout})
-	if _, err := e.Load(ctx, files, DirSource(policyDir)); err != nil {
 		return err
 	}
 	if e.Revision() == "" {
