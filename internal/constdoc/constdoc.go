@@ -11,6 +11,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -126,4 +127,21 @@ func description(ident, text string) string {
 // Cell escapes s for a Markdown table cell.
 func Cell(s string) string {
 	return strings.ReplaceAll(s, "|", `\|`)
+}
+
+// Generate is the body of a page generator's main: it reads srcPath, renders it with render and
+// writes the page to outPath. The error names the step and the file.
+func Generate(srcPath, outPath string, render func(src []byte) ([]byte, error)) error {
+	src, err := os.ReadFile(srcPath)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", srcPath, err)
+	}
+	page, err := render(src)
+	if err != nil {
+		return fmt.Errorf("render %s: %w", srcPath, err)
+	}
+	if err := os.WriteFile(outPath, page, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", outPath, err)
+	}
+	return nil
 }

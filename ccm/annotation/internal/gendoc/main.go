@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"fmt"
 	"log"
-	"os"
 	"strings"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/constdoc"
@@ -20,15 +19,7 @@ const (
 )
 
 func main() {
-	src, err := os.ReadFile(srcPath)
-	if err != nil {
-		log.Fatalf("gendoc: %v", err)
-	}
-	md, err := render(src)
-	if err != nil {
-		log.Fatalf("gendoc: %s: %v", srcPath, err)
-	}
-	if err := os.WriteFile(outPath, md, 0o644); err != nil {
+	if err := constdoc.Generate(srcPath, outPath, render); err != nil {
 		log.Fatalf("gendoc: %v", err)
 	}
 }

@@ -10,7 +10,7 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
+	"log"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/constdoc"
 )
@@ -22,19 +22,8 @@ const (
 )
 
 func main() {
-	b, err := os.ReadFile(srcPath)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "gendoc:", err)
-		os.Exit(1)
-	}
-	doc, err := Render(b)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "gendoc:", err)
-		os.Exit(1)
-	}
-	if err := os.WriteFile(outPath, doc, 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "gendoc:", err)
-		os.Exit(1)
+	if err := constdoc.Generate(srcPath, outPath, Render); err != nil {
+		log.Fatalf("gendoc: %v", err)
 	}
 }
 
