@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
-	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
 )
 
@@ -68,14 +67,7 @@ func TestCCMDeniesPort22OnCreate(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "five.rego"), []byte(fiveRules), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := harness.Start(t)
-	c.ApplyKustomize(t, deployDir)
-	emu, endpoint := hcloudemu.NewTestServer(t)
-	id, err := emu.AddServer(hcloudemu.ServerSpec{Name: "worker-1"})
-	if err != nil {
-		t.Fatalf("add server: %v", err)
-	}
-	c.CreateNode(t, "worker-1", "10.244.1.0/24")
+	c, emu, endpoint, id := oneWorker(t, "10.244.1.0/24")
 	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{
 		// The five rules instead of deploy/'s ConfigMap: one policy source only.
 		args: []string{"--policy-configmap=", "--policy-dir=" + dir, "--policy-mode=enforce"},

@@ -38,14 +38,7 @@ func loadBalancerService(namespace, name string) *corev1.Service {
 // denied (Warning event PolicyDenied on the Service, no load balancer and no mutating request
 // in the cloud), and the same Service in an allowed namespace gets its load balancer.
 func TestCCMPolicyGate(t *testing.T) {
-	c := harness.Start(t)
-	c.ApplyKustomize(t, deployDir)
-	emu, endpoint := hcloudemu.NewTestServer(t)
-	id, err := emu.AddServer(hcloudemu.ServerSpec{Name: "worker-1"})
-	if err != nil {
-		t.Fatalf("add server: %v", err)
-	}
-	c.CreateNode(t, "worker-1", "10.244.1.0/24")
+	c, emu, endpoint, id := oneWorker(t, "10.244.1.0/24")
 	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{args: []string{enforce}, env: []string{
 		"HCLOUD_LOAD_BALANCERS_LOCATION=fsn1",
 		"HCLOUD_LOAD_BALANCERS_TYPE=lb11",

@@ -259,3 +259,19 @@ func waitProviderID(t *testing.T, c *harness.Cluster, ccm *harness.Process, name
 	})
 	return node
 }
+
+// oneWorker starts a cluster with deploy/ applied and the emulator with one server, worker-1,
+// whose Node it creates with podCIDR (none if empty). It returns the cluster, the emulator, its
+// endpoint and the server's ID: the set-up most CCM tests start from.
+func oneWorker(t *testing.T, podCIDR string) (*harness.Cluster, *hcloudemu.Emulator, string, int64) {
+	t.Helper()
+	c := harness.Start(t)
+	c.ApplyKustomize(t, deployDir)
+	emu, endpoint := hcloudemu.NewTestServer(t)
+	id, err := emu.AddServer(hcloudemu.ServerSpec{Name: "worker-1"})
+	if err != nil {
+		t.Fatalf("add server: %v", err)
+	}
+	c.CreateNode(t, "worker-1", podCIDR)
+	return c, emu, endpoint, id
+}

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
 )
 
@@ -33,14 +32,7 @@ func TestCCMMetricsAddressUnusable(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c := harness.Start(t)
-			c.ApplyKustomize(t, deployDir)
-			emu, endpoint := hcloudemu.NewTestServer(t)
-			id, err := emu.AddServer(hcloudemu.ServerSpec{Name: "worker-1"})
-			if err != nil {
-				t.Fatalf("add server: %v", err)
-			}
-			c.CreateNode(t, "worker-1", "")
+			c, emu, endpoint, id := oneWorker(t, "")
 			ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{
 				env: []string{"HCLOUD_METRICS_ENABLED=true", "HCLOUD_METRICS_ADDRESS=" + tc.addr},
 			})
@@ -63,14 +55,7 @@ func TestCCMMetricsAddressUnusable(t *testing.T) {
 // them the official meaning (an empty address family is ipv4: the node gets its public IPv4
 // as ExternalIP and no IPv6).
 func TestCCMStartsWithValuesTheOfficialAccepts(t *testing.T) {
-	c := harness.Start(t)
-	c.ApplyKustomize(t, deployDir)
-	emu, endpoint := hcloudemu.NewTestServer(t)
-	id, err := emu.AddServer(hcloudemu.ServerSpec{Name: "worker-1"})
-	if err != nil {
-		t.Fatalf("add server: %v", err)
-	}
-	c.CreateNode(t, "worker-1", "")
+	c, emu, endpoint, id := oneWorker(t, "")
 	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: []string{
 		"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL=",
 		"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT=-1s",

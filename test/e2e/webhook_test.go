@@ -120,14 +120,7 @@ type webhookCluster struct {
 // configuration; it returns once the webhook serves.
 func startWebhookCluster(t *testing.T, args ...string) webhookCluster {
 	t.Helper()
-	c := harness.Start(t)
-	c.ApplyKustomize(t, deployDir)
-	emu, endpoint := hcloudemu.NewTestServer(t)
-	id, err := emu.AddServer(hcloudemu.ServerSpec{Name: "worker-1"})
-	if err != nil {
-		t.Fatalf("add server: %v", err)
-	}
-	c.CreateNode(t, "worker-1", "10.244.1.0/24")
+	c, emu, endpoint, id := oneWorker(t, "10.244.1.0/24")
 	sc := harness.NewServingCert(t, "webhook")
 	port := harness.FreePort(t)
 	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{
