@@ -39,6 +39,8 @@ import (
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
@@ -52,6 +54,22 @@ const DefaultMaxAge = time.Minute
 
 // pageSize is the number of load balancers in one page of a list (the API's maximum).
 const pageSize = 50
+
+// Metric names. They are part of the operator interface; do not rename them.
+var (
+	cacheRequests = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "hcloud_ccm_load_balancer_cache_requests_total",
+		Help:           "Load balancer cache lookups (Get) by result: hit (served from the cache) or miss (needed an API read).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+	cacheRefreshes = metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "hcloud_ccm_load_balancer_cache_refreshes_total",
+		Help:           "Load balancer cache reads from the API by kind: list (every labelled load balancer, paginated) or uid (one Service's, by its UID label).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"kind"})
+)
+
+var registerOnce sync.Once
 
 // Options configure [New].
 type Options struct {
@@ -107,6 +125,7 @@ func New(o Options) (*Cache, error) {
 	if o.LoadBalancers == nil {
 		return nil, errors.New("lbcache.New: Options.LoadBalancers is required: pass the load balancer reader of hcloudclient.Conn")
 	}
+	registerOnce.Do(func() { legacyregistry.MustRegister(cacheRequests, cacheRefreshes) })
 	maxAge := o.MaxAge
 	if maxAge == 0 {
 		maxAge = DefaultMaxAge
@@ -122,11 +141,17 @@ func (c *Cache) MaxAge() time.Duration { return c.maxAge }
 func (c *Cache) Get(ctx context.Context, uid string) ([]*lbplan.Actual, time.Time, error) {
 	const op = "lbcache.Get"
 	if c.maxAge < 0 {
+		cacheRequests.WithLabelValues("miss").Inc()
 		return c.Read(ctx, uid)
 	}
 	c.mu.Lock()
 	lbs, at, state := c.lookupLocked(uid)
 	c.mu.Unlock()
+	if state == hit {
+		cacheRequests.WithLabelValues("hit").Inc()
+	} else {
+		cacheRequests.WithLabelValues("miss").Inc()
+	}
 	switch state {
 	case hit:
 		return lbs, at, nil
@@ -183,6 +208,7 @@ func (c *Cache) lookupLocked(uid string) ([]*lbplan.Actual, time.Time, int) {
 func (c *Cache) Read(ctx context.Context, uid string) ([]*lbplan.Actual, time.Time, error) {
 	sel := lbplan.LabelServiceUID + "=" + uid
 	started := c.now()
+	cacheRefreshes.WithLabelValues("uid").Inc()
 	found, _, err := c.read.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel, PerPage: pageSize}})
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("list load balancers by %s: %w", sel, err)
@@ -247,6 +273,7 @@ func (c *Cache) list(ctx context.Context) (*snapshot, error) {
 }
 
 func (c *Cache) runList(ctx context.Context, cl *call, started time.Time) {
+	cacheRefreshes.WithLabelValues("list").Inc()
 	all, err := c.listAll(ctx)
 	var snap *snapshot
 	if err == nil {

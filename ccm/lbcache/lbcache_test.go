@@ -16,6 +16,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbcache"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
 )
 
 const maxAge = time.Minute
@@ -257,5 +258,35 @@ func TestGet_listErrorIsWrapped(t *testing.T) {
 	_, _, err := e.cache.Get(context.Background(), "uid-1")
 	if err == nil || !strings.Contains(err.Error(), "lbcache.Get") || !strings.Contains(err.Error(), "page 1") {
 		t.Errorf("Get with a failing list: err = %v, want it to name lbcache.Get and the page", err)
+	}
+}
+
+// TestCache_metrics: an operator sees what the cache saves and costs. A first Get lists (a
+// miss and a list refresh), a second within the max age is a hit with no request, and a Read
+// counts as a uid refresh.
+func TestCache_metrics(t *testing.T) {
+	e := newEnv(t, 2, maxAge)
+	metric := func(name, label, value string) float64 {
+		return testutil.Metric(t, name, map[string]string{label: value})
+	}
+	hits, misses := metric("hcloud_ccm_load_balancer_cache_requests_total", "result", "hit"), metric("hcloud_ccm_load_balancer_cache_requests_total", "result", "miss")
+	lists, uids := metric("hcloud_ccm_load_balancer_cache_refreshes_total", "kind", "list"), metric("hcloud_ccm_load_balancer_cache_refreshes_total", "kind", "uid")
+	e.get("uid-1")
+	e.get("uid-2")
+	if _, _, err := e.cache.Read(context.Background(), "uid-1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, label, value string
+		before, want       float64
+	}{
+		{"hcloud_ccm_load_balancer_cache_requests_total", "result", "hit", hits, 1},
+		{"hcloud_ccm_load_balancer_cache_requests_total", "result", "miss", misses, 1},
+		{"hcloud_ccm_load_balancer_cache_refreshes_total", "kind", "list", lists, 1},
+		{"hcloud_ccm_load_balancer_cache_refreshes_total", "kind", "uid", uids, 1},
+	} {
+		if got := metric(tc.name, tc.label, tc.value) - tc.before; got != tc.want {
+			t.Errorf("%s{%s=%q} grew by %v, want %v", tc.name, tc.label, tc.value, got, tc.want)
+		}
 	}
 }
