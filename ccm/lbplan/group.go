@@ -265,3 +265,19 @@ func GroupView(group string, members []*corev1.Service, adm Admission, typ TypeL
 	}
 	return g
 }
+
+// ComputeRemoveListeners plans the removal of the listeners on ports from actual (nil: nothing):
+// the listeners of a member that leaves a group or is deleted, while the other members stay.
+// Ports actual does not serve are skipped. It is pure.
+func ComputeRemoveListeners(actual *Actual, ports []int) Plan {
+	p := Plan{Actual: actual, IPv6: true}
+	if actual == nil {
+		return p
+	}
+	for _, s := range actual.Services {
+		if slices.Contains(ports, s.ListenPort) {
+			p.Mutations = append(p.Mutations, DeleteService{ListenPort: s.ListenPort})
+		}
+	}
+	return p
+}

@@ -251,3 +251,50 @@ func TestGroupLoadBalancerName(t *testing.T) {
 		t.Errorf("GroupSelector() = %q", got)
 	}
 }
+
+func TestComputeRemoveListeners(t *testing.T) {
+	a := &lbplan.Actual{ID: 1, Name: "lb", Services: listeners(80, 443, 8080)}
+	tests := []struct {
+		name  string
+		a     *lbplan.Actual
+		ports []int
+		want  []string
+	}{
+		{"some", a, []int{443, 8080, 9000}, []string{"delete_service(443)", "delete_service(8080)"}},
+		{"none served", a, []int{22}, []string{}},
+		{"no load balancer", nil, []int{80}, []string{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := lbplan.ComputeRemoveListeners(tc.a, tc.ports).Labels()
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("ComputeRemoveListeners() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCompute_GroupIdentity(t *testing.T) {
+	base := lbplan.Desired{Name: "lb", Type: "lb11", Location: "fsn1", Services: listeners(80)}
+	tests := []struct {
+		name    string
+		labels  map[string]string
+		wantErr string
+	}{
+		{"uid", map[string]string{lbplan.LabelServiceUID: "u"}, ""},
+		{"group", lbplan.GroupLabels("web", "k"), ""},
+		{"group without cluster", map[string]string{lbplan.LabelGroup: "web"}, "has no hcloud-ccm/service-uid label"},
+		{"none", nil, "has no hcloud-ccm/service-uid label"},
+		{"both", map[string]string{lbplan.LabelServiceUID: "u", lbplan.LabelGroup: "web", lbplan.LabelCluster: "k"}, "has both"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := base
+			d.Labels = tc.labels
+			_, err := lbplan.Compute(d, nil)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("Compute() error = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
