@@ -7,15 +7,20 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
@@ -358,5 +363,111 @@ func TestGroup_PreviewShowsTheGroup(t *testing.T) {
 	}
 	if got := plan.Labels(); len(got) == 0 || !strings.HasPrefix(got[0], "create(kubernetes-group-web)") {
 		t.Errorf("Preview() = %v, want the group's create", got)
+	}
+}
+
+// watchedGroupEnv is an env whose Service lister is an informer over a fake clientset, with
+// WatchGroups running and its requeues recorded.
+type watchedGroupEnv struct {
+	*env
+	client  *fake.Clientset
+	mu      sync.Mutex
+	requeue []string
+}
+
+func newWatchedGroupEnv(t *testing.T, svcs ...*corev1.Service) *watchedGroupEnv {
+	t.Helper()
+	objs := make([]runtime.Object, len(svcs))
+	for i, s := range svcs {
+		objs[i] = s
+	}
+	client := fake.NewClientset(objs...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	svcInformer := factory.Core().V1().Services()
+	w := &watchedGroupEnv{client: client}
+	w.env = newEnv(t, withLBOption(func(o *loadbalancer.Options) { o.Services = svcInformer.Lister() }))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	err := w.lbs.WatchGroups(ctx, svcInformer.Informer(), clusterName, func(members []*corev1.Service, reason string) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, m := range members {
+			w.requeue = append(w.requeue, lbplan.Key(m)+": "+reason)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	return w
+}
+
+func (w *watchedGroupEnv) update(svc *corev1.Service) {
+	w.t.Helper()
+	if _, err := w.client.CoreV1().Services(svc.Namespace).Update(context.Background(), svc, metav1.UpdateOptions{}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// eventually polls cond for up to 5s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func TestGroup_LeaveRequeuesTheOthers(t *testing.T) {
+	a := groupMember("a", 0, "web", []int32{80})
+	b := groupMember("b", 1, "web", []int32{81})
+	w := newWatchedGroupEnv(t, a, b)
+	w.mustEnsure(a)
+	if got := listenPortsOf(w.onlyLB()); !reflect.DeepEqual(got, []int{80, 81}) {
+		t.Fatalf("listeners %v", got)
+	}
+	left := b.DeepCopy()
+	delete(left.Annotations, string(annotation.LBGroup))
+	w.update(left)
+	want := "shop/a: shop/b left load balancer group web"
+	eventually(t, "the requeue of shop/a", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return slices.Contains(w.requeue, want)
+	})
+	// The leaver gets a load balancer of its own; the group's drops its port at a's sync.
+	w.mustEnsure(left)
+	w.mustEnsure(a)
+	lbs, err := w.env.client.LoadBalancer.All(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := map[string][]int{}
+	for _, lb := range lbs {
+		ports[lb.Name] = listenPortsOf(lb)
+	}
+	if want := map[string][]int{"kubernetes-group-web": {80}, cloudprovider.DefaultLoadBalancerName(left): {81}}; !reflect.DeepEqual(ports, want) {
+		t.Errorf("after the leave: %v, want %v", ports, want)
+	}
+}
+
+func TestGroup_LastMemberLeavesDeletesTheGroupLoadBalancer(t *testing.T) {
+	a := groupMember("a", 0, "web", []int32{80})
+	w := newWatchedGroupEnv(t, a)
+	w.mustEnsure(a)
+	left := a.DeepCopy()
+	left.Annotations[string(annotation.LBGroup)] = "other"
+	w.update(left)
+	eventually(t, "the group's load balancer deleted", func() bool {
+		lbs, err := w.env.client.LoadBalancer.All(context.Background())
+		return err == nil && len(lbs) == 0
+	})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.requeue) != 0 {
+		t.Errorf("requeued %v with no member left", w.requeue)
 	}
 }
