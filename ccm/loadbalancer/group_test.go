@@ -471,3 +471,77 @@ func TestGroup_LastMemberLeavesDeletesTheGroupLoadBalancer(t *testing.T) {
 		t.Errorf("requeued %v with no member left", w.requeue)
 	}
 }
+
+// requests sums every request of counts.
+func requests(counts map[string]int) int {
+	n := 0
+	for _, v := range counts {
+		n += v
+	}
+	return n
+}
+
+// budgetPhases are the phases budget measures, in order.
+var budgetPhases = []string{"create", "resync", "node change", "delete"}
+
+// budget runs the life of n Services with ports ports each (group "": each on its own load
+// balancer): every Service ensured in turn, ensured again (a resync), updated with one node
+// less (a node change), then deleted one by one; it returns the requests of each phase.
+func budget(t *testing.T, group string, n, ports int) map[string]int {
+	g := newGroupEnv(t)
+	var svcs []*corev1.Service
+	for i := range n {
+		ps := make([]int32, ports)
+		for j := range ports {
+			ps[j] = int32(1000 + 10*i + j)
+		}
+		// lb21 (15 listeners) holds every size measured here, in both set-ups.
+		svcs = append(svcs, groupMember(fmt.Sprint("s", i), i, group, ps, withAnnotation(annotation.LBType, "lb21")))
+	}
+	g.add(svcs...)
+	out := map[string]int{}
+	phase := func(name string, f func(*corev1.Service) error) {
+		g.emu.ResetRequests()
+		for _, s := range svcs {
+			if err := f(s); err != nil {
+				t.Fatalf("%s of %s: %v", name, s.Name, err)
+			}
+		}
+		out[name] = requests(g.emu.Counts())
+	}
+	ensure := func(s *corev1.Service) error { _, err := g.ensure(s); return err }
+	phase("create", ensure)
+	phase("resync", ensure)
+	phase("node change", func(s *corev1.Service) error {
+		return g.lbs.UpdateLoadBalancer(context.Background(), clusterName, s, g.nodes[:1])
+	})
+	phase("delete", g.remove)
+	if lbs := g.all(); len(lbs) != 0 {
+		t.Fatalf("%d load balancers left", len(lbs))
+	}
+	return out
+}
+
+// TestGroup_RequestBudget: over its life (create, resync, node change, delete) a group of n
+// Services costs no more requests than n separate Services for the same listeners, and no
+// more in each phase but delete: removing a member's k listeners is k delete_service actions
+// where a Service of its own is one delete (docs/performance.md has the figures).
+func TestGroup_RequestBudget(t *testing.T) {
+	for _, ports := range []int{1, 2} {
+		t.Run(fmt.Sprint(ports, " ports each"), func(t *testing.T) {
+			group, separate := budget(t, "web", 3, ports), budget(t, "", 3, ports)
+			var gt, st int
+			for _, p := range budgetPhases {
+				gt, st = gt+group[p], st+separate[p]
+				t.Logf("3 Services, %d ports each, %s: group %d requests, separate %d", ports, p, group[p], separate[p])
+				if p != "delete" && group[p] > separate[p] {
+					t.Errorf("%s: the group costs %d requests, separate Services %d", p, group[p], separate[p])
+				}
+			}
+			t.Logf("3 Services, %d ports each, whole life: group %d requests, separate %d", ports, gt, st)
+			if gt > st {
+				t.Errorf("over the whole life the group costs %d requests, separate Services %d", gt, st)
+			}
+		})
+	}
+}
