@@ -352,23 +352,45 @@ func (l *LoadBalancers) leaveGroup(ctx context.Context, cluster, group string, s
 // shrinkGroup removes the listeners of svc from the group's load balancer lb, or deletes lb
 // when members is empty.
 func (l *LoadBalancers) shrinkGroup(ctx context.Context, group string, svc *corev1.Service, members []*corev1.Service, lb *lbplan.Actual) error {
+	plan, err := l.planShrink(group, svc, members, lb)
+	if err != nil || plan.Empty() {
+		return err
+	}
+	_, err = l.exec.Run(ctx, svc, plan)
+	return err
+}
+
+// planShrink plans shrinkGroup: the removal of the listeners of the ports of svc that no member
+// declares, or the delete of lb (empty when it is protected: Warning DeleteProtected).
+func (l *LoadBalancers) planShrink(group string, svc *corev1.Service, members []*corev1.Service, lb *lbplan.Actual) (lbplan.Plan, error) {
 	lists := make([]lbplan.MemberListeners, len(members))
 	for i, m := range members {
 		lists[i] = lbplan.MemberListeners{Member: lbplan.Key(m), Listeners: declaredListeners(m)}
 	}
 	adm := lbplan.AdmitGroup(lists, 0)
-	var plan lbplan.Plan
+	plan := lbplan.ComputeRemoveListeners(lb, leftPorts(svc, adm))
 	if len(members) == 0 {
 		var err error
 		if plan, err = l.computeDelete(svc, lb); err != nil || plan.Empty() {
-			return err
+			return plan, err
 		}
-	} else {
-		plan = lbplan.ComputeRemoveListeners(lb, leftPorts(svc, adm))
 	}
 	plan.Group = lbplan.GroupView(group, members, adm, lbplan.TypeLimit{Name: lb.Type})
-	_, err := l.exec.Run(ctx, svc, plan)
-	return err
+	return plan, nil
+}
+
+// previewLeave is PreviewDelete of a member of group: the plan leaveGroup would run on the
+// group's load balancer (not the delete of a load balancer svc had of its own).
+func (l *LoadBalancers) previewLeave(ctx context.Context, cluster, group string, svc *corev1.Service) (lbplan.Plan, error) {
+	members, err := l.members(svc, group, false)
+	if err != nil {
+		return lbplan.Plan{}, err
+	}
+	lb, err := l.listGroupLB(ctx, group, cluster)
+	if err != nil || lb == nil {
+		return lbplan.Plan{}, err
+	}
+	return l.planShrink(group, svc, members, lb)
 }
 
 // computeDelete plans the delete of lb; a protected one is kept (Warning DeleteProtected, an

@@ -545,3 +545,24 @@ func TestGroup_RequestBudget(t *testing.T) {
 		})
 	}
 }
+
+func TestGroup_PreviewDelete(t *testing.T) {
+	g := newGroupEnv(t)
+	a := groupMember("a", 0, "web", []int32{80})
+	b := groupMember("b", 1, "web", []int32{81, 80})
+	g.add(a, b)
+	g.mustEnsure(a)
+	g.emu.ResetRequests()
+	plan, err := g.lbs.PreviewDelete(context.Background(), clusterName, b)
+	if err != nil || !reflect.DeepEqual(plan.Labels(), []string{"delete_service(81)"}) || plan.Group == nil || len(plan.Group.Members) != 1 {
+		t.Errorf("PreviewDelete(b) = %v %+v, %v; want port 81 removed (80 is a's) and a left", plan.Labels(), plan.Group, err)
+	}
+	g.idx.Delete(b)
+	plan, err = g.lbs.PreviewDelete(context.Background(), clusterName, a)
+	if err != nil || !reflect.DeepEqual(plan.Labels(), []string{"delete(kubernetes-group-web)"}) || plan.Group == nil || len(plan.Group.Members) != 0 {
+		t.Errorf("PreviewDelete(last) = %v %+v, %v; want the delete", plan.Labels(), plan.Group, err)
+	}
+	if n := g.emu.MutatingRequests(); n != 0 {
+		t.Errorf("PreviewDelete made %d mutating requests", n)
+	}
+}

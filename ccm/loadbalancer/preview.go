@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 )
 
@@ -41,10 +42,14 @@ func (l *LoadBalancers) Preview(ctx context.Context, clusterName string, svc *co
 }
 
 // PreviewDelete returns the plan EnsureLoadBalancerDeleted would decide and run for svc (the
-// delete of the load balancer carrying its UID label), without running it: an empty plan when
-// there is none or it has delete protection (the CCM keeps it then). Like Preview it never
-// writes and records no event.
-func (l *LoadBalancers) PreviewDelete(ctx context.Context, svc *corev1.Service) (lbplan.Plan, error) {
+// delete of the load balancer carrying its UID label; for a member of a load balancer group,
+// the removal of its listeners from the group's load balancer, or its delete with the last
+// member), without running it: an empty plan when there is none or it has delete protection
+// (the CCM keeps it then). Like Preview it never writes and records no event.
+func (l *LoadBalancers) PreviewDelete(ctx context.Context, clusterName string, svc *corev1.Service) (lbplan.Plan, error) {
+	if group, err := annotation.Group(svc); err == nil && l.services != nil {
+		return l.quiet().previewLeave(ctx, clusterName, group, svc)
+	}
 	lb, _, err := l.byUID(ctx, svc, false)
 	if err != nil || lb == nil {
 		return lbplan.Plan{}, err
