@@ -557,7 +557,9 @@ func TestGroup_PreviewDelete(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(plan.Labels(), []string{"delete_service(81)"}) || plan.Group == nil || len(plan.Group.Members) != 1 {
 		t.Errorf("PreviewDelete(b) = %v %+v, %v; want port 81 removed (80 is a's) and a left", plan.Labels(), plan.Group, err)
 	}
-	g.idx.Delete(b)
+	if err := g.idx.Delete(b); err != nil {
+		t.Fatal(err)
+	}
 	plan, err = g.lbs.PreviewDelete(context.Background(), clusterName, a)
 	if err != nil || !reflect.DeepEqual(plan.Labels(), []string{"delete(kubernetes-group-web)"}) || plan.Group == nil || len(plan.Group.Members) != 0 {
 		t.Errorf("PreviewDelete(last) = %v %+v, %v; want the delete", plan.Labels(), plan.Group, err)
