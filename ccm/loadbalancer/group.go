@@ -241,6 +241,14 @@ func (l *LoadBalancers) ensureGroup(ctx context.Context, cluster, group string, 
 		return nil, err
 	}
 	l.groupEvents(ctx, svc, group, gp)
+	// As for a Service of its own: non-TCP ports are reported; the type warnings are the
+	// leader's (its type is the one in force).
+	l.advisoryWarnings(svc, create, phaseNone, nil)
+	if gp.leader == svc {
+		if err := l.typeWarnings(ctx, svc); err != nil {
+			return nil, err
+		}
+	}
 	state, err := l.exec.Run(ctx, svc, *gp.plan)
 	if err != nil {
 		return nil, err

@@ -568,3 +568,20 @@ func TestGroup_PreviewDelete(t *testing.T) {
 		t.Errorf("PreviewDelete made %d mutating requests", n)
 	}
 }
+
+func TestGroup_AdvisoryWarnings(t *testing.T) {
+	g := newGroupEnv(t, withLBOption(func(o *loadbalancer.Options) { o.Config.Type = "" }))
+	leader := groupMember("a", 0, "web", []int32{80})
+	udp := groupMember("b", 1, "web", []int32{81})
+	udp.Spec.Ports = append(udp.Spec.Ports, corev1.ServicePort{Name: "dns", Protocol: corev1.ProtocolUDP, Port: 53, NodePort: 30053})
+	g.add(leader, udp)
+	g.mustEnsure(udp)
+	ev := g.events()
+	if !hasEvent(ev, "Warning UnsupportedProtocolConfigured port 53 uses protocol UDP") || hasEvent(ev, "Warning LoadBalancerTypeUnconfigured") {
+		t.Errorf("member's events %v, want its UDP port reported and no type warning (the leader's)", ev)
+	}
+	g.mustEnsure(leader)
+	if ev := g.events(); !hasEvent(ev, "Warning LoadBalancerTypeUnconfigured") {
+		t.Errorf("leader's events %v, want LoadBalancerTypeUnconfigured", ev)
+	}
+}
