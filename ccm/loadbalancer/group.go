@@ -107,7 +107,10 @@ func (l *LoadBalancers) findGroupLB(ctx context.Context, svc *corev1.Service, gr
 	if found == nil {
 		return nil, nil
 	}
-	cerr := &NameConflictError{Name: name, ID: found.ID, OwnerUID: found.Labels[lbplan.LabelServiceUID], Group: group}
+	if found.Labels[lbplan.LabelGroup] == group && found.Labels[lbplan.LabelCluster] == cluster {
+		return lbplan.NewActual(found), nil // created between the list and this read
+	}
+	cerr := &NameConflictError{Name: name, ID: found.ID, OwnerUID: found.Labels[lbplan.LabelServiceUID], Group: group, OwnerGroup: found.Labels[lbplan.LabelGroup]}
 	l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerNameConflict, cerr.Error())
 	return nil, cerr
 }

@@ -23,6 +23,7 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -583,5 +584,56 @@ func TestGroup_AdvisoryWarnings(t *testing.T) {
 	g.mustEnsure(leader)
 	if ev := g.events(); !hasEvent(ev, "Warning LoadBalancerTypeUnconfigured") {
 		t.Errorf("leader's events %v, want LoadBalancerTypeUnconfigured", ev)
+	}
+}
+
+// TestGroup_ConcurrentMembersCreateOneLoadBalancer: members synced at the same time (the
+// service controller's --concurrent-service-syncs) create one load balancer: the group's
+// reconciles are serialised.
+func TestGroup_ConcurrentMembersCreateOneLoadBalancer(t *testing.T) {
+	g := newGroupEnv(t)
+	var svcs []*corev1.Service
+	for i := range 4 {
+		svcs = append(svcs, groupMember(fmt.Sprint("m", i), i, "web", []int32{int32(80 + i)}))
+	}
+	g.add(svcs...)
+	var wg sync.WaitGroup
+	errs := make([]error, len(svcs))
+	for i, s := range svcs {
+		wg.Go(func() { _, errs[i] = g.lbs.EnsureLoadBalancer(context.Background(), clusterName, s, g.nodes) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if n := g.emu.Counts()["POST /v1/load_balancers"]; n != 1 {
+		t.Errorf("%d creates, want 1", n)
+	}
+	if got := listenPortsOf(g.onlyLB()); !reflect.DeepEqual(got, []int{80, 81, 82, 83}) {
+		t.Errorf("listeners %v", got)
+	}
+}
+
+// TestGroup_RestartFindsTheGroupLoadBalancer: a new CCM process (another LoadBalancers, empty
+// caches: a restart or a leader change) finds the group's load balancer by its labels and adds
+// a member's ports to it: no duplicate, nothing lost.
+func TestGroup_RestartFindsTheGroupLoadBalancer(t *testing.T) {
+	g := newGroupEnv(t)
+	a := groupMember("a", 0, "web", []int32{80})
+	g.add(a)
+	g.mustEnsure(a)
+	b := groupMember("b", 1, "web", []int32{81})
+	g.add(b)
+	restarted := newLoadBalancers(t, loadbalancer.Options{Readers: g.readers(), Executor: g.exec, Config: config.LoadBalancer{Location: "fsn1", Type: "lb11"},
+		Recorder: g.recorder, Services: corelisters.NewServiceLister(g.idx)})
+	g.emu.ResetRequests()
+	if _, err := restarted.EnsureLoadBalancer(context.Background(), clusterName, b, g.nodes); err != nil {
+		t.Fatal(err)
+	}
+	if n := g.emu.Counts()["POST /v1/load_balancers"]; n != 0 {
+		t.Errorf("%d creates after the restart, want 0", n)
+	}
+	if got := listenPortsOf(g.onlyLB()); !reflect.DeepEqual(got, []int{80, 81}) {
+		t.Errorf("listeners %v, want a's and b's", got)
 	}
 }
