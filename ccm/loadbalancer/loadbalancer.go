@@ -6,6 +6,13 @@
 // through ccm/lbcache (one list shared by all Services, at most Options.CacheMaxAge old, kept
 // current by the executor's results); the other calls read it fresh by its UID label.
 //
+// A Service with the annotation service.hcloud-policy-ccm.io/load-balancer-group shares the
+// load balancer of its group instead (group.go, docs/shared-load-balancers.md): found by the
+// group and cluster labels, planned from every member (the Service lister, Options.Services)
+// by ccm/lbplan's group functions, always read fresh; WatchGroups (group_watch.go) resyncs the
+// members left when one leaves. Every write of a group is a plan the executor gates too, with
+// input.group set.
+//
 // Start with New.
 package loadbalancer
 
