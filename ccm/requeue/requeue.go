@@ -225,7 +225,11 @@ func (r *Requeuer) next(ctx context.Context) bool {
 	switch {
 	case err == nil:
 		retriesTotal.WithLabelValues(c.trigger, "success").Inc()
-		klog.InfoS("Syncing a Service now: its policy input or its load balancer group changed", "service", k, "cause", c.text)
+		if c.trigger == TriggerGroup {
+			klog.InfoS("Syncing a Service now: its load balancer group changed", "service", k, "cause", c.text)
+		} else {
+			klog.InfoS("Retrying a denied Service now: the policy input changed", "service", k, "cause", c.text)
+		}
 		r.forget(k)
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err): // gone, or replaced by a new Service
 		r.Settled(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}})
