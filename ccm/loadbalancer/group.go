@@ -122,7 +122,6 @@ type groupPlan struct {
 	adm      lbplan.Admission
 	typ      lbplan.TypeLimit
 	leader   *corev1.Service
-	lbExists bool
 }
 
 // planGroup plans the reconcile of the load balancer of group for the acting member svc; it
@@ -141,7 +140,6 @@ func (l *LoadBalancers) planGroup(ctx context.Context, cluster, group string, sv
 	if err != nil || lb == nil && !create {
 		return gp, err
 	}
-	gp.lbExists = lb != nil
 	leaderD, lists, err := l.memberListeners(ctx, svc, group, members, nodes, name)
 	if err != nil {
 		return gp, err
