@@ -117,11 +117,11 @@ func (l *LoadBalancers) findGroupLB(ctx context.Context, svc *corev1.Service, gr
 
 // groupPlan is a planned reconcile of a group's load balancer.
 type groupPlan struct {
-	plan     *lbplan.Plan // nil: an Update of a group without a load balancer
-	status   lbplan.StatusOptions
-	adm      lbplan.Admission
-	typ      lbplan.TypeLimit
-	leader   *corev1.Service
+	plan   *lbplan.Plan // nil: an Update of a group without a load balancer
+	status lbplan.StatusOptions
+	adm    lbplan.Admission
+	typ    lbplan.TypeLimit
+	leader *corev1.Service
 }
 
 // planGroup plans the reconcile of the load balancer of group for the acting member svc; it
