@@ -166,7 +166,15 @@ func (l *LoadBalancers) planGroup(ctx context.Context, cluster, group string, sv
 // member's invalid annotations leave it out (its own sync reports them).
 func (l *LoadBalancers) memberListeners(ctx context.Context, svc *corev1.Service, group string, members []*corev1.Service, nodes []*corev1.Node, name string) (lbplan.Desired, []lbplan.MemberListeners, error) {
 	leader := members[0]
-	leaderD, err := l.memberDesired(ctx, leader, nodes, name, true)
+	// Another member's annotation errors are its own sync's events, not svc's: read them quietly.
+	quiet := l.quiet()
+	about := func(m *corev1.Service) *LoadBalancers {
+		if m == svc {
+			return l
+		}
+		return quiet
+	}
+	leaderD, err := about(leader).memberDesired(ctx, leader, nodes, name, true)
 	if err != nil {
 		if leader == svc {
 			return leaderD, nil, l.invalid(svc, err)
@@ -175,7 +183,7 @@ func (l *LoadBalancers) memberListeners(ctx context.Context, svc *corev1.Service
 	}
 	lists := []lbplan.MemberListeners{{Member: lbplan.Key(leader), Listeners: leaderD.Services}}
 	for _, m := range members[1:] {
-		md, err := l.memberDesired(ctx, m, nil, name, false)
+		md, err := about(m).memberDesired(ctx, m, nil, name, false)
 		if err == nil && md.ManagedCertificate != nil {
 			err = annotation.Usagef(string(annotation.LBSvcHTTPCertificateType), "%q managed works in load balancer group %s on its leader %s only: use uploaded certificates (%q) on %s",
 				annotation.LBSvcHTTPCertificateType, group, lbplan.Key(leader), annotation.LBSvcHTTPCertificates, lbplan.Key(m))

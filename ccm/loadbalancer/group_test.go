@@ -637,3 +637,25 @@ func TestGroup_RestartFindsTheGroupLoadBalancer(t *testing.T) {
 		t.Errorf("listeners %v, want a's and b's", got)
 	}
 }
+
+// TestGroup_OtherMembersErrorsStayTheirs: a member with an invalid annotation is left out of
+// another member's plan, and its InvalidAnnotation event comes from its own sync only.
+func TestGroup_OtherMembersErrorsStayTheirs(t *testing.T) {
+	g := newGroupEnv(t)
+	a := groupMember("a", 0, "web", []int32{80})
+	bad := groupMember("bad", 1, "web", []int32{81}, withAnnotation(annotation.LBSvcHTTPCertificates, "missing-cert"))
+	g.add(a, bad)
+	g.mustEnsure(a)
+	if ev := g.events(); hasEvent(ev, "Warning InvalidAnnotation") {
+		t.Errorf("a's sync raised %v", ev)
+	}
+	if got := listenPortsOf(g.onlyLB()); !reflect.DeepEqual(got, []int{80}) {
+		t.Errorf("listeners %v, want a's only", got)
+	}
+	if _, err := g.ensure(bad); !annotation.IsUserError(err) {
+		t.Errorf("bad's sync: %v, want its annotation error", err)
+	}
+	if ev := g.events(); !hasEvent(ev, "Warning InvalidAnnotation") {
+		t.Errorf("bad's sync raised %v, want InvalidAnnotation", ev)
+	}
+}
