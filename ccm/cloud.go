@@ -146,6 +146,10 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 		if err := c.requeue.WatchNamespaces(d.Informers.Core().V1().Namespaces().Informer()); err != nil {
 			return nil, fmt.Errorf("ccm.New: %w", err)
 		}
+		// Members leaving a load balancer group resync the others at once.
+		if err := c.lbs.WatchGroups(ctx, d.Informers.Core().V1().Services().Informer(), d.ClusterName, c.requeue.Requeue); err != nil {
+			return nil, fmt.Errorf("ccm.New: %w", err)
+		}
 		go c.requeue.Run(ctx)
 	}
 	c.logStart(network)
@@ -232,6 +236,9 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 	c.admission = admissionParts{exec: exec, cluster: clusterView(d, network), informers: d.Informers, clusterName: d.ClusterName}
 	if c.requeue != nil {
 		lbOpts.DenialTracker = c.requeue
+	}
+	if d.Informers != nil { // the members of load balancer groups (the service controller's informer)
+		lbOpts.Services = d.Informers.Core().V1().Services().Lister()
 	}
 	if c.lbs, err = loadbalancer.New(lbOpts); err != nil {
 		return fmt.Errorf("ccm.New: %w", err)

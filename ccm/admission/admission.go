@@ -69,7 +69,7 @@ type Planner interface {
 	// Preview is the plan EnsureLoadBalancer would run for svc with nodes.
 	Preview(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (lbplan.Plan, error)
 	// PreviewDelete is the plan EnsureLoadBalancerDeleted would run for svc.
-	PreviewDelete(ctx context.Context, svc *corev1.Service) (lbplan.Plan, error)
+	PreviewDelete(ctx context.Context, clusterName string, svc *corev1.Service) (lbplan.Plan, error)
 }
 
 // Config is what New needs: the CCM's planner, decider and policy input parts.
@@ -80,7 +80,7 @@ type Config struct {
 	Decider policy.Decider
 	// Cluster is the cluster of the policy input, as the executor has it.
 	Cluster policy.Cluster
-	// ClusterName is --cluster-name, for the naming plugin.
+	// ClusterName is --cluster-name, for the naming plugin and the labels of group load balancers.
 	ClusterName string
 	// NamespaceLabels returns the labels of a namespace as the gate reads them
 	// (executor.Executor.NamespaceLabels: the namespace informer's cache). nil: no labels
@@ -254,7 +254,7 @@ func (h *Handler) review(ctx context.Context, svc, old *corev1.Service) *admissi
 		}
 	} else { // leaving type LoadBalancer: the CCM deletes the load balancer
 		subject = old
-		plan, err = h.cfg.Planner.PreviewDelete(ctx, old)
+		plan, err = h.cfg.Planner.PreviewDelete(ctx, h.cfg.ClusterName, old)
 	}
 	if err != nil {
 		return allowed([]string{planWarning(err)})

@@ -48,7 +48,7 @@ func (p *planner) Preview(_ context.Context, _ string, svc *corev1.Service, node
 	return lbplan.Compute(d, nil)
 }
 
-func (p *planner) PreviewDelete(_ context.Context, svc *corev1.Service) (lbplan.Plan, error) {
+func (p *planner) PreviewDelete(_ context.Context, _ string, svc *corev1.Service) (lbplan.Plan, error) {
 	p.calls = append(p.calls, "delete "+svc.Name)
 	if p.existing == nil {
 		return lbplan.Plan{}, nil

@@ -6,11 +6,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 )
 
 // Preview returns the plan EnsureLoadBalancer would decide and run for svc with nodes, without
-// running it: the same name (annotation, naming plugin, default), the same reads of the API
+// running it (for a member of a load balancer group: the group's plan, with input.group): the same name (annotation, naming plugin, default), the same reads of the API
 // (the load balancer by UID label and by name, certificates, the type list from its cache) and
 // the same planning code (reconcile and Preview share plan). It is what the admission webhook
 // (ccm/admission) evaluates.
@@ -26,6 +27,12 @@ import (
 // (annotation.IsUserError), a *NameConflictError, failed reads.
 func (l *LoadBalancers) Preview(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (lbplan.Plan, error) {
 	q := l.quiet()
+	if group, err := q.group(svc); err != nil || group != "" {
+		if err != nil {
+			return lbplan.Plan{}, err
+		}
+		return q.previewGroup(ctx, clusterName, group, svc, nodes)
+	}
 	name, rename := q.name(ctx, clusterName, svc)
 	plan, _, _, err := q.plan(ctx, svc, nodes, name, rename, true)
 	if err != nil || plan == nil {
@@ -35,10 +42,14 @@ func (l *LoadBalancers) Preview(ctx context.Context, clusterName string, svc *co
 }
 
 // PreviewDelete returns the plan EnsureLoadBalancerDeleted would decide and run for svc (the
-// delete of the load balancer carrying its UID label), without running it: an empty plan when
-// there is none or it has delete protection (the CCM keeps it then). Like Preview it never
-// writes and records no event.
-func (l *LoadBalancers) PreviewDelete(ctx context.Context, svc *corev1.Service) (lbplan.Plan, error) {
+// delete of the load balancer carrying its UID label; for a member of a load balancer group,
+// the removal of its listeners from the group's load balancer, or its delete with the last
+// member), without running it: an empty plan when there is none or it has delete protection
+// (the CCM keeps it then). Like Preview it never writes and records no event.
+func (l *LoadBalancers) PreviewDelete(ctx context.Context, clusterName string, svc *corev1.Service) (lbplan.Plan, error) {
+	if group, err := annotation.Group(svc); err == nil && l.services != nil {
+		return l.quiet().previewLeave(ctx, clusterName, group, svc)
+	}
 	lb, _, err := l.byUID(ctx, svc, false)
 	if err != nil || lb == nil {
 		return lbplan.Plan{}, err
@@ -66,7 +77,19 @@ func (l *LoadBalancers) quiet() *LoadBalancers {
 		types:    l.types,
 		denials:  nil,
 		denied:   newDenialCache(0),
+		services: l.services,
+		// Preview only reads: it takes no group lock, but shares them so the field is set.
+		groupLocks: l.groupLocks,
 	}
 	q.network.Store(l.network.Load())
 	return q
+}
+
+// previewGroup is Preview of a member of group: the plan of the group's load balancer.
+func (l *LoadBalancers) previewGroup(ctx context.Context, clusterName, group string, svc *corev1.Service, nodes []*corev1.Node) (lbplan.Plan, error) {
+	gp, err := l.planGroup(ctx, clusterName, group, svc, nodes, true)
+	if err != nil || gp.plan == nil {
+		return lbplan.Plan{}, err
+	}
+	return *gp.plan, nil
 }

@@ -44,7 +44,7 @@ func TestPreview_NoWrite(t *testing.T) {
 	if err != nil || len(plan.Mutations) != 1 || plan.Steps()[0].Mutation.Operation() != "add_service" {
 		t.Errorf("Preview of a new port = %v, %v; want one add_service", plan.Labels(), err)
 	}
-	plan, err = ev.lbs.PreviewDelete(ctx, svc)
+	plan, err = ev.lbs.PreviewDelete(ctx, clusterName, svc)
 	if err != nil || len(plan.Mutations) != 1 || plan.Steps()[0].Mutation.Operation() != "delete" {
 		t.Errorf("PreviewDelete = %v, %v; want one delete", plan.Labels(), err)
 	}
