@@ -67,6 +67,54 @@ type Input struct {
 	// Certificate is the certificate a "create_managed_certificate" mutation creates. Absent for
 	// other operations.
 	Certificate *Certificate `json:"certificate,omitempty"`
+	// Group is the load balancer group of a shared load balancer (annotation
+	// service.hcloud-policy-ccm.io/load-balancer-group, docs/shared-load-balancers.md): the
+	// group as it is after the mutation's plan, with the acting Service (Service) among the
+	// members unless it is being deleted or leaves. Null for a Service without the annotation
+	// and for routes (additive: the schema stays v1).
+	Group *Group `json:"group"`
+}
+
+// Group is a load balancer group: the Services that share one load balancer.
+type Group struct {
+	// Name is the group, the value of the load-balancer-group annotation.
+	Name string `json:"name"`
+	// Leader is the oldest member (by creation time, then namespace/name): its load-balancer-wide
+	// settings are in force.
+	Leader ServiceRef `json:"leader"`
+	// Members are the group's Services in all namespaces, oldest first.
+	Members []GroupMember `json:"members"`
+	// Capacity is the listener capacity of the load balancer type in force.
+	Capacity GroupCapacity `json:"capacity"`
+}
+
+// ServiceRef names a Service.
+type ServiceRef struct {
+	// Namespace is the Service's namespace.
+	Namespace string `json:"namespace"`
+	// Name is the Service's name.
+	Name string `json:"name"`
+}
+
+// GroupMember is one Service of a load balancer group.
+type GroupMember struct {
+	// Namespace is the Service's namespace.
+	Namespace string `json:"namespace"`
+	// Name is the Service's name.
+	Name string `json:"name"`
+	// Ports are the listen ports the member is served on, after port conflicts and capacity
+	// ([] for a member refused as a whole).
+	Ports []int `json:"ports"`
+}
+
+// GroupCapacity is the listener capacity of a group's load balancer.
+type GroupCapacity struct {
+	// Type is the load balancer type in force (the leader's).
+	Type string `json:"type"`
+	// MaxServices is the type's max_services (listeners); 0 when unknown.
+	MaxServices int `json:"max_services"`
+	// Used is the number of listeners after the plan.
+	Used int `json:"used"`
 }
 
 // Certificate is a Hetzner certificate the CCM creates for an https listener.

@@ -19,6 +19,7 @@ func inputValue(in Input) (ast.Value, error) {
 		ast.Item(ast.InternedTerm("current"), loadBalancerTerm(in.Current)),
 		ast.Item(ast.InternedTerm("final"), loadBalancerTerm(in.Final)),
 		ast.Item(ast.InternedTerm("route"), routeTerm(in.Route)),
+		item("group", groupTerm(in.Group)),
 	}
 	if in.Target != nil { // omitempty
 		items = append(items, ast.Item(ast.InternedTerm("target"), targetTerm(*in.Target)))
@@ -163,6 +164,50 @@ func targetTerm(t LBTarget) *ast.Term {
 	}
 	kv = append(kv, item("use_private_ip", ast.BooleanTerm(t.UsePrivateIP)))
 	return ast.ObjectTerm(kv...)
+}
+
+func groupTerm(g *Group) *ast.Term {
+	if g == nil {
+		return ast.NullTerm()
+	}
+	var members *ast.Term
+	if g.Members == nil {
+		members = ast.NullTerm()
+	} else {
+		ts := make([]*ast.Term, len(g.Members))
+		for i, m := range g.Members {
+			ts[i] = ast.ObjectTerm(
+				item("namespace", ast.StringTerm(m.Namespace)),
+				item("name", ast.StringTerm(m.Name)),
+				item("ports", intsTerm(m.Ports)),
+			)
+		}
+		members = ast.ArrayTerm(ts...)
+	}
+	return ast.ObjectTerm(
+		item("name", ast.StringTerm(g.Name)),
+		item("leader", ast.ObjectTerm(
+			item("namespace", ast.StringTerm(g.Leader.Namespace)),
+			item("name", ast.StringTerm(g.Leader.Name)),
+		)),
+		item("members", members),
+		item("capacity", ast.ObjectTerm(
+			item("type", ast.StringTerm(g.Capacity.Type)),
+			item("max_services", intTerm(g.Capacity.MaxServices)),
+			item("used", intTerm(g.Capacity.Used)),
+		)),
+	)
+}
+
+func intsTerm(vs []int) *ast.Term {
+	if vs == nil {
+		return ast.NullTerm()
+	}
+	ts := make([]*ast.Term, len(vs))
+	for i, v := range vs {
+		ts[i] = intTerm(v)
+	}
+	return ast.ArrayTerm(ts...)
 }
 
 func routeTerm(r *Route) *ast.Term {

@@ -229,6 +229,7 @@ func Inputs(plan lbplan.Plan, cluster policy.Cluster, service *policy.Service) [
 			Target:       st.Target,
 			Listener:     st.Listener,
 			Certificate:  st.Certificate,
+			Group:        plan.Group,
 		}})
 	}
 	return out

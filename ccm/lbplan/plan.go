@@ -60,6 +60,9 @@ type Plan struct {
 	SkippedIPTargets []IPTarget
 	// IPv6 is the policy view's ipv6 flag (IPv6 in the Service status).
 	IPv6 bool
+	// Group is the load balancer group the plan is for (every step's input.group); nil for
+	// the load balancer of one Service.
+	Group *policy.Group
 	// network is the cluster network; its range fills the policy view of an attachment the
 	// API reports without one.
 	network *Network
