@@ -482,3 +482,128 @@ func TestCCMLoadBalancerGroupLeaderFailover(t *testing.T) {
 		t.Errorf("load balancers left after the last member: %v, want none (0 orphans)", lbNames(lbs))
 	}
 }
+
+// lbMutating counts the mutating requests about load balancers (lbRequests counts them all).
+func lbMutating(counts map[string]int) int {
+	n := 0
+	for route, c := range counts {
+		if strings.Contains(route, " /v1/load_balancer") && !strings.HasPrefix(route, "GET ") {
+			n += c
+		}
+	}
+	return n
+}
+
+// settledCounts waits until the emulator has seen no request for 2 s (the CCM is done with
+// what it was asked), and returns the counts since the last ResetRequests.
+func settledCounts(t *testing.T, ccm *harness.Process, emu *hcloudemu.Emulator) map[string]int {
+	t.Helper()
+	last, since := -1, time.Now()
+	waitCCM(t, ccm, time.Minute, func() (bool, error) {
+		n := len(emu.Requests())
+		if n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) >= 2*time.Second, fmt.Errorf("requests still coming (%d so far)", n)
+	})
+	return emu.Counts()
+}
+
+// TestCCMLoadBalancerGroupRequestBudget measures issue 22's budget rule: a group of n Services
+// costs no more Hetzner requests than n separate Services for the same listeners. One CCM, n =
+// 3 Services with one port each (80, 8080, 9000), first without the annotation (3 load
+// balancers), then as one group; each phase counts the load balancer requests until the CCM is
+// quiet: create the Services one by one (each served before the next), a node joins (every
+// load balancer gets the target), delete them one by one (every load balancer gone). The
+// figures are logged for docs/performance.md; the test fails if the group costs more in any
+// phase.
+func TestCCMLoadBalancerGroupRequestBudget(t *testing.T) {
+	c, emu, endpoint, id := oneWorker(t, "10.244.1.0/24")
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: lbEnv})
+	waitInitialised(t, c, ccm, "worker-1", id)
+	const ns = "default"
+	ports := []int32{80, 8080, 9000}
+	phases := []string{"create", "node joins", "delete"}
+	type cost struct{ all, mutating int }
+	measure := func(t *testing.T, group string, node int) []cost {
+		var out []cost
+		record := func() {
+			counts := settledCounts(t, ccm, emu)
+			out = append(out, cost{lbRequests(counts), lbMutating(counts)})
+			emu.ResetRequests()
+		}
+		settledCounts(t, ccm, emu)
+		emu.ResetRequests()
+
+		var svcs []*corev1.Service
+		for i, p := range ports {
+			svc := createService(t, c, groupService(ns, fmt.Sprintf("%s-%d", strings.TrimPrefix(group+"-svc", "-"), i), group, p))
+			svcs = append(svcs, svc)
+			if group == "" {
+				waitLB(t, ccm, emu, svc.UID, time.Minute, hasListeners(wantListeners(svc)))
+			} else {
+				waitGroupLB(t, ccm, emu, group, hasListeners(wantGroupListeners(svcs...)))
+			}
+			waitIngress(t, c, ccm, ns, svc.Name)
+		}
+		record()
+
+		name := fmt.Sprintf("worker-%d", node)
+		nodeID := addServer(t, emu, hcloudemu.ServerSpec{Name: name})
+		createNodeLive(t, c, name, fmt.Sprintf("10.244.%d.0/24", node), "worker-1")
+		waitInitialised(t, c, ccm, name, nodeID)
+		waitCCM(t, ccm, time.Minute, func() (bool, error) {
+			for _, lb := range emu.LoadBalancers() {
+				if !slices.Contains(targetServers(lb), nodeID) {
+					return false, fmt.Errorf("load balancer %d has targets %v, not yet %d", lb.ID, targetServers(lb), nodeID)
+				}
+			}
+			return true, nil
+		})
+		record()
+		// The node goes again, outside the measurement, so the next phase starts alike.
+		if err := c.Client().CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("delete node %s: %v", name, err)
+		}
+		waitCCM(t, ccm, time.Minute, func() (bool, error) {
+			for _, lb := range emu.LoadBalancers() {
+				if slices.Contains(targetServers(lb), nodeID) {
+					return false, fmt.Errorf("load balancer %d still targets %d", lb.ID, nodeID)
+				}
+			}
+			return true, nil
+		})
+		settledCounts(t, ccm, emu)
+		emu.ResetRequests()
+		for _, svc := range svcs {
+			deleteServiceAndWait(t, c, ccm, ns, svc.Name)
+		}
+		waitCCM(t, ccm, time.Minute, func() (bool, error) {
+			lbs := emu.LoadBalancers()
+			return len(lbs) == 0, fmt.Errorf("load balancers left: %v", lbNames(lbs))
+		})
+		record()
+		return out
+	}
+
+	separate := measure(t, "", 2)
+	waitCCM(t, ccm, time.Minute, func() (bool, error) {
+		for _, lb := range emu.LoadBalancers() {
+			return false, fmt.Errorf("load balancer %d left", lb.ID)
+		}
+		return true, nil
+	})
+	grouped := measure(t, "budget", 3)
+
+	var sepAll, grpAll int
+	for i, phase := range phases {
+		t.Logf("%-10s separate: %3d load balancer requests (%2d mutating)   group: %3d (%2d mutating)",
+			phase, separate[i].all, separate[i].mutating, grouped[i].all, grouped[i].mutating)
+		if grouped[i].all > separate[i].all {
+			t.Errorf("%s: the group cost %d load balancer requests, %d separate Services %d", phase, grouped[i].all, len(ports), separate[i].all)
+		}
+		sepAll += separate[i].all
+		grpAll += grouped[i].all
+	}
+	t.Logf("total      separate: %3d   group: %3d", sepAll, grpAll)
+}
