@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -142,7 +143,7 @@ func deleteServiceAndWait(t *testing.T, c *harness.Cluster, ccm *harness.Process
 	}
 	waitCCM(t, ccm, time.Minute, func() (bool, error) {
 		_, err := services.Get(context.Background(), name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), fmt.Errorf("service %s/%s not gone yet (finalizer): %v", namespace, name, err)
+		return apierrors.IsNotFound(err), fmt.Errorf("service %s/%s not gone yet (finalizer): %w", namespace, name, err)
 	})
 }
 
@@ -530,6 +531,8 @@ func TestCCMLoadBalancerGroupRequestBudget(t *testing.T) {
 		record := func() {
 			counts := settledCounts(t, ccm, emu)
 			out = append(out, cost{lbRequests(counts), lbMutating(counts)})
+			t.Logf("%s, %s: %d load balancer requests (%d mutating): %v", cmp.Or(group, "separate"), phases[len(out)-1],
+				out[len(out)-1].all, out[len(out)-1].mutating, counts)
 			emu.ResetRequests()
 		}
 		settledCounts(t, ccm, emu)
