@@ -233,6 +233,9 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 	if c.requeue != nil {
 		lbOpts.DenialTracker = c.requeue
 	}
+	if d.Informers != nil { // the members of load balancer groups (the service controller's informer)
+		lbOpts.Services = d.Informers.Core().V1().Services().Lister()
+	}
 	if c.lbs, err = loadbalancer.New(lbOpts); err != nil {
 		return fmt.Errorf("ccm.New: %w", err)
 	}

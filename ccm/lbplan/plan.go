@@ -266,11 +266,12 @@ func clonePolicy(lb *policy.LoadBalancer) *policy.LoadBalancer {
 //
 // # Errors
 //
-// Invalid desired states (no UID label, no location on create) and changes that are not allowed
+// Invalid desired states (no identity: the UID label or the two group labels, not both; no
+// location on create) and changes that are not allowed
 // on an existing load balancer (location, network zone).
 func Compute(d Desired, actual *Actual) (Plan, error) {
-	if d.Labels[LabelServiceUID] == "" {
-		return Plan{}, fmt.Errorf("desired load balancer has no %s label", LabelServiceUID)
+	if err := checkIdentity(d.Labels); err != nil {
+		return Plan{}, err
 	}
 	if d.Name == "" {
 		return Plan{}, errors.New("desired load balancer has no name")
@@ -522,4 +523,17 @@ func healthCheckMatches(want, have HealthCheck) bool {
 	}
 	return optEqual(want.Domain, have.Domain) && optEqual(want.Path, have.Path) && optEqual(want.TLS, have.TLS) &&
 		(want.StatusCodes == nil || slices.Equal(want.StatusCodes, have.StatusCodes))
+}
+
+// checkIdentity accepts the labels of a load balancer that is found again: the UID label of one
+// Service, or the group and cluster labels of a load balancer group (never both).
+func checkIdentity(labels map[string]string) error {
+	uid, group := labels[LabelServiceUID] != "", labels[LabelGroup] != "" && labels[LabelCluster] != ""
+	switch {
+	case uid && group:
+		return fmt.Errorf("desired load balancer has both the %s label and the group labels %s, %s", LabelServiceUID, LabelGroup, LabelCluster)
+	case !uid && !group:
+		return fmt.Errorf("desired load balancer has no %s label (nor the group labels %s, %s)", LabelServiceUID, LabelGroup, LabelCluster)
+	}
+	return nil
 }

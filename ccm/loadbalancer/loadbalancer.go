@@ -21,6 +21,7 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 	"k8s.io/klog/v2"
@@ -88,6 +89,9 @@ type LoadBalancers struct {
 	denials  DenialTracker
 	// denied answers unchanged retries of denied Services without a request (denials.go).
 	denied *denialCache
+	// services lists the cluster's Services, the members of load balancer groups (group.go);
+	// nil: groups are refused.
+	services corelisters.ServiceLister
 }
 
 // DenialTracker learns which Services the policy denied, to retry them when the policy input
@@ -137,6 +141,10 @@ type Options struct {
 	// (ccm/lbcache): the bound within which it sees a change made behind the CCM's back. 0
 	// means lbcache.DefaultMaxAge; a negative value reads the load balancer on every call.
 	CacheMaxAge time.Duration
+	// Services lists the cluster's Services (the informer's lister): the members of load
+	// balancer groups are computed from it. Nil refuses Services with the load-balancer-group
+	// annotation.
+	Services corelisters.ServiceLister
 }
 
 // New returns the load balancer implementation.
@@ -166,7 +174,7 @@ func New(o Options) (*LoadBalancers, error) {
 	l := &LoadBalancers{
 		read: o.Readers, cache: cache, exec: o.Executor, cfg: o.Config, recorder: o.Recorder, namer: o.Namer, denials: o.DenialTracker,
 		types:  &typeCache{list: o.Readers.Types, maxAge: typeMaxAge, now: time.Now},
-		denied: newDenialCache(denialMaxAge),
+		denied: newDenialCache(denialMaxAge), services: o.Services,
 	}
 	if o.Robot {
 		l.robot = &robotTargets{servers: o.RobotClient}
@@ -178,8 +186,14 @@ func New(o Options) (*LoadBalancers, error) {
 // GetLoadBalancer returns the status of the Service's load balancer, found by its UID label
 // only, and whether it exists. Implementations must treat the *v1.Service parameter as
 // read-only and not modify it.
-func (l *LoadBalancers) GetLoadBalancer(ctx context.Context, _ string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
+func (l *LoadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
 	compatmetrics.Operation(compatmetrics.OpGetLoadBalancer)
+	if group, err := l.group(svc); err != nil || group != "" {
+		if err != nil {
+			return nil, false, err
+		}
+		return l.groupStatus(ctx, clusterName, group, svc)
+	}
 	lb, _, err := l.byUID(ctx, svc, false)
 	if err != nil || lb == nil {
 		return nil, false, err
@@ -278,6 +292,14 @@ func checkName(svc *corev1.Service) error {
 // denial without a request (see denialCache).
 func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
 	compatmetrics.Operation(compatmetrics.OpEnsureLoadBalancer)
+	if group, err := l.group(svc); err != nil || group != "" {
+		var st *corev1.LoadBalancerStatus
+		if err == nil {
+			st, err = l.ensureGroup(ctx, clusterName, group, svc, nodes, true)
+		}
+		l.track(svc, err, true)
+		return st, err
+	}
 	name, rename := l.name(ctx, clusterName, svc)
 	digest := l.denialDigest(callEnsure, clusterName, name, rename, svc, nodes)
 	if err := l.rememberedDenial(svc, digest); err != nil {
@@ -301,6 +323,13 @@ func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 // set is a change.
 func (l *LoadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) error {
 	compatmetrics.Operation(compatmetrics.OpUpdateLoadBalancer)
+	if group, err := l.group(svc); err != nil || group != "" {
+		if err == nil {
+			_, err = l.ensureGroup(ctx, clusterName, group, svc, nodes, false)
+		}
+		l.track(svc, err, false)
+		return err
+	}
 	name, rename := l.name(ctx, clusterName, svc)
 	digest := l.denialDigest(callUpdate, clusterName, name, rename, svc, nodes)
 	if err := l.rememberedDenial(svc, digest); err != nil {
@@ -335,6 +364,13 @@ func (l *LoadBalancers) track(svc *corev1.Service, err error, settle bool) {
 // Like EnsureLoadBalancer, an unchanged retry of a denied delete costs no request.
 func (l *LoadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterName string, svc *corev1.Service) error {
 	compatmetrics.Operation(compatmetrics.OpEnsureLoadBalancerDeleted)
+	// A Service with an invalid group annotation (or without the Service lister) can only have
+	// a load balancer of its own: the normal path deletes it, so the Service can go.
+	if group, err := annotation.Group(svc); err == nil && l.services != nil {
+		err = l.leaveGroup(ctx, clusterName, group, svc)
+		l.track(svc, err, true)
+		return err
+	}
 	digest := l.denialDigest(callDelete, clusterName, "", false, svc, nil)
 	if err := l.rememberedDenial(svc, digest); err != nil {
 		l.track(svc, err, true)
@@ -763,8 +799,9 @@ func (l *LoadBalancers) find(ctx context.Context, svc *corev1.Service, name stri
 	if found == nil {
 		return nil, readAt, nil
 	}
-	if uid := found.Labels[lbplan.LabelServiceUID]; uid != "" && uid != string(svc.UID) {
-		err := &NameConflictError{Name: name, ID: found.ID, OwnerUID: uid}
+	uid, owner := found.Labels[lbplan.LabelServiceUID], found.Labels[lbplan.LabelGroup]
+	if uid != "" && uid != string(svc.UID) || owner != "" {
+		err := &NameConflictError{Name: name, ID: found.ID, OwnerUID: uid, OwnerGroup: owner}
 		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerNameConflict, err.Error())
 		return nil, time.Time{}, err
 	}
@@ -777,9 +814,23 @@ type NameConflictError struct {
 	Name     string
 	ID       int64
 	OwnerUID string
+	// Group is set when a load balancer group wants the name (Group) or when the load
+	// balancer is a group's (OwnerGroup); see findGroupLB.
+	Group, OwnerGroup string
 }
 
 func (e *NameConflictError) Error() string {
+	switch {
+	case e.OwnerGroup != "":
+		return fmt.Sprintf("load balancer name %q is taken by load balancer %d of load balancer group %s (%s=%s): nothing changed; set %q to another name or join the group with %q",
+			e.Name, e.ID, e.OwnerGroup, lbplan.LabelGroup, e.OwnerGroup, annotation.LBName, annotation.LBGroup)
+	case e.Group != "" && e.OwnerUID != "":
+		return fmt.Sprintf("load balancer name %q is taken by load balancer %d of one Service (%s=%s), which load balancer group %s never adopts: nothing changed; set %q on the group's leader to another name",
+			e.Name, e.ID, lbplan.LabelServiceUID, e.OwnerUID, e.Group, annotation.LBName)
+	case e.Group != "":
+		return fmt.Sprintf("load balancer name %q is taken by load balancer %d, which does not carry the labels of load balancer group %s and is never adopted: nothing changed; set %q on the group's leader to another name",
+			e.Name, e.ID, e.Group, annotation.LBName)
+	}
 	return fmt.Sprintf("load balancer name %q is taken by load balancer %d of another Service (%s=%s): nothing changed; set %q to another name",
 		e.Name, e.ID, lbplan.LabelServiceUID, e.OwnerUID, annotation.LBName)
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // Preview returns the plan EnsureLoadBalancer would decide and run for svc with nodes, without
-// running it: the same name (annotation, naming plugin, default), the same reads of the API
+// running it (for a member of a load balancer group: the group's plan, with input.group): the same name (annotation, naming plugin, default), the same reads of the API
 // (the load balancer by UID label and by name, certificates, the type list from its cache) and
 // the same planning code (reconcile and Preview share plan). It is what the admission webhook
 // (ccm/admission) evaluates.
@@ -26,6 +26,12 @@ import (
 // (annotation.IsUserError), a *NameConflictError, failed reads.
 func (l *LoadBalancers) Preview(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (lbplan.Plan, error) {
 	q := l.quiet()
+	if group, err := q.group(svc); err != nil || group != "" {
+		if err != nil {
+			return lbplan.Plan{}, err
+		}
+		return q.previewGroup(ctx, clusterName, group, svc, nodes)
+	}
 	name, rename := q.name(ctx, clusterName, svc)
 	plan, _, _, err := q.plan(ctx, svc, nodes, name, rename, true)
 	if err != nil || plan == nil {
@@ -66,7 +72,17 @@ func (l *LoadBalancers) quiet() *LoadBalancers {
 		types:    l.types,
 		denials:  nil,
 		denied:   newDenialCache(0),
+		services: l.services,
 	}
 	q.network.Store(l.network.Load())
 	return q
+}
+
+// previewGroup is Preview of a member of group: the plan of the group's load balancer.
+func (l *LoadBalancers) previewGroup(ctx context.Context, clusterName, group string, svc *corev1.Service, nodes []*corev1.Node) (lbplan.Plan, error) {
+	gp, err := l.planGroup(ctx, clusterName, group, svc, nodes, true)
+	if err != nil || gp.plan == nil {
+		return lbplan.Plan{}, err
+	}
+	return *gp.plan, nil
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	corev1 "k8s.io/api/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
@@ -34,6 +36,7 @@ func TestQuiet_CopiesEveryField(t *testing.T) {
 		},
 		Executor: exec, Config: config.LoadBalancer{Location: "fsn1"}, Network: &hcloud.Network{ID: 7},
 		Namer: nopNamer{}, Robot: true, DenialTracker: nopTracker{},
+		Services: corelisters.NewServiceLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/compatmetrics"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 )
 
 // typeCache holds the load balancer type list for maxAge (one paginated list per hour).
@@ -46,4 +47,18 @@ func (c *typeCache) get(ctx context.Context, name string) (*hcloud.LoadBalancerT
 	}
 	slices.Sort(known)
 	return found, known, nil
+}
+
+// limits returns the max_services of every known type.
+func (c *typeCache) limits(ctx context.Context) ([]lbplan.TypeLimit, error) {
+	if _, _, err := c.get(ctx, ""); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]lbplan.TypeLimit, 0, len(c.types))
+	for _, t := range c.types {
+		out = append(out, lbplan.TypeLimit{Name: t.Name, MaxServices: t.MaxServices})
+	}
+	return out, nil
 }

@@ -1,0 +1,283 @@
+package lbplan
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+)
+
+// The labels that identify the shared load balancer of a group (docs/shared-load-balancers.md).
+// A group load balancer carries both and never LabelServiceUID; it is found by both, so two
+// clusters in one Hetzner project with the same group name do not share.
+//
+// They MUST not change: load balancers in the field carry them.
+const (
+	LabelGroup   = "hcloud-policy-ccm.io/load-balancer-group"
+	LabelCluster = "hcloud-policy-ccm.io/cluster"
+)
+
+// maxNameLength is the longest load balancer name the CCM sends (plugins.ValidateLoadBalancerName).
+const maxNameLength = 128
+
+// GroupLabels are the identity labels of the load balancer of group in cluster.
+func GroupLabels(group, cluster string) map[string]string {
+	return map[string]string{LabelGroup: group, LabelCluster: cluster}
+}
+
+// GroupSelector is the Hetzner label selector that finds the load balancer of group in cluster.
+func GroupSelector(group, cluster string) string {
+	return LabelGroup + "=" + group + "," + LabelCluster + "=" + cluster
+}
+
+// GroupLoadBalancerName is the default name of the load balancer of group in cluster,
+// "<cluster>-group-<group>", cut to the CCM's name limit (128 characters) and without trailing
+// dashes.
+func GroupLoadBalancerName(cluster, group string) string {
+	n := cluster + "-group-" + group
+	if len(n) > maxNameLength {
+		n = strings.TrimRight(n[:maxNameLength], "-")
+	}
+	return n
+}
+
+// Key is the namespace/name of svc, how events and the group input name a Service.
+func Key(svc *corev1.Service) string { return svc.Namespace + "/" + svc.Name }
+
+// GroupMembers returns the members of group among services: the Services of type LoadBalancer
+// whose group annotation is group (a valid one) and whose deletionTimestamp is unset, oldest
+// first (creationTimestamp, then namespace/name). The first is the leader. It is pure and
+// keeps services as they are; nil entries are skipped.
+func GroupMembers(services []*corev1.Service, group string) []*corev1.Service {
+	var out []*corev1.Service
+	for _, s := range services {
+		if s == nil || s.Spec.Type != corev1.ServiceTypeLoadBalancer || s.DeletionTimestamp != nil {
+			continue
+		}
+		if g, err := annotation.Group(s); err == nil && g == group {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, compareAge)
+	return out
+}
+
+// compareAge orders Services oldest first, then by namespace/name.
+func compareAge(a, b *corev1.Service) int {
+	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+		return c
+	}
+	return cmp.Compare(Key(a), Key(b))
+}
+
+// MemberListeners are the listeners one member asks for (its own Desired.Services), in
+// member order (GroupMembers).
+type MemberListeners struct {
+	Member    string // namespace/name
+	Listeners []Listener
+}
+
+// PortConflict is a listen port two members claim: Owner, the older, keeps it.
+type PortConflict struct {
+	Port   int
+	Owner  string
+	Member string
+}
+
+// Message is the LoadBalancerGroupPortConflict event of the newer member.
+func (c PortConflict) Message(group string) string {
+	return fmt.Sprintf("port %d is already served by %s in load balancer group %s; %s's other ports are served", c.Port, c.Owner, group, c.Member)
+}
+
+// CapacityRefusal is a member refused as a whole because its ports would exceed the type's
+// max_services.
+type CapacityRefusal struct {
+	Member string
+	// Need is the number of listeners the member adds; Total the listeners with it.
+	Need, Total int
+}
+
+// Admission is the outcome of AdmitGroup: which member is served on which port.
+type Admission struct {
+	// Listeners is the union of the admitted members' listeners, sorted by listen port.
+	Listeners []Listener
+	// Ports are the admitted listen ports of every member (sorted; empty for a refused one).
+	Ports map[string][]int
+	// Conflicts are the ports newer members lost to older ones, in member order.
+	Conflicts []PortConflict
+	// Refused are the members over capacity, in member order.
+	Refused []CapacityRefusal
+}
+
+// AdmitGroup admits the members' listeners in member order (oldest first): a port an older
+// member holds stays with it (PortConflict for the newer one); a member whose remaining ports
+// would make more than maxServices listeners is refused as a whole, none of its ports added
+// (maxServices 0: no limit). It is pure.
+func AdmitGroup(members []MemberListeners, maxServices int) Admission {
+	adm := Admission{Ports: make(map[string][]int, len(members))}
+	owner := map[int]string{}
+	for _, m := range members {
+		adm.Ports[m.Member] = []int{}
+		var mine []Listener
+		for _, l := range m.Listeners {
+			if o, taken := owner[l.ListenPort]; taken {
+				adm.Conflicts = append(adm.Conflicts, PortConflict{Port: l.ListenPort, Owner: o, Member: m.Member})
+				continue
+			}
+			mine = append(mine, l)
+		}
+		total := len(adm.Listeners) + len(mine)
+		if maxServices > 0 && len(mine) > 0 && total > maxServices {
+			adm.Refused = append(adm.Refused, CapacityRefusal{Member: m.Member, Need: len(mine), Total: total})
+			continue
+		}
+		for _, l := range mine {
+			owner[l.ListenPort] = m.Member
+			adm.Listeners = append(adm.Listeners, l)
+			adm.Ports[m.Member] = append(adm.Ports[m.Member], l.ListenPort)
+		}
+		slices.Sort(adm.Ports[m.Member])
+	}
+	slices.SortFunc(adm.Listeners, func(a, b Listener) int { return cmpInt(a.ListenPort, b.ListenPort) })
+	return adm
+}
+
+// TypeLimit is a load balancer type's listener limit.
+type TypeLimit struct {
+	Name        string
+	MaxServices int
+}
+
+// SuggestType returns the type with the fewest max_services that still holds need listeners
+// (ties: by name); false when none does.
+func SuggestType(types []TypeLimit, need int) (TypeLimit, bool) {
+	var best TypeLimit
+	found := false
+	for _, t := range types {
+		if t.MaxServices < need {
+			continue
+		}
+		if !found || t.MaxServices < best.MaxServices || t.MaxServices == best.MaxServices && t.Name < best.Name {
+			best, found = t, true
+		}
+	}
+	return best, found
+}
+
+// CapacityMessage is the LoadBalancerGroupCapacityExceeded event of a refused member r of
+// group, whose load balancer type typ holds max listeners; suggest is a type that would fit
+// (ok false: none) and leader the leader's namespace/name.
+func CapacityMessage(r CapacityRefusal, group string, typ TypeLimit, suggest TypeLimit, ok bool, leader string) string {
+	msg := fmt.Sprintf("load balancer group %s (type %s) serves at most %d listeners; %s needs %d more (%d in all).",
+		group, typ.Name, typ.MaxServices, r.Member, r.Need, r.Total)
+	if !ok {
+		return msg + " No load balancer type holds that many: split the group."
+	}
+	return msg + fmt.Sprintf(" Type %s (%d) would fit: set %s on the leader %s.", suggest.Name, suggest.MaxServices, annotation.LBType, leader)
+}
+
+// GroupSettings are the annotations of load-balancer-wide settings, which must agree across the
+// members of a group: the leader's are in force.
+var GroupSettings = []annotation.Name{
+	annotation.LBType, annotation.LBLocation, annotation.LBNetworkZone, annotation.LBUsePrivateIP,
+	annotation.LBPrivateIPv4, annotation.LBPrivateSubnetIPRange, annotation.LBAlgorithmType,
+	annotation.LBDisablePublicNetwork, annotation.LBDisablePrivateIngress, annotation.LBIPv6Disabled,
+	annotation.LBPublicIPv4RDNS, annotation.LBPublicIPv6RDNS, annotation.LBNodeSelector,
+	annotation.LBHostname, annotation.LBName,
+}
+
+// SettingConflict is a load-balancer-wide annotation a member sets to another value than the
+// leader (LeaderSet false: the leader does not set it).
+type SettingConflict struct {
+	Annotation  annotation.Name
+	Value       string
+	LeaderValue string
+	LeaderSet   bool
+}
+
+// SettingConflicts returns the GroupSettings that member sets to another value than leader, in
+// GroupSettings order; none for the leader itself. An annotation the member does not set is no
+// conflict (the leader's applies). It is pure.
+func SettingConflicts(leader, member *corev1.Service) []SettingConflict {
+	if leader == nil || member == nil || Key(leader) == Key(member) {
+		return nil
+	}
+	var out []SettingConflict
+	for _, n := range GroupSettings {
+		v, set := n.Value(member)
+		if !set {
+			continue
+		}
+		lv, lset := n.Value(leader)
+		if lset && lv == v {
+			continue
+		}
+		out = append(out, SettingConflict{Annotation: n, Value: v, LeaderValue: lv, LeaderSet: lset})
+	}
+	return out
+}
+
+// SettingConflictMessage is the LoadBalancerGroupSettingConflict event of a member with the
+// conflicts cs, leader being the leader's namespace/name.
+func SettingConflictMessage(cs []SettingConflict, leader string) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		lv := "not set"
+		if c.LeaderSet {
+			lv = fmt.Sprintf("%q", c.LeaderValue)
+		}
+		parts[i] = fmt.Sprintf("%s: %q here, %s on the leader %s (in force)", c.Annotation, c.Value, lv, leader)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// GroupDesired turns the leader's desired state into the group's: the group's name and
+// identity labels (no LabelServiceUID) and the admitted listeners; every load-balancer-wide
+// setting, the targets and the leader's managed certificate stay the leader's. It is pure.
+func GroupDesired(leader Desired, adm Admission, name string, labels map[string]string) Desired {
+	d := leader
+	d.Name, d.Rename = name, true
+	d.Labels = maps.Clone(labels)
+	d.Services = slices.Clone(adm.Listeners)
+	return d
+}
+
+// GroupView is the policy view of a group (input.group): members in member order with their
+// admitted ports, the type in force with its max_services, and the listeners after the plan.
+func GroupView(group string, members []*corev1.Service, adm Admission, typ TypeLimit) *policy.Group {
+	g := &policy.Group{Name: group, Members: make([]policy.GroupMember, 0, len(members)),
+		Capacity: policy.GroupCapacity{Type: typ.Name, MaxServices: typ.MaxServices, Used: len(adm.Listeners)}}
+	for i, m := range members {
+		if i == 0 {
+			g.Leader = policy.ServiceRef{Namespace: m.Namespace, Name: m.Name}
+		}
+		ports := slices.Clone(adm.Ports[Key(m)])
+		if ports == nil {
+			ports = []int{}
+		}
+		g.Members = append(g.Members, policy.GroupMember{Namespace: m.Namespace, Name: m.Name, Ports: ports})
+	}
+	return g
+}
+
+// ComputeRemoveListeners plans the removal of the listeners on ports from actual (nil: nothing):
+// the listeners of a member that leaves a group or is deleted, while the other members stay.
+// Ports actual does not serve are skipped. It is pure.
+func ComputeRemoveListeners(actual *Actual, ports []int) Plan {
+	p := Plan{Actual: actual, IPv6: true}
+	if actual == nil {
+		return p
+	}
+	for _, s := range actual.Services {
+		if slices.Contains(ports, s.ListenPort) {
+			p.Mutations = append(p.Mutations, DeleteService{ListenPort: s.ListenPort})
+		}
+	}
+	return p
+}

@@ -1,0 +1,432 @@
+package loadbalancer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
+)
+
+// Event reasons of load balancer groups (docs/shared-load-balancers.md). They MUST not change:
+// operators alert on them.
+const (
+	ReasonLoadBalancerGroupPortConflict     = "LoadBalancerGroupPortConflict"
+	ReasonLoadBalancerGroupSettingConflict  = "LoadBalancerGroupSettingConflict"
+	ReasonLoadBalancerGroupCapacityExceeded = "LoadBalancerGroupCapacityExceeded"
+)
+
+// ErrGroupNotServed is wrapped by the error of a member that the group's load balancer does not
+// serve: refused for capacity, or every port of it held by older members.
+var ErrGroupNotServed = errors.New("not served by the load balancer of its group")
+
+// group returns the load balancer group of svc ("" without the annotation). A bad value is an
+// InvalidAnnotation error; a group without the Service lister (Options.Services) is an error
+// too: membership is computed from the cluster's Services.
+func (l *LoadBalancers) group(svc *corev1.Service) (string, error) {
+	g, err := annotation.Group(svc)
+	switch {
+	case errors.Is(err, annotation.ErrNotSet):
+		return "", nil
+	case err != nil:
+		return "", l.invalid(svc, err)
+	case l.services == nil:
+		return "", fmt.Errorf("load balancer group %s: this CCM runs without the Service informer (loadbalancer.Options.Services), so it cannot know the group's members; remove %q", g, annotation.LBGroup)
+	}
+	return g, nil
+}
+
+// members returns the members of group from the Service lister with svc as given (the
+// freshest copy; left out when !include or when it is being deleted), oldest first.
+func (l *LoadBalancers) members(svc *corev1.Service, group string, include bool) ([]*corev1.Service, error) {
+	all, err := l.services.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("list the Services of load balancer group %s: %w", group, err)
+	}
+	others := slices.DeleteFunc(slices.Clone(all), func(s *corev1.Service) bool {
+		return s == nil || s.Namespace == svc.Namespace && s.Name == svc.Name
+	})
+	if include {
+		others = append(others, svc)
+	}
+	return lbplan.GroupMembers(others, group), nil
+}
+
+// groupLBName is the name of the group's load balancer: the leader's name annotation, else
+// lbplan.GroupLoadBalancerName.
+func groupLBName(leader *corev1.Service, cluster, group string) string {
+	if n, err := annotation.LBName.NonEmptyString(leader); err == nil {
+		return n
+	}
+	return lbplan.GroupLoadBalancerName(cluster, group)
+}
+
+// listGroupLB returns the load balancer carrying the identity labels of group in cluster (one
+// request); nil for none, an error wrapping ErrNonUniqueResult for more than one.
+func (l *LoadBalancers) listGroupLB(ctx context.Context, group, cluster string) (*lbplan.Actual, error) {
+	sel := lbplan.GroupSelector(group, cluster)
+	lbs, _, err := l.read.LoadBalancers.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel}})
+	if err != nil {
+		return nil, fmt.Errorf("list load balancers by %s: %w", sel, err)
+	}
+	switch len(lbs) {
+	case 0:
+		return nil, nil
+	case 1:
+		return lbplan.NewActual(lbs[0]), nil
+	}
+	names := make([]string, len(lbs))
+	for i, lb := range lbs {
+		names[i] = fmt.Sprintf("%s (%d)", lb.Name, lb.ID)
+	}
+	return nil, fmt.Errorf("%s: more than one load balancer carries the group's labels: %w: %s; delete or relabel all but one", sel, ErrNonUniqueResult, strings.Join(names, ", "))
+}
+
+// findGroupLB returns the group's load balancer: by its labels, else nil. A load balancer that
+// already has the name the group wants but not the group's labels is never adopted (it may be
+// one Service's, carrying hcloud-ccm/service-uid, or another group's): a *NameConflictError
+// and a Warning event on svc.
+func (l *LoadBalancers) findGroupLB(ctx context.Context, svc *corev1.Service, group, cluster, name string) (*lbplan.Actual, error) {
+	lb, err := l.listGroupLB(ctx, group, cluster)
+	if err != nil || lb != nil {
+		return lb, err
+	}
+	found, _, err := l.read.LoadBalancers.GetByName(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("get load balancer by name %q: %w", name, err)
+	}
+	if found == nil {
+		return nil, nil
+	}
+	cerr := &NameConflictError{Name: name, ID: found.ID, OwnerUID: found.Labels[lbplan.LabelServiceUID], Group: group}
+	l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerNameConflict, cerr.Error())
+	return nil, cerr
+}
+
+// groupPlan is a planned reconcile of a group's load balancer.
+type groupPlan struct {
+	plan     *lbplan.Plan // nil: an Update of a group without a load balancer
+	status   lbplan.StatusOptions
+	adm      lbplan.Admission
+	typ      lbplan.TypeLimit
+	leader   *corev1.Service
+	lbExists bool
+}
+
+// planGroup plans the reconcile of the load balancer of group for the acting member svc; it
+// reads and records events but never writes.
+func (l *LoadBalancers) planGroup(ctx context.Context, cluster, group string, svc *corev1.Service, nodes []*corev1.Node, create bool) (groupPlan, error) {
+	members, err := l.members(svc, group, true)
+	if err != nil {
+		return groupPlan{}, err
+	}
+	if len(members) == 0 { // svc is being deleted or is no load balancer Service
+		return groupPlan{}, fmt.Errorf("load balancer group %s: %s is no member (deleted, or not of type LoadBalancer)", group, lbplan.Key(svc))
+	}
+	gp := groupPlan{leader: members[0]}
+	name := groupLBName(gp.leader, cluster, group)
+	lb, err := l.findGroupLB(ctx, svc, group, cluster, name)
+	if err != nil || lb == nil && !create {
+		return gp, err
+	}
+	gp.lbExists = lb != nil
+	leaderD, lists, err := l.memberListeners(ctx, svc, group, members, nodes, name)
+	if err != nil {
+		return gp, err
+	}
+	if gp.typ, err = l.typeInForce(ctx, leaderD, lb); err != nil {
+		return gp, err
+	}
+	gp.adm = lbplan.AdmitGroup(lists, gp.typ.MaxServices)
+	d := lbplan.GroupDesired(leaderD, gp.adm, name, lbplan.GroupLabels(group, cluster))
+	if err := l.checkType(ctx, gp.leader, &d, lb); err != nil {
+		return gp, err
+	}
+	plan, err := lbplan.Compute(d, lb)
+	if err != nil {
+		return gp, l.invalid(svc, err)
+	}
+	plan.Group = lbplan.GroupView(group, members, gp.adm, gp.typ)
+	gp.plan, gp.status = &plan, d.Status
+	return gp, nil
+}
+
+// memberListeners builds the leader's desired state (with the nodes as targets) and every
+// member's listeners. An invalid annotation of svc or of the leader fails the reconcile; another
+// member's invalid annotations leave it out (its own sync reports them).
+func (l *LoadBalancers) memberListeners(ctx context.Context, svc *corev1.Service, group string, members []*corev1.Service, nodes []*corev1.Node, name string) (lbplan.Desired, []lbplan.MemberListeners, error) {
+	leader := members[0]
+	leaderD, err := l.memberDesired(ctx, leader, nodes, name, true)
+	if err != nil {
+		if leader == svc {
+			return leaderD, nil, l.invalid(svc, err)
+		}
+		return leaderD, nil, fmt.Errorf("load balancer group %s: the settings of its leader %s are invalid, its load balancer is left as it is: %w", group, lbplan.Key(leader), err)
+	}
+	lists := []lbplan.MemberListeners{{Member: lbplan.Key(leader), Listeners: leaderD.Services}}
+	for _, m := range members[1:] {
+		md, err := l.memberDesired(ctx, m, nil, name, false)
+		if err == nil && md.ManagedCertificate != nil {
+			err = annotation.Usagef(string(annotation.LBSvcHTTPCertificateType), "%q managed works in load balancer group %s on its leader %s only: use uploaded certificates (%q) on %s",
+				annotation.LBSvcHTTPCertificateType, group, lbplan.Key(leader), annotation.LBSvcHTTPCertificates, lbplan.Key(m))
+		}
+		switch {
+		case err != nil && m == svc:
+			return leaderD, nil, l.invalid(svc, err)
+		case err != nil:
+			klog.InfoS("Load balancer group member left out: its annotations are invalid", "group", group, "member", lbplan.Key(m), "err", err)
+			continue
+		}
+		lists = append(lists, lbplan.MemberListeners{Member: lbplan.Key(m), Listeners: md.Services})
+	}
+	return leaderD, lists, nil
+}
+
+// memberDesired is the desired state m asks for on its own; targets only with nodes, the managed
+// certificate looked up only with managed (the leader's).
+func (l *LoadBalancers) memberDesired(ctx context.Context, m *corev1.Service, nodes []*corev1.Node, name string, managed bool) (lbplan.Desired, error) {
+	certs, err := l.certificates(ctx, m)
+	if err != nil {
+		return lbplan.Desired{}, err
+	}
+	in := lbplan.Input{Service: m, Name: name, Rename: true, Defaults: l.cfg, CertificateIDs: certs}
+	if managed {
+		if in.ManagedCertificateID, err = l.managedCertificate(ctx, m); err != nil {
+			return lbplan.Desired{}, err
+		}
+	}
+	if in.Nodes, _, err = l.targetNodes(ctx, nodes); err != nil {
+		return lbplan.Desired{}, err
+	}
+	in.Network = clusterNetwork(l.network.Load())
+	return l.desired(ctx, in)
+}
+
+// typeInForce is the type of the group's load balancer after the plan, with its max_services:
+// the leader's when it sets one (or for a new load balancer), else the load balancer's own.
+func (l *LoadBalancers) typeInForce(ctx context.Context, leaderD lbplan.Desired, lb *lbplan.Actual) (lbplan.TypeLimit, error) {
+	name := leaderD.Type
+	if lb != nil && !leaderD.TypeSet && lb.Type != "" {
+		name = lb.Type
+	}
+	t, _, err := l.types.get(ctx, name)
+	if err != nil {
+		return lbplan.TypeLimit{}, fmt.Errorf("load balancer types: %w", err)
+	}
+	if t == nil { // checkType reports an unknown type
+		return lbplan.TypeLimit{Name: name}, nil
+	}
+	return lbplan.TypeLimit{Name: name, MaxServices: t.MaxServices}, nil
+}
+
+// ensureGroup reconciles the load balancer of group for svc (EnsureLoadBalancer with create,
+// UpdateLoadBalancer without) and returns the status of svc: the group's addresses. A member
+// that is refused (capacity) or has none of its ports gets its events and an error wrapping
+// ErrGroupNotServed after the plan ran for the others. An Ensure that served svc deletes a load
+// balancer svc owned alone (a join).
+func (l *LoadBalancers) ensureGroup(ctx context.Context, cluster, group string, svc *corev1.Service, nodes []*corev1.Node, create bool) (*corev1.LoadBalancerStatus, error) {
+	gp, err := l.planGroup(ctx, cluster, group, svc, nodes, create)
+	if err != nil || gp.plan == nil {
+		return nil, err
+	}
+	l.groupEvents(ctx, svc, group, gp)
+	state, err := l.exec.Run(ctx, svc, *gp.plan)
+	if err != nil {
+		return nil, err
+	}
+	if err := servedError(svc, group, gp); err != nil {
+		return nil, err
+	}
+	if create {
+		if err := l.deleteOwn(ctx, svc); err != nil {
+			return nil, fmt.Errorf("load balancer group %s: delete the load balancer %s had of its own: %w", group, lbplan.Key(svc), err)
+		}
+	}
+	opts := gp.status
+	if own, err := lbplan.NewStatusOptions(svc, l.cfg); err == nil {
+		opts.ProxyProtocol = own.ProxyProtocol
+	}
+	return lbplan.Status(state, opts), nil
+}
+
+// deleteOwn deletes the load balancer that carries the UID label of svc, if the cache knows one
+// (a Service that joined a group).
+func (l *LoadBalancers) deleteOwn(ctx context.Context, svc *corev1.Service) error {
+	own, _, err := l.byUID(ctx, svc, true)
+	if err != nil || own == nil {
+		return err
+	}
+	return l.ensureDeleted(ctx, svc)
+}
+
+// groupEvents records the Warning events of svc: ports it lost to older members, settings that
+// differ from the leader's, a capacity refusal with the type that would fit.
+func (l *LoadBalancers) groupEvents(ctx context.Context, svc *corev1.Service, group string, gp groupPlan) {
+	key := lbplan.Key(svc)
+	for _, c := range gp.adm.Conflicts {
+		if c.Member == key {
+			l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerGroupPortConflict, c.Message(group))
+		}
+	}
+	if cs := lbplan.SettingConflicts(gp.leader, svc); len(cs) > 0 {
+		msg := lbplan.SettingConflictMessage(cs, lbplan.Key(gp.leader))
+		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerGroupSettingConflict, truncate.String(msg, truncate.EventMessage))
+	}
+	for _, r := range gp.adm.Refused {
+		if r.Member == key {
+			l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerGroupCapacityExceeded, l.capacityMessage(ctx, r, group, gp))
+		}
+	}
+}
+
+// capacityMessage is the LoadBalancerGroupCapacityExceeded message of r, with the type that
+// would fit.
+func (l *LoadBalancers) capacityMessage(ctx context.Context, r lbplan.CapacityRefusal, group string, gp groupPlan) string {
+	limits, err := l.types.limits(ctx)
+	if err != nil {
+		limits = nil
+	}
+	suggest, ok := lbplan.SuggestType(limits, r.Total)
+	return lbplan.CapacityMessage(r, group, gp.typ, suggest, ok, lbplan.Key(gp.leader))
+}
+
+// servedError is the error of a member the plan does not serve: refused for capacity, or every
+// port of it held by older members; nil when svc is served (or has no port).
+func servedError(svc *corev1.Service, group string, gp groupPlan) error {
+	key := lbplan.Key(svc)
+	for _, r := range gp.adm.Refused {
+		if r.Member == key {
+			return fmt.Errorf("load balancer group %s (type %s) is full: %s needs %d more listeners (%d in all, at most %d): %w",
+				group, gp.typ.Name, key, r.Need, r.Total, gp.typ.MaxServices, ErrGroupNotServed)
+		}
+	}
+	if len(gp.adm.Ports[key]) > 0 {
+		return nil
+	}
+	var lost []string
+	for _, c := range gp.adm.Conflicts {
+		if c.Member == key {
+			lost = append(lost, fmt.Sprintf("port %d is already served by %s", c.Port, c.Owner))
+		}
+	}
+	if len(lost) == 0 {
+		return nil
+	}
+	return fmt.Errorf("load balancer group %s: %s; none of %s's ports is left: %w", group, strings.Join(lost, ", "), key, ErrGroupNotServed)
+}
+
+// leaveGroup is EnsureLoadBalancerDeleted of a member of group: the members left (svc not among
+// them) keep the load balancer, which loses only the listeners of ports no member left
+// declares; with no member left the load balancer is deleted (delete protection honoured:
+// Warning DeleteProtected, nil). A load balancer svc had of its own is deleted too.
+func (l *LoadBalancers) leaveGroup(ctx context.Context, cluster, group string, svc *corev1.Service) error {
+	members, err := l.members(svc, group, false)
+	if err != nil {
+		return err
+	}
+	lb, err := l.listGroupLB(ctx, group, cluster)
+	if err != nil {
+		return err
+	}
+	if lb != nil {
+		if err := l.shrinkGroup(ctx, group, svc, members, lb); err != nil {
+			return err
+		}
+	}
+	return l.deleteOwn(ctx, svc)
+}
+
+// shrinkGroup removes the listeners of svc from the group's load balancer lb, or deletes lb
+// when members is empty.
+func (l *LoadBalancers) shrinkGroup(ctx context.Context, group string, svc *corev1.Service, members []*corev1.Service, lb *lbplan.Actual) error {
+	lists := make([]lbplan.MemberListeners, len(members))
+	for i, m := range members {
+		lists[i] = lbplan.MemberListeners{Member: lbplan.Key(m), Listeners: declaredListeners(m)}
+	}
+	adm := lbplan.AdmitGroup(lists, 0)
+	var plan lbplan.Plan
+	if len(members) == 0 {
+		var err error
+		if plan, err = l.computeDelete(svc, lb); err != nil || plan.Empty() {
+			return err
+		}
+	} else {
+		plan = lbplan.ComputeRemoveListeners(lb, leftPorts(svc, adm))
+	}
+	plan.Group = lbplan.GroupView(group, members, adm, lbplan.TypeLimit{Name: lb.Type})
+	_, err := l.exec.Run(ctx, svc, plan)
+	return err
+}
+
+// computeDelete plans the delete of lb; a protected one is kept (Warning DeleteProtected, an
+// empty plan).
+func (l *LoadBalancers) computeDelete(svc *corev1.Service, lb *lbplan.Actual) (lbplan.Plan, error) {
+	plan, err := lbplan.ComputeDelete(lb)
+	var protected *lbplan.ProtectedError
+	if errors.As(err, &protected) {
+		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonDeleteProtected, "%v: not deleted", err)
+		return lbplan.Plan{}, nil
+	}
+	return plan, err
+}
+
+// declaredListeners are the listen ports svc declares (TCP), as listeners without settings:
+// enough to know which member holds which port.
+func declaredListeners(svc *corev1.Service) []lbplan.Listener {
+	var out []lbplan.Listener
+	for _, p := range svc.Spec.Ports {
+		if p.Protocol == "" || p.Protocol == corev1.ProtocolTCP {
+			out = append(out, lbplan.Listener{ListenPort: int(p.Port)})
+		}
+	}
+	return out
+}
+
+// leftPorts are the listen ports of svc that no remaining member holds.
+func leftPorts(svc *corev1.Service, adm lbplan.Admission) []int {
+	held := map[int]bool{}
+	for _, l := range adm.Listeners {
+		held[l.ListenPort] = true
+	}
+	var out []int
+	for _, l := range declaredListeners(svc) {
+		if !held[l.ListenPort] {
+			out = append(out, l.ListenPort)
+		}
+	}
+	return out
+}
+
+// groupStatus is GetLoadBalancer of a member of group: the status of the group's load
+// balancer, found by its labels.
+func (l *LoadBalancers) groupStatus(ctx context.Context, cluster, group string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
+	lb, err := l.listGroupLB(ctx, group, cluster)
+	if err != nil || lb == nil {
+		return nil, false, err
+	}
+	members, err := l.members(svc, group, true)
+	if err != nil {
+		return nil, true, err
+	}
+	leader := svc
+	if len(members) > 0 {
+		leader = members[0]
+	}
+	opts, err := lbplan.NewStatusOptions(leader, l.cfg)
+	if err != nil {
+		return nil, true, err
+	}
+	if own, err := lbplan.NewStatusOptions(svc, l.cfg); err == nil {
+		opts.ProxyProtocol = own.ProxyProtocol
+	}
+	return lbplan.Status(lb, opts), true, nil
+}

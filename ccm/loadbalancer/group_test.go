@@ -1,0 +1,362 @@
+package loadbalancer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+)
+
+// groupEnv is an env whose load balancers list Services from idx, the informer's stand-in.
+type groupEnv struct {
+	*env
+	idx cache.Indexer
+}
+
+func newGroupEnv(t *testing.T, opts ...envOption) *groupEnv {
+	t.Helper()
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	opts = append(opts, withLBOption(func(o *loadbalancer.Options) { o.Services = corelisters.NewServiceLister(idx) }))
+	return &groupEnv{env: newEnv(t, opts...), idx: idx}
+}
+
+var groupT0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+
+// groupMember is a Service of group (none: "") in namespace shop, created age minutes after
+// groupT0, with the ports (node port 30000+port+age, so two members' listeners differ).
+func groupMember(name string, age int, group string, ports []int32, tweaks ...serviceTweak) *corev1.Service {
+	svc := newService(name, tweaks...)
+	svc.UID = types.UID("uid-" + name)
+	svc.CreationTimestamp = metav1.NewTime(groupT0.Add(time.Duration(age) * time.Minute))
+	if group != "" {
+		svc.Annotations[string(annotation.LBGroup)] = group
+	}
+	for _, p := range ports {
+		svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: fmt.Sprint("p", p), Protocol: corev1.ProtocolTCP, Port: p, NodePort: 30000 + p + int32(age)})
+	}
+	return svc
+}
+
+// add puts the Services in the lister.
+func (g *groupEnv) add(svcs ...*corev1.Service) {
+	for _, s := range svcs {
+		if err := g.idx.Update(s); err != nil {
+			g.t.Fatal(err)
+		}
+	}
+}
+
+// remove marks svc deleted in the lister (deletionTimestamp set, as while its finalizer runs)
+// and calls EnsureLoadBalancerDeleted.
+func (g *groupEnv) remove(svc *corev1.Service) error {
+	g.t.Helper()
+	now := metav1.NewTime(groupT0)
+	svc = svc.DeepCopy()
+	svc.DeletionTimestamp = &now
+	g.add(svc)
+	return g.lbs.EnsureLoadBalancerDeleted(context.Background(), clusterName, svc)
+}
+
+// lbs returns every load balancer in the emulator.
+func (g *groupEnv) all() []*hcloud.LoadBalancer {
+	g.t.Helper()
+	lbs, err := g.client.LoadBalancer.All(context.Background())
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	return lbs
+}
+
+func listenPortsOf(lb *hcloud.LoadBalancer) []int {
+	out := []int{}
+	for _, s := range lb.Services {
+		out = append(out, s.ListenPort)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// lastGroup is the input.group of the last decision.
+func (g *groupEnv) lastGroup() *policy.Group {
+	g.decider.mu.Lock()
+	defer g.decider.mu.Unlock()
+	if len(g.decider.inputs) == 0 {
+		return nil
+	}
+	return g.decider.inputs[len(g.decider.inputs)-1].Group
+}
+
+func TestGroup_ThreeMembersShareOneLoadBalancer(t *testing.T) {
+	g := newGroupEnv(t)
+	a := groupMember("a", 0, "web", []int32{80, 443})
+	b := groupMember("b", 1, "web", []int32{8080})
+	c := groupMember("c", 2, "web", []int32{22})
+	g.add(a, b, c)
+	stA := g.mustEnsure(a)
+	lb := g.onlyLB()
+	if lb.Name != "kubernetes-group-web" || !reflect.DeepEqual(lb.Labels, lbplan.GroupLabels("web", clusterName)) {
+		t.Errorf("name %q labels %v, want the group's name and labels (never %s)", lb.Name, lb.Labels, lbplan.LabelServiceUID)
+	}
+	if got := listenPortsOf(lb); !reflect.DeepEqual(got, []int{22, 80, 443, 8080}) || len(lb.Targets) != 2 {
+		t.Errorf("listeners %v targets %d, want the union of the members' ports and both nodes", got, len(lb.Targets))
+	}
+	want := &policy.Group{Name: "web", Leader: policy.ServiceRef{Namespace: "shop", Name: "a"},
+		Members: []policy.GroupMember{
+			{Namespace: "shop", Name: "a", Ports: []int{80, 443}}, {Namespace: "shop", Name: "b", Ports: []int{8080}}, {Namespace: "shop", Name: "c", Ports: []int{22}},
+		}, Capacity: policy.GroupCapacity{Type: "lb11", MaxServices: 5, Used: 4}}
+	if got := g.lastGroup(); !reflect.DeepEqual(got, want) {
+		t.Errorf("input.group = %+v, want %+v", got, want)
+	}
+	g.emu.ResetRequests()
+	for _, m := range []*corev1.Service{b, c} {
+		st := g.mustEnsure(m)
+		if !reflect.DeepEqual(st, stA) || len(st.Ingress) == 0 {
+			t.Errorf("status of %s = %v, want the group's %v", m.Name, st.Ingress, stA.Ingress)
+		}
+	}
+	if n := g.emu.MutatingRequests(); n != 0 {
+		t.Errorf("the other members' syncs made %d mutating requests: %v", n, g.emu.Counts())
+	}
+	if err := g.lbs.UpdateLoadBalancer(context.Background(), clusterName, b, g.nodes[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if lb := g.onlyLB(); len(lb.Targets) != 1 || len(lb.Services) != 4 {
+		t.Errorf("after an update with one node: %d targets %d listeners", len(lb.Targets), len(lb.Services))
+	}
+	st, exists, err := g.lbs.GetLoadBalancer(context.Background(), clusterName, c)
+	if err != nil || !exists || !reflect.DeepEqual(st, stA) {
+		t.Errorf("GetLoadBalancer() = %v, %v, %v", st, exists, err)
+	}
+}
+
+func TestGroup_PortConflict(t *testing.T) {
+	g := newGroupEnv(t)
+	older := groupMember("older", 0, "web", []int32{443})
+	newer := groupMember("newer", 1, "web", []int32{443, 8443})
+	newest := groupMember("newest", 2, "web", []int32{443})
+	g.add(older, newer, newest)
+	g.mustEnsure(newer)
+	lb := g.onlyLB()
+	if got := listenPortsOf(lb); !reflect.DeepEqual(got, []int{443, 8443}) {
+		t.Fatalf("listeners %v", got)
+	}
+	for _, s := range lb.Services {
+		if s.ListenPort == 443 && s.DestinationPort != 30443 {
+			t.Errorf("port 443 goes to %d, want the older member's node port 30443", s.DestinationPort)
+		}
+	}
+	want := "Warning LoadBalancerGroupPortConflict port 443 is already served by shop/older in load balancer group web; shop/newer's other ports are served"
+	if ev := g.events(); !slices.Contains(ev, want) {
+		t.Errorf("events %v, want %q", ev, want)
+	}
+	_, err := g.ensure(newest)
+	if !errors.Is(err, loadbalancer.ErrGroupNotServed) || !strings.Contains(err.Error(), "port 443 is already served by shop/older") {
+		t.Errorf("a member without a port left: %v, want ErrGroupNotServed naming the port and its owner", err)
+	}
+}
+
+func TestGroup_SettingConflict(t *testing.T) {
+	g := newGroupEnv(t)
+	leader := groupMember("oldest", 0, "web", []int32{80}, withAnnotation(annotation.LBType, "lb11"))
+	other := groupMember("other", 1, "web", []int32{81}, withAnnotation(annotation.LBType, "lb21"), withAnnotation(annotation.LBAlgorithmType, "least_connections"))
+	g.add(leader, other)
+	g.mustEnsure(other)
+	lb := g.onlyLB()
+	if lb.LoadBalancerType.Name != "lb11" || lb.Algorithm.Type != hcloud.LoadBalancerAlgorithmTypeRoundRobin {
+		t.Errorf("type %s algorithm %s, want the leader's lb11 and the default", lb.LoadBalancerType.Name, lb.Algorithm.Type)
+	}
+	want := `Warning LoadBalancerGroupSettingConflict load-balancer.hetzner.cloud/type: "lb21" here, "lb11" on the leader shop/oldest (in force); load-balancer.hetzner.cloud/algorithm-type: "least_connections" here, not set on the leader shop/oldest (in force)`
+	if ev := g.events(); !slices.Contains(ev, want) {
+		t.Errorf("events %v, want %q", ev, want)
+	}
+}
+
+func TestGroup_CapacityExceeded(t *testing.T) {
+	g := newGroupEnv(t)
+	a := groupMember("oldest", 0, "web", []int32{1, 2, 3, 4})
+	b := groupMember("svc", 1, "web", []int32{5, 6})
+	c := groupMember("small", 2, "web", []int32{7})
+	g.add(a, b, c)
+	_, err := g.ensure(b)
+	if !errors.Is(err, loadbalancer.ErrGroupNotServed) {
+		t.Fatalf("EnsureLoadBalancer() = %v, want ErrGroupNotServed", err)
+	}
+	if got := listenPortsOf(g.onlyLB()); !reflect.DeepEqual(got, []int{1, 2, 3, 4, 7}) {
+		t.Errorf("listeners %v, want the older members' and the one that fits, none of the refused member's", got)
+	}
+	want := "Warning LoadBalancerGroupCapacityExceeded load balancer group web (type lb11) serves at most 5 listeners; shop/svc needs 2 more (6 in all). Type lb21 (15) would fit: set load-balancer.hetzner.cloud/type on the leader shop/oldest."
+	if ev := g.events(); !slices.Contains(ev, want) {
+		t.Errorf("events %v, want %q", ev, want)
+	}
+	if got := g.lastGroup(); got == nil || len(got.Members[1].Ports) != 0 || got.Capacity.Used != 5 {
+		t.Errorf("input.group = %+v, want the refused member without ports and 5 used", got)
+	}
+}
+
+func TestGroup_DeleteOneByOne(t *testing.T) {
+	for _, protected := range []bool{false, true} {
+		t.Run(fmt.Sprint("protected=", protected), func(t *testing.T) {
+			g := newGroupEnv(t)
+			a := groupMember("a", 0, "web", []int32{80})
+			b := groupMember("b", 1, "web", []int32{81, 82})
+			c := groupMember("c", 2, "web", []int32{80, 83}) // 80 is a's
+			g.add(a, b, c)
+			g.mustEnsure(a)
+			if protected {
+				if _, _, err := g.client.LoadBalancer.ChangeProtection(context.Background(), g.onlyLB(), hcloud.LoadBalancerChangeProtectionOpts{Delete: hcloud.Ptr(true)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			steps := []struct {
+				svc  *corev1.Service
+				want []int
+			}{{b, []int{80, 83}}, {a, []int{80, 83}}, {c, nil}}
+			for _, st := range steps {
+				if err := g.remove(st.svc); err != nil {
+					t.Fatalf("delete %s: %v", st.svc.Name, err)
+				}
+				lbs := g.all()
+				if st.want == nil && !protected {
+					if len(lbs) != 0 {
+						t.Errorf("after the last member: %d load balancers, want 0", len(lbs))
+					}
+					continue
+				}
+				if len(lbs) != 1 {
+					t.Fatalf("after deleting %s: %d load balancers", st.svc.Name, len(lbs))
+				}
+				if st.want != nil && !reflect.DeepEqual(listenPortsOf(lbs[0]), st.want) {
+					t.Errorf("after deleting %s: listeners %v, want %v", st.svc.Name, listenPortsOf(lbs[0]), st.want)
+				}
+			}
+			if protected && !hasEvent(g.events(), "Warning DeleteProtected") {
+				t.Errorf("no DeleteProtected event")
+			}
+		})
+	}
+}
+
+func TestGroup_NonMemberNamingTheLoadBalancerIsRefused(t *testing.T) {
+	g := newGroupEnv(t)
+	a := groupMember("a", 0, "web", []int32{80})
+	g.add(a)
+	g.mustEnsure(a)
+	outsiders := []*corev1.Service{
+		groupMember("plain", 1, "", []int32{81}, withAnnotation(annotation.LBName, "kubernetes-group-web")),
+		groupMember("other", 1, "api", []int32{81}, withAnnotation(annotation.LBName, "kubernetes-group-web")),
+	}
+	for _, s := range outsiders {
+		g.add(s)
+		g.emu.ResetRequests()
+		_, err := g.ensure(s)
+		var conflict *loadbalancer.NameConflictError
+		if !errors.As(err, &conflict) {
+			t.Errorf("%s: EnsureLoadBalancer() = %v, want a NameConflictError", s.Name, err)
+		}
+		if n := g.emu.MutatingRequests(); n != 0 {
+			t.Errorf("%s: %d mutating requests", s.Name, n)
+		}
+		if err := g.lbs.EnsureLoadBalancerDeleted(context.Background(), clusterName, s); err != nil {
+			t.Errorf("%s: EnsureLoadBalancerDeleted() = %v", s.Name, err)
+		}
+	}
+	if lb := g.onlyLB(); !reflect.DeepEqual(listenPortsOf(lb), []int{80}) {
+		t.Errorf("listeners %v: the outsiders changed the group's load balancer", listenPortsOf(lb))
+	}
+	if !hasEvent(g.events(), "Warning LoadBalancerNameConflict") {
+		t.Errorf("no LoadBalancerNameConflict event")
+	}
+}
+
+func TestGroup_NeverAdoptsALoadBalancerOfOneService(t *testing.T) {
+	g := newGroupEnv(t)
+	single := groupMember("single", 0, "", []int32{80}, withAnnotation(annotation.LBName, "shared"))
+	g.add(single)
+	g.mustEnsure(single)
+	member := groupMember("m", 1, "web", []int32{81}, withAnnotation(annotation.LBName, "shared"))
+	g.add(member)
+	g.emu.ResetRequests()
+	_, err := g.ensure(member)
+	var conflict *loadbalancer.NameConflictError
+	if !errors.As(err, &conflict) || conflict.OwnerUID != "uid-single" || !strings.Contains(err.Error(), "never adopts") {
+		t.Errorf("EnsureLoadBalancer() = %v, want a NameConflictError naming the owner", err)
+	}
+	if n := g.emu.MutatingRequests(); n != 0 {
+		t.Errorf("%d mutating requests", n)
+	}
+	if lb := g.onlyLB(); lb.Labels[lbplan.LabelServiceUID] != "uid-single" || len(lb.Services) != 1 {
+		t.Errorf("the single Service's load balancer changed: %v %v", lb.Labels, listenPortsOf(lb))
+	}
+}
+
+func TestGroup_JoinDeletesTheOwnLoadBalancer(t *testing.T) {
+	g := newGroupEnv(t)
+	a := groupMember("a", 0, "web", []int32{80})
+	j := groupMember("j", 1, "", []int32{8080})
+	g.add(a, j)
+	g.mustEnsure(a)
+	g.mustEnsure(j)
+	if n := len(g.all()); n != 2 {
+		t.Fatalf("%d load balancers before the join, want 2", n)
+	}
+	j = j.DeepCopy()
+	j.Annotations[string(annotation.LBGroup)] = "web"
+	g.add(j)
+	st := g.mustEnsure(j)
+	lb := g.onlyLB()
+	if lb.Name != "kubernetes-group-web" || !reflect.DeepEqual(listenPortsOf(lb), []int{80, 8080}) {
+		t.Errorf("after the join: %s with %v", lb.Name, listenPortsOf(lb))
+	}
+	if len(st.Ingress) == 0 || st.Ingress[0].IP != lb.PublicNet.IPv4.IP.String() {
+		t.Errorf("status %v, want the group's address", st.Ingress)
+	}
+}
+
+func TestGroup_InvalidAnnotation(t *testing.T) {
+	g := newGroupEnv(t)
+	bad := groupMember("bad", 0, "Web!", []int32{80})
+	g.add(bad)
+	_, err := g.ensure(bad)
+	if !annotation.IsUserError(err) || g.emu.MutatingRequests() != 0 {
+		t.Errorf("EnsureLoadBalancer() = %v with %d mutating requests, want an annotation error and nothing written", err, g.emu.MutatingRequests())
+	}
+	if !hasEvent(g.events(), `Warning InvalidAnnotation invalid value for "service.hcloud-policy-ccm.io/load-balancer-group": "Web!"`) {
+		t.Errorf("no InvalidAnnotation event")
+	}
+	if err := g.lbs.EnsureLoadBalancerDeleted(context.Background(), clusterName, bad); err != nil {
+		t.Errorf("EnsureLoadBalancerDeleted() = %v: a bad annotation must not keep a Service from going", err)
+	}
+}
+
+func TestGroup_PreviewShowsTheGroup(t *testing.T) {
+	g := newGroupEnv(t)
+	a := groupMember("a", 0, "web", []int32{80})
+	b := groupMember("b", 1, "web", []int32{81})
+	g.add(a, b)
+	plan, err := g.lbs.Preview(context.Background(), clusterName, b, g.nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.emu.MutatingRequests() != 0 || plan.Group == nil || len(plan.Group.Members) != 2 || plan.Group.Capacity.Used != 2 {
+		t.Errorf("Preview() group %+v, %d mutating requests", plan.Group, g.emu.MutatingRequests())
+	}
+	if got := plan.Labels(); len(got) == 0 || !strings.HasPrefix(got[0], "create(kubernetes-group-web)") {
+		t.Errorf("Preview() = %v, want the group's create", got)
+	}
+}
