@@ -3,8 +3,8 @@
 #
 # - A group lives in one namespace, the namespace of its leader (the oldest
 #   member, input.group.leader), unless the group's name is listed in
-#   data.hcloud.cross_namespace_groups.
-# - A group has at most data.hcloud.max_group_members members; the oldest ones
+#   data.config.cross_namespace_groups.
+# - A group has at most data.config.max_group_members members; the oldest ones
 #   (input.group.members is ordered by age) are in, the newer ones are refused.
 #
 # A refused member is refused on its own: the rules deny the decisions it acts
@@ -20,7 +20,7 @@ deny contains {"msg": msg, "code": "group_cross_namespace"} if {
 	group_grows
 	some member in refused_members
 	member.reason == "cross_namespace"
-	msg := sprintf("Service %s/%s may not join load balancer group %q: the group lives in namespace %q (its oldest member %s/%s); list the group in data.hcloud.cross_namespace_groups to share it across namespaces, or use a group name of its own", [
+	msg := sprintf("Service %s/%s may not join load balancer group %q: the group lives in namespace %q (its oldest member %s/%s); list the group in data.config.cross_namespace_groups to share it across namespaces, or use a group name of its own", [
 		member.namespace, member.name,
 		input.group.name,
 		input.group.leader.namespace,
@@ -32,11 +32,11 @@ deny contains {"msg": msg, "code": "group_too_many_members"} if {
 	group_grows
 	some member in refused_members
 	member.reason == "too_many_members"
-	msg := sprintf("Service %s/%s may not join load balancer group %q: the group has %d members and at most %d are allowed (data.hcloud.max_group_members); it is member %d by age, use a group or a load balancer of its own", [
+	msg := sprintf("Service %s/%s may not join load balancer group %q: the group has %d members and at most %d are allowed (data.config.max_group_members); it is member %d by age, use a group or a load balancer of its own", [
 		member.namespace, member.name,
 		input.group.name,
 		count(input.group.members),
-		data.hcloud.max_group_members,
+		data.config.max_group_members,
 		member.position,
 	])
 }
@@ -55,12 +55,12 @@ group_grows if {
 refused_members contains object.union(member, {"reason": "cross_namespace"}) if {
 	some member in involved_members
 	member.namespace != input.group.leader.namespace
-	not input.group.name in data.hcloud.cross_namespace_groups
+	not input.group.name in data.config.cross_namespace_groups
 }
 
 refused_members contains object.union(member, {"reason": "too_many_members"}) if {
 	some member in involved_members
-	member.position > data.hcloud.max_group_members
+	member.position > data.config.max_group_members
 }
 
 # involved_members holds each involved member with its position (1 = oldest).

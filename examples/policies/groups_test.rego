@@ -45,7 +45,7 @@ test_no_group_no_group_rule if {
 test_member_in_other_namespace_denied if {
 	denials(in_group(add_443, "shop", "api", across)) == {{
 		"code": "group_cross_namespace",
-		"msg": `Service shop/api may not join load balancer group "web": the group lives in namespace "default" (its oldest member default/frontend); list the group in data.hcloud.cross_namespace_groups to share it across namespaces, or use a group name of its own`,
+		"msg": `Service shop/api may not join load balancer group "web": the group lives in namespace "default" (its oldest member default/frontend); list the group in data.config.cross_namespace_groups to share it across namespaces, or use a group name of its own`,
 	}}
 }
 
@@ -62,8 +62,8 @@ test_target_added_by_member_in_other_namespace_denied if {
 
 test_listed_group_shared_across_namespaces if {
 	inp := in_group(add_443, "shop", "api", across)
-	count(denials(inp)) == 0 with data.hcloud.cross_namespace_groups as ["web"]
-	codes(inp) == {"group_cross_namespace"} with data.hcloud.cross_namespace_groups as ["shop"]
+	count(denials(inp)) == 0 with data.config.cross_namespace_groups as ["web"]
+	codes(inp) == {"group_cross_namespace"} with data.config.cross_namespace_groups as ["shop"]
 }
 
 # The leader's own decisions go on while a Service in another namespace names
@@ -110,8 +110,8 @@ test_members_over_the_limit_denied if {
 	]
 	denials(in_group(add_443, "default", "api", members)) == {{
 		"code": "group_too_many_members",
-		"msg": `Service default/api may not join load balancer group "web": the group has 3 members and at most 2 are allowed (data.hcloud.max_group_members); it is member 3 by age, use a group or a load balancer of its own`,
-	}} with data.hcloud.max_group_members as 2
+		"msg": `Service default/api may not join load balancer group "web": the group has 3 members and at most 2 are allowed (data.config.max_group_members); it is member 3 by age, use a group or a load balancer of its own`,
+	}} with data.config.max_group_members as 2
 
 	# The oldest members keep working, but cannot add the listener of a
 	# refused member for it.
@@ -120,9 +120,9 @@ test_members_over_the_limit_denied if {
 		"current": add_443.load_balancer,
 		"target": {"type": "server", "server_id": 42, "use_private_ip": false},
 	})
-	count(denials(target)) == 0 with data.hcloud.max_group_members as 2
-	codes(in_group(add_443, "default", "b", members)) == {"group_too_many_members"} with data.hcloud.max_group_members as 2
-	count(denials(in_group(add_443, "default", "api", members))) == 0 with data.hcloud.max_group_members as 3
+	count(denials(target)) == 0 with data.config.max_group_members as 2
+	codes(in_group(add_443, "default", "b", members)) == {"group_too_many_members"} with data.config.max_group_members as 2
+	count(denials(in_group(add_443, "default", "api", members))) == 0 with data.config.max_group_members as 3
 }
 
 test_default_limit_is_ten_members if {
@@ -135,5 +135,5 @@ test_default_limit_is_ten_members if {
 # A member refused for both reasons gets both messages.
 test_both_refusals if {
 	members := [member("default", "frontend", [80]), member("default", "b", [8080]), member("shop", "api", [443])]
-	codes(in_group(add_443, "shop", "api", members)) == {"group_cross_namespace", "group_too_many_members"} with data.hcloud.max_group_members as 2
+	codes(in_group(add_443, "shop", "api", members)) == {"group_cross_namespace", "group_too_many_members"} with data.config.max_group_members as 2
 }

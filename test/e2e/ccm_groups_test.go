@@ -5,7 +5,6 @@ package e2e
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -359,7 +358,7 @@ func TestCCMLoadBalancerGroups(t *testing.T) {
 // Service in namespace shop that joins group "web" of namespace default is denied by
 // groups.rego (Warning PolicyDenied naming the data key to change; the group's load balancer
 // does not get its port, and default/web keeps being served), and allowed without a restart
-// once the policy data lists the group in hcloud.cross_namespace_groups (the service
+// once the policy data lists the group in config.cross_namespace_groups (the service
 // controller's retry meets the new revision).
 func TestCCMLoadBalancerGroupAcrossNamespaces(t *testing.T) {
 	c, emu, endpoint, id := oneWorker(t, "10.244.1.0/24")
@@ -397,20 +396,11 @@ func TestCCMLoadBalancerGroupAcrossNamespaces(t *testing.T) {
 		return nil
 	})
 
-	updatePolicies(t, c, ccm, func(data map[string]string) {
-		var doc map[string]map[string]any
-		if err := json.Unmarshal([]byte(data["data.json"]), &doc); err != nil {
-			t.Fatalf("data.json of the policy ConfigMap: %v", err)
+	applyPolicyData(t, c, ccm, func(config map[string]any) {
+		if _, ok := config["cross_namespace_groups"]; !ok {
+			t.Fatalf("data.json of the policy ConfigMap has no config.cross_namespace_groups: %v", config)
 		}
-		if doc["hcloud"] == nil {
-			t.Fatalf("data.json of the policy ConfigMap has no \"hcloud\" object: %s", data["data.json"])
-		}
-		doc["hcloud"]["cross_namespace_groups"] = []string{"web"}
-		b, err := json.MarshalIndent(doc, "", "  ")
-		if err != nil {
-			t.Fatalf("marshal data.json: %v", err)
-		}
-		data["data.json"] = string(b)
+		config["cross_namespace_groups"] = []string{"web"}
 	})
 	allowed := waitGroupLB(t, ccm, emu, "web", hasListeners(wantGroupListeners(web, api)))
 	waitServedBy(t, c, ccm, allowed, web, api)
