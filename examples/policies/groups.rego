@@ -7,11 +7,15 @@
 # - A group has at most data.config.max_group_members members; the oldest ones
 #   (input.group.members is ordered by age) are in, the newer ones are refused.
 #
-# A refused member is refused on its own: the rules deny the decisions it acts
-# in and the listeners it owns, not the whole group, so that a Service in some
-# other namespace that names the group cannot freeze the group's own members.
-# Steps that only shrink the load balancer (a listener or a target removed) are
-# never denied here, so that a refused member can always leave and be cleaned up.
+# The rules deny what a refused member brings: the decisions it acts in, and a
+# listener it owns whichever member's sync adds it (else an older member's sync
+# would add it for the refused one). Decisions without either are allowed. The
+# CCM plans the whole group in every member's sync and runs a plan whole or not
+# at all, so while a refused member names the group, the older members' syncs
+# that would add its listener are denied too, with a message naming it
+# (docs/shared-load-balancers.md, Policy). Steps that only shrink the load
+# balancer (a listener or a target removed) are never denied here, so that a
+# refused member can always leave and be cleaned up.
 # input.group is null for a Service without the annotation and for routes: then
 # none of these rules applies.
 package ccm

@@ -66,9 +66,11 @@ test_listed_group_shared_across_namespaces if {
 	codes(inp) == {"group_cross_namespace"} with data.config.cross_namespace_groups as ["shop"]
 }
 
-# The leader's own decisions go on while a Service in another namespace names
-# the group: its target changes, and its own listener.
-test_foreign_member_does_not_freeze_the_leader if {
+# A decision of the leader that neither acts for the refused member nor adds
+# its listener is allowed: a target, and the leader's own listener. (In the CCM
+# such a decision is denied anyway when the same plan also adds the refused
+# member's listener: a plan runs whole or not at all.)
+test_leaders_own_decisions_allowed if {
 	target := object.union(in_group(add_443, "default", "frontend", across), {
 		"operation": "add_target",
 		"current": add_443.load_balancer,
