@@ -146,6 +146,10 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 		if err := c.requeue.WatchNamespaces(d.Informers.Core().V1().Namespaces().Informer()); err != nil {
 			return nil, fmt.Errorf("ccm.New: %w", err)
 		}
+		// Members leaving a load balancer group resync the others at once.
+		if err := c.lbs.WatchGroups(ctx, d.Informers.Core().V1().Services().Informer(), d.ClusterName, c.requeue.Requeue); err != nil {
+			return nil, fmt.Errorf("ccm.New: %w", err)
+		}
 		go c.requeue.Run(ctx)
 	}
 	c.logStart(network)

@@ -234,6 +234,8 @@ func (l *LoadBalancers) typeInForce(ctx context.Context, leaderD lbplan.Desired,
 // ErrGroupNotServed after the plan ran for the others. An Ensure that served svc deletes a load
 // balancer svc owned alone (a join).
 func (l *LoadBalancers) ensureGroup(ctx context.Context, cluster, group string, svc *corev1.Service, nodes []*corev1.Node, create bool) (*corev1.LoadBalancerStatus, error) {
+	unlock := l.lockGroup(group)
+	defer unlock()
 	gp, err := l.planGroup(ctx, cluster, group, svc, nodes, create)
 	if err != nil || gp.plan == nil {
 		return nil, err
@@ -329,6 +331,8 @@ func servedError(svc *corev1.Service, group string, gp groupPlan) error {
 // declares; with no member left the load balancer is deleted (delete protection honoured:
 // Warning DeleteProtected, nil). A load balancer svc had of its own is deleted too.
 func (l *LoadBalancers) leaveGroup(ctx context.Context, cluster, group string, svc *corev1.Service) error {
+	unlock := l.lockGroup(group)
+	defer unlock()
 	members, err := l.members(svc, group, false)
 	if err != nil {
 		return err

@@ -7,15 +7,20 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
@@ -358,5 +363,185 @@ func TestGroup_PreviewShowsTheGroup(t *testing.T) {
 	}
 	if got := plan.Labels(); len(got) == 0 || !strings.HasPrefix(got[0], "create(kubernetes-group-web)") {
 		t.Errorf("Preview() = %v, want the group's create", got)
+	}
+}
+
+// watchedGroupEnv is an env whose Service lister is an informer over a fake clientset, with
+// WatchGroups running and its requeues recorded.
+type watchedGroupEnv struct {
+	*env
+	client  *fake.Clientset
+	mu      sync.Mutex
+	requeue []string
+}
+
+func newWatchedGroupEnv(t *testing.T, svcs ...*corev1.Service) *watchedGroupEnv {
+	t.Helper()
+	objs := make([]runtime.Object, len(svcs))
+	for i, s := range svcs {
+		objs[i] = s
+	}
+	client := fake.NewClientset(objs...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	svcInformer := factory.Core().V1().Services()
+	w := &watchedGroupEnv{client: client}
+	w.env = newEnv(t, withLBOption(func(o *loadbalancer.Options) { o.Services = svcInformer.Lister() }))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	err := w.lbs.WatchGroups(ctx, svcInformer.Informer(), clusterName, func(members []*corev1.Service, reason string) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, m := range members {
+			w.requeue = append(w.requeue, lbplan.Key(m)+": "+reason)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	return w
+}
+
+func (w *watchedGroupEnv) update(svc *corev1.Service) {
+	w.t.Helper()
+	if _, err := w.client.CoreV1().Services(svc.Namespace).Update(context.Background(), svc, metav1.UpdateOptions{}); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// eventually polls cond for up to 5s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func TestGroup_LeaveRequeuesTheOthers(t *testing.T) {
+	a := groupMember("a", 0, "web", []int32{80})
+	b := groupMember("b", 1, "web", []int32{81})
+	w := newWatchedGroupEnv(t, a, b)
+	w.mustEnsure(a)
+	if got := listenPortsOf(w.onlyLB()); !reflect.DeepEqual(got, []int{80, 81}) {
+		t.Fatalf("listeners %v", got)
+	}
+	left := b.DeepCopy()
+	delete(left.Annotations, string(annotation.LBGroup))
+	w.update(left)
+	want := "shop/a: shop/b left load balancer group web"
+	eventually(t, "the requeue of shop/a", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return slices.Contains(w.requeue, want)
+	})
+	// The leaver gets a load balancer of its own; the group's drops its port at a's sync.
+	w.mustEnsure(left)
+	w.mustEnsure(a)
+	lbs, err := w.env.client.LoadBalancer.All(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := map[string][]int{}
+	for _, lb := range lbs {
+		ports[lb.Name] = listenPortsOf(lb)
+	}
+	if want := map[string][]int{"kubernetes-group-web": {80}, cloudprovider.DefaultLoadBalancerName(left): {81}}; !reflect.DeepEqual(ports, want) {
+		t.Errorf("after the leave: %v, want %v", ports, want)
+	}
+}
+
+func TestGroup_LastMemberLeavesDeletesTheGroupLoadBalancer(t *testing.T) {
+	a := groupMember("a", 0, "web", []int32{80})
+	w := newWatchedGroupEnv(t, a)
+	w.mustEnsure(a)
+	left := a.DeepCopy()
+	left.Annotations[string(annotation.LBGroup)] = "other"
+	w.update(left)
+	eventually(t, "the group's load balancer deleted", func() bool {
+		lbs, err := w.env.client.LoadBalancer.All(context.Background())
+		return err == nil && len(lbs) == 0
+	})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.requeue) != 0 {
+		t.Errorf("requeued %v with no member left", w.requeue)
+	}
+}
+
+// requests sums every request of counts.
+func requests(counts map[string]int) int {
+	n := 0
+	for _, v := range counts {
+		n += v
+	}
+	return n
+}
+
+// budgetPhases are the phases budget measures, in order.
+var budgetPhases = []string{"create", "resync", "node change", "delete"}
+
+// budget runs the life of n Services with ports ports each (group "": each on its own load
+// balancer): every Service ensured in turn, ensured again (a resync), updated with one node
+// less (a node change), then deleted one by one; it returns the requests of each phase.
+func budget(t *testing.T, group string, n, ports int) map[string]int {
+	g := newGroupEnv(t)
+	var svcs []*corev1.Service
+	for i := range n {
+		ps := make([]int32, ports)
+		for j := range ports {
+			ps[j] = int32(1000 + 10*i + j)
+		}
+		// lb21 (15 listeners) holds every size measured here, in both set-ups.
+		svcs = append(svcs, groupMember(fmt.Sprint("s", i), i, group, ps, withAnnotation(annotation.LBType, "lb21")))
+	}
+	g.add(svcs...)
+	out := map[string]int{}
+	phase := func(name string, f func(*corev1.Service) error) {
+		g.emu.ResetRequests()
+		for _, s := range svcs {
+			if err := f(s); err != nil {
+				t.Fatalf("%s of %s: %v", name, s.Name, err)
+			}
+		}
+		out[name] = requests(g.emu.Counts())
+	}
+	ensure := func(s *corev1.Service) error { _, err := g.ensure(s); return err }
+	phase("create", ensure)
+	phase("resync", ensure)
+	phase("node change", func(s *corev1.Service) error {
+		return g.lbs.UpdateLoadBalancer(context.Background(), clusterName, s, g.nodes[:1])
+	})
+	phase("delete", g.remove)
+	if lbs := g.all(); len(lbs) != 0 {
+		t.Fatalf("%d load balancers left", len(lbs))
+	}
+	return out
+}
+
+// TestGroup_RequestBudget: over its life (create, resync, node change, delete) a group of n
+// Services costs no more requests than n separate Services for the same listeners, and no
+// more in each phase but delete: removing a member's k listeners is k delete_service actions
+// where a Service of its own is one delete (docs/performance.md has the figures).
+func TestGroup_RequestBudget(t *testing.T) {
+	for _, ports := range []int{1, 2} {
+		t.Run(fmt.Sprint(ports, " ports each"), func(t *testing.T) {
+			group, separate := budget(t, "web", 3, ports), budget(t, "", 3, ports)
+			var gt, st int
+			for _, p := range budgetPhases {
+				gt, st = gt+group[p], st+separate[p]
+				t.Logf("3 Services, %d ports each, %s: group %d requests, separate %d", ports, p, group[p], separate[p])
+				if p != "delete" && group[p] > separate[p] {
+					t.Errorf("%s: the group costs %d requests, separate Services %d", p, group[p], separate[p])
+				}
+			}
+			t.Logf("3 Services, %d ports each, whole life: group %d requests, separate %d", ports, gt, st)
+			if gt > st {
+				t.Errorf("over the whole life the group costs %d requests, separate Services %d", gt, st)
+			}
+		})
 	}
 }

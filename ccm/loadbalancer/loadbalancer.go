@@ -92,6 +92,8 @@ type LoadBalancers struct {
 	// services lists the cluster's Services, the members of load balancer groups (group.go);
 	// nil: groups are refused.
 	services corelisters.ServiceLister
+	// groupLocks serialise the reconciles of each load balancer group (group_watch.go).
+	groupLocks *groupLocks
 }
 
 // DenialTracker learns which Services the policy denied, to retry them when the policy input
@@ -174,7 +176,7 @@ func New(o Options) (*LoadBalancers, error) {
 	l := &LoadBalancers{
 		read: o.Readers, cache: cache, exec: o.Executor, cfg: o.Config, recorder: o.Recorder, namer: o.Namer, denials: o.DenialTracker,
 		types:  &typeCache{list: o.Readers.Types, maxAge: typeMaxAge, now: time.Now},
-		denied: newDenialCache(denialMaxAge), services: o.Services,
+		denied: newDenialCache(denialMaxAge), services: o.Services, groupLocks: &groupLocks{},
 	}
 	if o.Robot {
 		l.robot = &robotTargets{servers: o.RobotClient}

@@ -73,6 +73,8 @@ func (l *LoadBalancers) quiet() *LoadBalancers {
 		denials:  nil,
 		denied:   newDenialCache(0),
 		services: l.services,
+		// Preview only reads: it takes no group lock, but shares them so the field is set.
+		groupLocks: l.groupLocks,
 	}
 	q.network.Store(l.network.Load())
 	return q

@@ -52,6 +52,9 @@ const maxPatchRetries = 5
 const (
 	TriggerPolicy    = "policy"
 	TriggerNamespace = "namespace"
+	// TriggerGroup: a member left a load balancer group or was deleted; the other members
+	// resync the group's load balancer (ccm/loadbalancer WatchGroups).
+	TriggerGroup = "group"
 )
 
 // retriesTotal counts annotation patches by trigger and result (success, error).
@@ -72,7 +75,9 @@ type Requeuer struct {
 
 	mu     sync.Mutex
 	denied map[types.NamespacedName]types.UID
-	cause  map[types.NamespacedName]cause // why a queued Service is retried
+	// pending are Services queued for another reason than a denial (Requeue), patched once.
+	pending map[types.NamespacedName]types.UID
+	cause   map[types.NamespacedName]cause // why a queued Service is retried
 }
 
 // cause is why a Service is retried.
@@ -87,9 +92,10 @@ func New(client kubernetes.Interface) *Requeuer {
 			workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName](),
 			workqueue.TypedRateLimitingQueueConfig[types.NamespacedName]{Name: "policy-retry"},
 		),
-		now:    time.Now,
-		denied: map[types.NamespacedName]types.UID{},
-		cause:  map[types.NamespacedName]cause{},
+		now:     time.Now,
+		denied:  map[types.NamespacedName]types.UID{},
+		pending: map[types.NamespacedName]types.UID{},
+		cause:   map[types.NamespacedName]cause{},
 	}
 }
 
@@ -162,6 +168,19 @@ func (r *Requeuer) WatchNamespaces(informer cache.SharedIndexInformer) error {
 	return nil
 }
 
+// Requeue makes the service controller sync svcs now (whether denied or not), for the reason
+// text (trigger TriggerGroup): the members of a load balancer group when another member left it.
+func (r *Requeuer) Requeue(svcs []*corev1.Service, text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, svc := range svcs {
+		k := keyOf(svc)
+		r.pending[k] = svc.UID
+		r.cause[k] = cause{TriggerGroup, text}
+		r.queue.Add(k)
+	}
+}
+
 // retry queues the denied Services that match.
 func (r *Requeuer) retry(c cause, match func(types.NamespacedName) bool) {
 	r.mu.Lock()
@@ -193,6 +212,9 @@ func (r *Requeuer) next(ctx context.Context) bool {
 	defer r.queue.Done(k)
 	r.mu.Lock()
 	uid, denied := r.denied[k]
+	if pendingUID, pending := r.pending[k]; pending { // dropped by forget, after the last try
+		uid, denied = pendingUID, true
+	}
 	c := r.cause[k]
 	r.mu.Unlock()
 	if !denied { // settled meanwhile
@@ -203,7 +225,7 @@ func (r *Requeuer) next(ctx context.Context) bool {
 	switch {
 	case err == nil:
 		retriesTotal.WithLabelValues(c.trigger, "success").Inc()
-		klog.InfoS("Retrying a denied Service now: the policy input changed", "service", k, "cause", c.text)
+		klog.InfoS("Syncing a Service now: its policy input or its load balancer group changed", "service", k, "cause", c.text)
 		r.forget(k)
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err): // gone, or replaced by a new Service
 		r.Settled(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}})
@@ -221,12 +243,13 @@ func (r *Requeuer) next(ctx context.Context) bool {
 	return true
 }
 
-// forget drops k from the queue's backoff and its cause.
+// forget drops k from the queue's backoff, its cause and its pending Requeue.
 func (r *Requeuer) forget(k types.NamespacedName) {
 	r.queue.Forget(k)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.cause, k)
+	delete(r.pending, k)
 }
 
 // patch sets the annotation on the Service k through its status subresource. The UID in the

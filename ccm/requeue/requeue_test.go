@@ -94,6 +94,21 @@ func TestRequeuer_triggers(t *testing.T) {
 		trigger: func(r *Requeuer) { r.PolicyLoaded("0123456789ab") },
 		want:    []string{"shop/web=policy revision 0123456789ab" + at},
 	}, {
+		name:   "group: the named Services, denied or not",
+		denied: []*corev1.Service{service("shop", "web")},
+		trigger: func(r *Requeuer) {
+			r.Requeue([]*corev1.Service{service("other", "allowed")}, "shop/x left load balancer group web")
+		},
+		want: []string{"other/allowed=shop/x left load balancer group web" + at},
+	}, {
+		name:   "group, then a denial is settled: the group's sync still happens, once",
+		denied: []*corev1.Service{service("shop", "web")},
+		trigger: func(r *Requeuer) {
+			r.Requeue([]*corev1.Service{service("shop", "web")}, "group web changed")
+			r.Settled(service("shop", "web"))
+		},
+		want: []string{"shop/web=group web changed" + at},
+	}, {
 		name:    "settled after queueing, before the patch: not touched",
 		denied:  []*corev1.Service{service("shop", "web")},
 		trigger: func(r *Requeuer) { r.PolicyLoaded("0123456789ab"); r.Settled(service("shop", "web")) },
