@@ -401,7 +401,9 @@ func TestCCMLoadBalancerGroupAcrossNamespaces(t *testing.T) {
 // committed by the emulator but its reply held back; the leader is killed with SIGKILL in that
 // moment. The standby takes over and converges: exactly one load balancer of the group (0
 // duplicates), with both members' listeners and addresses, and no load balancer of a Service of
-// its own (0 orphans); deleting both members leaves no load balancer at all.
+// its own (0 orphans). Then the same in the middle of a join of a Service with a load balancer
+// of its own (a third CCM is the next standby): the next leader adds the port once and deletes
+// the own load balancer. Deleting all members leaves no load balancer at all.
 func TestCCMLoadBalancerGroupLeaderFailover(t *testing.T) {
 	c, emu, endpoint, id := oneWorker(t, "10.244.1.0/24")
 	fastElection := []string{
@@ -455,7 +457,42 @@ func TestCCMLoadBalancerGroupLeaderFailover(t *testing.T) {
 	}
 	noOwnLB(t, emu, first, second)
 
-	for _, name := range []string{first.Name, second.Name} {
+	// A second failover, in the middle of a join: a Service with a load balancer of its own
+	// joins; the request that adds its port to the group's load balancer is committed, its
+	// reply held back, and the leader dies before it could delete the Service's own load
+	// balancer. The next leader must finish the join: the port on the group's load balancer
+	// once, and the own load balancer deleted (else an orphan nobody would remove).
+	third, _ := startCCM(t, c, "ccm-c", endpoint, emu.Token(), ccmRun{env: lbEnv, args: fastElection})
+	leader, standby = standby, third
+	own := createService(t, c, groupService(ns, "c-admin", "", 9000))
+	ownLB := waitLB(t, leader, emu, own.UID, time.Minute, hasListeners(wantListeners(own)))
+	waitServedBy(t, c, leader, ownLB, own)
+	before = emu.Counts()[addService]
+	emu.AddFault(hcloudemu.Fault{Method: "POST", Pattern: "/v1/load_balancers/*/actions/add_service", Delay: 30 * time.Second, AfterCommit: true, Times: 1})
+	updateService(t, c, ns, own.Name, func(s *corev1.Service) { s.Annotations[annotationGroup] = group })
+	waitCCM(t, leader, time.Minute, func() (bool, error) {
+		return emu.Counts()[addService] > before, fmt.Errorf("no %s for the joining Service yet", addService)
+	})
+	leader.Kill()
+	t.Logf("killed the leader %s with SIGKILL while the join's add_service was pending", leader.Name)
+	emu.ClearFaults()
+	waitCCM(t, standby, time.Minute, func() (bool, error) {
+		return strings.Contains(standby.Logs(), acquired), fmt.Errorf("%s has not taken the Lease", standby.Name)
+	})
+	joined := waitGroupLB(t, standby, emu, group, hasListeners(wantGroupListeners(first, second, own)))
+	if joined.ID != lb.ID {
+		t.Errorf("group load balancer %d after the second failover, want the same %d", joined.ID, lb.ID)
+	}
+	waitServedBy(t, c, standby, joined, own)
+	waitCCM(t, standby, time.Minute, func() (bool, error) {
+		lbs := serviceLBs(emu, own.UID)
+		return len(lbs) == 0, fmt.Errorf("c-admin's own load balancer still there after the join: %v (an orphan)", lbNames(lbs))
+	})
+	if lbs := emu.LoadBalancers(); len(lbs) != 1 {
+		t.Errorf("load balancers after the second failover: %v, want only the group's %d (0 duplicates, 0 orphans)", lbNames(lbs), lb.ID)
+	}
+
+	for _, name := range []string{first.Name, second.Name, own.Name} {
 		deleteServiceAndWait(t, c, standby, ns, name)
 	}
 	if lbs := emu.LoadBalancers(); len(lbs) != 0 {
