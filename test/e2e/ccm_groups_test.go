@@ -265,9 +265,15 @@ func TestCCMLoadBalancerGroups(t *testing.T) {
 		outsider.Annotations = map[string]string{annotationPrefix + "name": before.Name}
 		other := groupService(ns, "y-other", "other", 7001)
 		other.Annotations[annotationPrefix+"name"] = before.Name
-		for _, svc := range []*corev1.Service{outsider, other} {
-			created := createService(t, c, svc)
-			waitEvent(t, c, ccm, ns, svc.Name, corev1.EventTypeWarning, "LoadBalancerNameConflict", before.Name)
+		for _, tc := range []struct {
+			svc  *corev1.Service
+			says string
+		}{
+			{outsider, fmt.Sprintf("load balancer name %q is taken by load balancer %d of load balancer group shop", before.Name, before.ID)},
+			{other, fmt.Sprintf("load balancer name %q is taken by load balancer %d, which does not carry the labels of load balancer group other", before.Name, before.ID)},
+		} {
+			created := createService(t, c, tc.svc)
+			waitEvent(t, c, ccm, ns, tc.svc.Name, corev1.EventTypeWarning, "LoadBalancerNameConflict", tc.says)
 			noOwnLB(t, emu, created)
 		}
 		if lbs := groupLBs(emu, "other"); len(lbs) != 0 {
