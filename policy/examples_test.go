@@ -76,6 +76,8 @@ func TestExamplePolicies_sampleInputs(t *testing.T) {
 		{file: "lb_update_add_service.json", wantCodes: []string{""}},
 		{file: "lb_update_robot_ip_target.json", wantAllow: true},
 		{file: "lb_update_managed_certificate.json", wantAllow: true},
+		// A group within one namespace, on the allowed ports.
+		{file: "lb_update_group_add_service.json", wantAllow: true},
 	}
 	entries, err := os.ReadDir(filepath.Join(examplesDir, "inputs"))
 	if err != nil {

@@ -109,6 +109,16 @@ var sampleScenarios = []sampleScenario{
 				t.Fatal(err)
 			}
 		}},
+	{name: "lb_update_group_add_service", operation: lbplan.OpAddService,
+		doc: "the Service `default/api` (port 443) joins the load balancer group `web` (annotation `service.hcloud-policy-ccm.io/load-balancer-group`) whose leader `default/frontend` serves port 80: `input.group` lists the members with their ports and the capacity",
+		run: func(t *testing.T, s *sampleEnv) {
+			frontend := s.groupService("frontend", "web", s.service("default"))
+			frontend.Spec.Ports = frontend.Spec.Ports[:1]
+			api := s.groupService("api", "web", s.service("default"))
+			api.Spec.Ports = api.Spec.Ports[1:]
+			s.runGroup(t, "web", frontend, frontend)
+			s.runGroup(t, "web", api, frontend, api)
+		}},
 	{name: "route_create", operation: routeplan.OpAddRoute,
 		doc: "node `node-1` gets the route of its pod CIDR",
 		run: func(t *testing.T, s *sampleEnv) {
@@ -293,10 +303,56 @@ func (s *sampleEnv) runService(t *testing.T, svc *corev1.Service) {
 	}
 }
 
+// groupService makes svc the member name of group (its UID derived from the name).
+func (s *sampleEnv) groupService(name, group string, svc *corev1.Service) *corev1.Service {
+	svc.Name, svc.UID = name, types.UID(sampleUID[:len(sampleUID)-len(name)]+name)
+	svc.Labels = map[string]string{"app": name}
+	svc.Annotations[string(annotation.LBGroup)] = group
+	return svc
+}
+
+// runGroup plans the load balancer of group with members (the first is the leader) for the
+// acting member svc, as ccm/loadbalancer composes the lbplan group functions, and runs it.
+func (s *sampleEnv) runGroup(t *testing.T, group string, svc *corev1.Service, members ...*corev1.Service) {
+	t.Helper()
+	network := &lbplan.ClusterNetwork{ID: s.netID, Name: "k8s", IPRange: "10.0.0.0/8"}
+	var leader lbplan.Desired
+	lists := make([]lbplan.MemberListeners, len(members))
+	for i, m := range members {
+		d, err := lbplan.NewDesired(lbplan.Input{Service: m, Name: "x", Nodes: s.nodes, Network: network})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			leader = d
+		}
+		lists[i] = lbplan.MemberListeners{Member: lbplan.Key(m), Listeners: d.Services}
+	}
+	typ := lbplan.TypeLimit{Name: "lb11", MaxServices: 5}
+	adm := lbplan.AdmitGroup(lists, typ.MaxServices)
+	d := lbplan.GroupDesired(leader, adm, lbplan.GroupLoadBalancerName("demo", group), lbplan.GroupLabels(group, "demo"))
+	d.MaxTargets = 25
+	p, err := lbplan.Compute(d, lbplan.NewActual(s.lbBy(t, lbplan.GroupSelector(group, "demo"))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Group = lbplan.GroupView(group, members, adm, typ)
+	s.decider.inputs = nil
+	if _, err := s.exec.Run(context.Background(), svc, p); err != nil {
+		t.Fatalf("%v: %v", p.Labels(), err)
+	}
+}
+
 func (s *sampleEnv) lbOf(t *testing.T) *hcloud.LoadBalancer {
 	t.Helper()
+	return s.lbBy(t, lbplan.LabelServiceUID+"="+sampleUID)
+}
+
+// lbBy is the load balancer the label selector sel finds; nil for none.
+func (s *sampleEnv) lbBy(t *testing.T, sel string) *hcloud.LoadBalancer {
+	t.Helper()
 	lbs, err := s.client.LoadBalancer.AllWithOpts(context.Background(), hcloud.LoadBalancerListOpts{
-		ListOpts: hcloud.ListOpts{LabelSelector: lbplan.LabelServiceUID + "=" + sampleUID}})
+		ListOpts: hcloud.ListOpts{LabelSelector: sel}})
 	if err != nil {
 		t.Fatal(err)
 	}
