@@ -1,14 +1,16 @@
 package ccm_test
 
-# The tests start from the sample create of default/web (listeners 80 and 443)
-# and turn it into decisions of a group load balancer: add_443 adds the listener
-# on 443 to a load balancer that listens on 80.
-add_443 := object.union(data.inputs.lb_create_default, {
-	"action": "loadbalancer.update",
-	"operation": "add_service",
-	"current": json.patch(data.inputs.lb_create_default.load_balancer, [{"op": "remove", "path": "/services/1"}]),
-	"listener": data.inputs.lb_create_default.load_balancer.services[1],
-})
+# The tests start from the recorded sample of a member joining a group:
+# default/api adds its listener on 443 to group web's load balancer, which
+# listens on 80 for the leader default/frontend. in_group varies who acts and
+# who the members are.
+add_443 := data.inputs.lb_update_group_add_service
+
+test_sample_group_join_allowed if {
+	add_443.operation == "add_service"
+	add_443.group.name == "web"
+	count(denials(add_443)) == 0
+}
 
 # in_group(inp, ns, name, members) is inp as Service ns/name, acting in group
 # "web" whose members are members (oldest first). The namespace is labelled
