@@ -5,14 +5,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// LBGroup puts the Service on the shared load balancer of a group: every Service of type
-// LoadBalancer with the same value shares one load balancer (docs/shared-load-balancers.md).
-// It is this CCM's own annotation (the official CCM has no such feature), so it carries this
-// CCM's prefix, never load-balancer.hetzner.cloud/.
-//
-// The name MUST not change: Services in the field carry it.
-const LBGroup Name = "service.hcloud-policy-ccm.io/load-balancer-group"
-
 // groupAccepted is what LBGroup accepts, for the InvalidAnnotation message.
 const groupAccepted = "an RFC 1123 DNS label: 1 to 63 characters of a-z, 0-9 and '-', starting and ending with a letter or digit"
 

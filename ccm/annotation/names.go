@@ -335,7 +335,20 @@ const (
 	LBID Name = "load-balancer.hetzner.cloud/id"
 )
 
-// All lists every annotation of this package, in declaration order.
+// LBGroup puts the Service on the shared load balancer of a group: every Service of type
+// LoadBalancer with the same value shares one load balancer, which serves the union of their
+// ports (docs/shared-load-balancers.md). This CCM's own annotation, in its own prefix: the
+// official CCM has no such feature.
+//
+// The name MUST not change: Services in the field carry it.
+//
+// Type: an RFC 1123 DNS label (1 to 63 characters of a-z, 0-9 and '-', starting and ending with a letter or digit)
+// Default: none (the Service gets a load balancer of its own)
+// Changes: the Service moves between its own load balancer and the group's (new addresses)
+const LBGroup Name = "service.hcloud-policy-ccm.io/load-balancer-group"
+
+// All lists every official annotation of this package, in declaration order (LBGroup, this
+// CCM's own, is not in it).
 var All = []Name{
 	LBPublicIPv4, LBPublicIPv4RDNS, LBPublicIPv6, LBPublicIPv6RDNS, LBIPv6Disabled, LBName,
 	LBDisablePublicNetwork, LBDisablePrivateIngress, LBUsePrivateIP, LBPrivateIPv4,

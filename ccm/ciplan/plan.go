@@ -212,6 +212,7 @@ func Run(ctx context.Context, m Manifests, o Options) Report {
 	for _, p := range m.Problems {
 		r.Errors = append(r.Errors, p.Error())
 	}
+	groups := newGroupState(m)
 	for _, mf := range m.Services {
 		if mf.Service.Spec.Type != corev1.ServiceTypeLoadBalancer {
 			continue
@@ -220,7 +221,7 @@ func Run(ctx context.Context, m Manifests, o Options) Report {
 		if labels == nil {
 			labels = map[string]string{}
 		}
-		res := planService(ctx, mf, labels, o)
+		res := planService(ctx, mf, labels, o, groups)
 		if !res.Allowed {
 			r.Allowed = false
 		}
@@ -230,14 +231,21 @@ func Run(ctx context.Context, m Manifests, o Options) Report {
 }
 
 // planService plans and decides one Service.
-func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o Options) ServiceResult {
+func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o Options, groups *groupState) ServiceResult {
 	svc := withNodePorts(mf.Service)
 	res := ServiceResult{Source: mf.Source, Namespace: svc.Namespace, Name: svc.Name, UID: string(svc.UID), Allowed: true, Steps: []Step{}}
-	name, rename := lbName(svc)
-	res.LoadBalancer = name
-	lb := o.State.find(svc, name)
-	res.Exists = lb != nil
-	plan, err := compute(svc, name, rename, lb, o)
+	var plan lbplan.Plan
+	var err error
+	group, gerr := annotation.Group(svc)
+	if errors.Is(gerr, annotation.ErrNotSet) {
+		name, rename := lbName(svc)
+		res.LoadBalancer = name
+		lb := o.State.find(svc, name)
+		res.Exists = lb != nil
+		plan, err = compute(svc, name, rename, lb, o)
+	} else {
+		plan, err = groups.plan(svc, group, gerr, o, &res)
+	}
 	if err != nil {
 		res.Error = fmt.Sprintf("%s: Service %s/%s: %v", mf.Source, svc.Namespace, svc.Name, err)
 		return res
@@ -267,6 +275,7 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 	for _, m := range plan.Mutations {
 		res.final = m.Apply(res.final)
 	}
+	groups.planned(plan, res.final)
 	if plan.Empty() && plan.Actual != nil {
 		res.Final = plan.Actual.Policy(plan.IPv6)
 	}

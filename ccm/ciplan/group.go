@@ -1,0 +1,132 @@
+package ciplan
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+)
+
+// maxServices are the listener limits of the load balancer types, which plan (without the API)
+// cannot read: Hetzner's published max_services (the emulator's catalog has the same). The
+// CCM reads them from the API; a type missing here plans without a capacity limit.
+var maxServices = map[string]int{"lb11": 5, "lb21": 15, "lb31": 30}
+
+// groupState plans the members of load balancer groups (docs/shared-load-balancers.md) as the
+// CCM does: every member's sync plans the whole group. The first member of a group in the
+// input plans from the state; the later ones plan from what the first one's plan leaves, so
+// the report shows each request once.
+type groupState struct {
+	all   []*corev1.Service
+	after map[string]*lbplan.Actual // by group, after the group's last plan
+	seen  map[string]bool
+}
+
+func newGroupState(m Manifests) *groupState {
+	g := &groupState{after: map[string]*lbplan.Actual{}, seen: map[string]bool{}}
+	for _, mf := range m.Services {
+		g.all = append(g.all, withNodePorts(mf.Service))
+	}
+	return g
+}
+
+// plan is the plan of the load balancer of group for its member svc (gerr: the annotation's
+// error); it fills res's load balancer name and existence.
+func (g *groupState) plan(svc *corev1.Service, group string, gerr error, o Options, res *ServiceResult) (lbplan.Plan, error) {
+	if gerr != nil {
+		return lbplan.Plan{}, gerr
+	}
+	members := lbplan.GroupMembers(g.all, group)
+	if len(members) == 0 {
+		return lbplan.Plan{}, fmt.Errorf("load balancer group %s: %s is no member", group, lbplan.Key(svc))
+	}
+	leader, cluster := members[0], o.Cluster.Name
+	name := lbplan.GroupLoadBalancerName(cluster, group)
+	if n, err := annotation.LBName.NonEmptyString(leader); err == nil {
+		name = n
+	}
+	res.LoadBalancer = name
+	actual, err := g.actual(group, cluster, name, o.State)
+	if err != nil {
+		return lbplan.Plan{}, err
+	}
+	res.Exists = actual != nil
+	leaderD, lists, err := memberListeners(svc, members, name, o)
+	if err != nil {
+		return lbplan.Plan{}, err
+	}
+	typ := leaderD.Type
+	if actual != nil && !leaderD.TypeSet && actual.Type != "" {
+		typ = actual.Type
+	}
+	limit := lbplan.TypeLimit{Name: typ, MaxServices: maxServices[typ]}
+	adm := lbplan.AdmitGroup(lists, limit.MaxServices)
+	plan, err := lbplan.Compute(lbplan.GroupDesired(leaderD, adm, name, lbplan.GroupLabels(group, cluster)), actual)
+	if err != nil {
+		return lbplan.Plan{}, err
+	}
+	plan.Group = lbplan.GroupView(group, members, adm, limit)
+	return plan, nil
+}
+
+// actual is the group's load balancer: what an earlier member's plan left, else the state's
+// load balancer with the group's labels. One with the group's name but not its labels is never
+// adopted (as the CCM refuses it).
+func (g *groupState) actual(group, cluster, name string, st State) (*lbplan.Actual, error) {
+	if g.seen[group] {
+		return g.after[group], nil
+	}
+	g.seen[group] = true
+	var byName *hcloud.LoadBalancer
+	for _, lb := range st.LoadBalancers {
+		if lb.Labels[lbplan.LabelGroup] == group && lb.Labels[lbplan.LabelCluster] == cluster {
+			return lbplan.NewActual(lb), nil
+		}
+		if lb.Name == name {
+			byName = lb
+		}
+	}
+	if byName != nil {
+		return nil, fmt.Errorf("load balancer group %s: the name %q is taken by load balancer %d, which does not carry the group's labels and is never adopted: set %q on the group's leader to another name",
+			group, name, byName.ID, annotation.LBName)
+	}
+	return nil, nil
+}
+
+// planned keeps what plan leaves for the later members of its group.
+func (g *groupState) planned(plan lbplan.Plan, after *lbplan.Actual) {
+	if plan.Group != nil {
+		g.after[plan.Group.Name] = after
+	}
+}
+
+// memberListeners is the leader's desired state and every member's listeners, from the
+// manifests alone (no nodes, no certificate lookups, as plan plans one Service). The errors of
+// svc and of the leader fail the plan; another member's leave it out, as in the CCM.
+func memberListeners(svc *corev1.Service, members []*corev1.Service, name string, o Options) (lbplan.Desired, []lbplan.MemberListeners, error) {
+	var leader lbplan.Desired
+	var lists []lbplan.MemberListeners
+	for i, m := range members {
+		d, err := lbplan.NewDesired(lbplan.Input{Service: m, Name: name, Rename: true, Defaults: o.Config.LoadBalancer})
+		switch {
+		case err != nil && (i == 0 || lbplan.Key(m) == lbplan.Key(svc)):
+			if i == 0 && lbplan.Key(m) != lbplan.Key(svc) {
+				err = fmt.Errorf("the settings of the group's leader %s are invalid: %w", lbplan.Key(m), err)
+			}
+			return leader, nil, err
+		case err != nil:
+			continue
+		case i == 0:
+			leader = d
+		}
+		lists = append(lists, lbplan.MemberListeners{Member: lbplan.Key(m), Listeners: d.Services})
+	}
+	if leader.Name == "" {
+		return leader, nil, errors.New("load balancer group without a leader")
+	}
+	return leader, lists, nil
+}
