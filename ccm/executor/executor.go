@@ -13,7 +13,9 @@
 // NewRequest and Do, turns a declared outcome into its result and events, awaits the action
 // and moves the state on with the mutation's Apply (or the create's answer).
 //
-// Start with New, then Run (load balancers) and RunRoutes (routes).
+// Start with New, then Run (load balancers), RunDetached (UpdateLoadBalancer's target changes:
+// returns once the API accepted the first request, the rest ends in the background; detach.go)
+// and RunRoutes (routes).
 package executor
 
 import (
