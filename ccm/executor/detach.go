@@ -113,7 +113,11 @@ func Detachable(plan lbplan.Plan) bool {
 // passed), it counts the failed mutation, puts a Warning event UpdateLoadBalancerFailed on svc
 // naming the error and calls failed(err) before the run counts as ended (Settle): the caller
 // forgets what it kept of the returned state and retries the Service. The Normal event naming
-// the applied changes is emitted when the background part ends.
+// the applied changes is emitted when the background part ends. The mutation metric counts a
+// request's success when the API accepted it, and its error too when its action then failed.
+// A later request that a declared outcome skips (a target beyond max_targets: Warning event
+// MaxTargetsReached) is in the returned state but not in the API; a cache of that state holds
+// the difference until its max age, when the next plan tries the target again.
 //
 // # Errors
 //
