@@ -72,7 +72,11 @@ func (w *actionWaiter) forget(id int64, ch chan error) {
 	}
 }
 
-// poll runs rounds until nothing is pending.
+// poll runs rounds until nothing is pending. The wait before a round doubles (up to the cap)
+// while actions stay pending, so a burst of waits (the Services of a node sync round) shares
+// few polls; a round after which nothing is pending ends the poller, so an action registered
+// later (the next request of a detached run) starts a new one and is polled one interval
+// after, not after the backoff of the ones before it (TestActionWaiter_backoff).
 func (w *actionWaiter) poll(client *hcloud.Client) {
 	delay := w.interval
 	if delay <= 0 {
@@ -97,6 +101,11 @@ func (w *actionWaiter) poll(client *hcloud.Client) {
 				ch <- err
 			}
 			delete(w.pending, id)
+		}
+		if len(w.pending) == 0 {
+			w.polling = false
+			w.mu.Unlock()
+			return
 		}
 		w.mu.Unlock()
 	}
