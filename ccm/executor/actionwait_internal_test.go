@@ -11,25 +11,27 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 )
 
-// TestActionWaiter_backoff: the wait between polls doubles while an action runs; once nothing
-// is pending the poller ends, so an action registered right after a long one (the next request
-// of a detached run) is polled one interval later, not after the long one's backoff.
+// TestActionWaiter_backoff: the wait between polls doubles while actions are pending, so a
+// wait registered after a long action shares the backed-off round (few polls for a burst); a
+// wait that blocks something (waitSoon: the next request of a detached run) cuts the round to
+// the first interval.
 func TestActionWaiter_backoff(t *testing.T) {
 	const interval = 10 * time.Millisecond
+	// The first action runs 300 ms: polls at 10, 30, 70, 150 and 310 ms, and the next round is
+	// due 320 ms after that.
+	const slow = 300 * time.Millisecond
 	tests := []struct {
 		name string
-		// slow is how long the first action runs; the second ends at once.
-		slow time.Duration
-		// wantSecondUnder bounds the wait for the second action: the doubled wait after a 300 ms
-		// action would be 320 ms.
-		wantSecondUnder time.Duration
+		soon bool
+		// the second action (it ends at once) is awaited at least min and less than max.
+		min, max time.Duration
 	}{
-		{"after a long action", 300 * time.Millisecond, 200 * time.Millisecond},
-		{"after a short action", 0, 200 * time.Millisecond},
+		{"a plain wait joins the backed-off round", false, 200 * time.Millisecond, 2 * time.Second},
+		{"waitSoon is polled within the first interval", true, 0, 200 * time.Millisecond},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			emu, endpoint := hcloudemu.NewTestServer(t, hcloudemu.WithCommandDelay("add_route", tc.slow))
+			emu, endpoint := hcloudemu.NewTestServer(t, hcloudemu.WithCommandDelay("add_route", slow))
 			client := hcloud.NewClient(hcloud.WithEndpoint(endpoint), hcloud.WithToken(emu.Token()))
 			netID, err := emu.AddNetwork(hcloudemu.NetworkSpec{Name: "k8s", IPRange: "10.0.0.0/8",
 				Subnets: []hcloudemu.SubnetSpec{{Type: "cloud", IPRange: "10.0.0.0/24", NetworkZone: "eu-central"}}})
@@ -54,11 +56,11 @@ func TestActionWaiter_backoff(t *testing.T) {
 				t.Fatal(err)
 			}
 			start := time.Now()
-			if err := w.wait(ctx, client, b); err != nil {
+			if err := w.waitWith(ctx, client, b, tc.soon); err != nil {
 				t.Fatalf("wait for delete_route: %v", err)
 			}
-			if took := time.Since(start); took >= tc.wantSecondUnder {
-				t.Errorf("the second action was awaited for %v, want under %v (the first interval is %v)", took, tc.wantSecondUnder, interval)
+			if took := time.Since(start); took < tc.min || took >= tc.max {
+				t.Errorf("the second action was awaited for %v, want [%v, %v) (first interval %v)", took, tc.min, tc.max, interval)
 			}
 		})
 	}

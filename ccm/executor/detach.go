@@ -71,6 +71,7 @@ func (x *Executor) Settle(ctx context.Context, uid types.UID) error {
 		if done == nil {
 			return nil
 		}
+		x.actions.kick() // this call waits for the run's action: poll it soon
 		select {
 		case <-done:
 		case <-ctx.Done():
@@ -106,8 +107,9 @@ func Detachable(plan lbplan.Plan) bool {
 // action is awaited with the shared waiter, so the runs of a round (the service controller
 // calls UpdateLoadBalancer for one Service after the other) share their polls, one
 // GET /actions per 50 pending actions and round; each later request is sent when the one
-// before it ended (a running action locks the load balancer: 423 locked), its action awaited
-// the same way. A plan that is not Detachable runs as Run does.
+// before it ended (a running action locks the load balancer: 423 locked), and an action that a
+// later request waits for is polled within the first poll interval, not after the backoff of
+// the round (actionWaiter.waitSoon). A plan that is not Detachable runs as Run does.
 //
 // When the background part fails (an action ended in error, a request failed, or DetachTimeout
 // passed), it counts the failed mutation, puts a Warning event UpdateLoadBalancerFailed on svc
@@ -167,8 +169,12 @@ func (x *Executor) RunDetached(ctx context.Context, svc *corev1.Service, plan lb
 // background is the part of a detached run after its first request: it awaits that request's
 // action (pending, nil when the API answered without one) and sends the rest of reqs.
 func (x *Executor) background(ctx context.Context, r *run, reqs []lbplan.Request, pending *hcloud.Action) error {
+	wait := x.waitShared // the first action shares the round's polls
+	if len(reqs) > 1 {
+		wait = x.waitNext // the next request waits for it
+	}
 	if pending != nil {
-		if err := x.waitShared(ctx, pending); err != nil {
+		if err := wait(ctx, pending); err != nil {
 			for _, m := range reqs[0].Mutations() {
 				countMutation(m.Action(), m.Operation(), resultError)
 			}
@@ -176,8 +182,12 @@ func (x *Executor) background(ctx context.Context, r *run, reqs []lbplan.Request
 			return wrapAPIError(reqs[0].Mutation.Label(), err)
 		}
 	}
-	for _, req := range reqs[1:] {
-		if _, err := x.send(ctx, r, req, x.waitShared); err != nil {
+	for i, req := range reqs[1:] {
+		wait := x.waitShared
+		if i+2 < len(reqs) {
+			wait = x.waitNext
+		}
+		if _, err := x.send(ctx, r, req, wait); err != nil {
 			return err
 		}
 	}

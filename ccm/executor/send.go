@@ -46,6 +46,12 @@ func (x *Executor) waitShared(ctx context.Context, a *hcloud.Action) error {
 	return x.actions.wait(ctx, x.client, a)
 }
 
+// waitNext awaits a with the shared waiter within the first poll interval (waitSoon): the next
+// request of a detached run waits for it.
+func (x *Executor) waitNext(ctx context.Context, a *hcloud.Action) error {
+	return x.actions.waitSoon(ctx, x.client, a)
+}
+
 // reply is the part of an answer the executor reads: the action to await, a created load
 // balancer or certificate (apireq.Answer). Every mutating answer of the API is a subset.
 type reply struct {
