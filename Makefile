@@ -169,8 +169,9 @@ demo: kube-bins build plugins
 # micro-benchmarks. Not part of `make test` (about an hour); bench-smoke is. BENCH_STEADY=auto
 # measures one server-list period per size (5, 10 and 20 minutes); BENCH_POLICIES=on|off|both.
 # Each size ends with a churn phase (issue 24): +JOIN nodes join, /BATCH at a time (default 10 at
-# once, 2 at the smoke size); 50x200+10/1 is 200 Services under 10 single-node events.
-BENCH_SIZES ?= 50x10,200x50,500x50+10,50x200+10/1
+# once, 2 at the smoke size); 50x200+10/1 is 200 Services under 10 single-node events; a p after
+# SERVICES puts the nodes in node pools, 2 Services selecting each (500x50p+10: issue 24's setup).
+BENCH_SIZES ?= 50x10,200x50,500x50+10,500x50p+10,50x200+10/1
 BENCH_STEADY ?= auto
 BENCH_POLICIES ?= on
 BENCH_OUT ?= $(BIN)/bench.md

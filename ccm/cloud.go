@@ -235,7 +235,7 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 	}
 	c.admission = admissionParts{exec: exec, cluster: clusterView(d, network), informers: d.Informers, clusterName: d.ClusterName}
 	if c.requeue != nil {
-		lbOpts.DenialTracker = c.requeue
+		lbOpts.DenialTracker = c.requeue // also retries failed detached updates (below)
 	}
 	if d.Informers != nil { // the members of load balancer groups (the service controller's informer)
 		lbOpts.Services = d.Informers.Core().V1().Services().Lister()
@@ -362,3 +362,7 @@ func (c *Cloud) logStart(network *hcloud.Network) {
 		"loadBalancers", c.cfg.LoadBalancer.Enabled, "routes", c.routes != nil, "plugins", len(c.plugins),
 		"robot", c.cfg.Robot.String()) // String leaves the credentials out
 }
+
+// The requeuer retries a Service whose detached update failed (loadbalancer.runDetached finds
+// the method by this interface); the compiler keeps the method set matching.
+var _ loadbalancer.ActionFailureTracker = (*requeue.Requeuer)(nil)

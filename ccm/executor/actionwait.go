@@ -24,18 +24,52 @@ const (
 
 // actionWaiter waits for many actions with shared polls: one goroutine reads every pending
 // action with GET /actions?id=…&id=… (50 per request) each round, so N concurrent waits cost
-// about ceil(N/50) requests per round instead of N. The zero value is ready to use.
+// about ceil(N/50) requests per round instead of N. The wait between rounds doubles while
+// actions are pending (up to 2 s), so a burst of waits (the Services of a node sync round)
+// shares few polls; a caller that blocks something on its action (waitSoon, kick) cuts the
+// current wait to the first interval. The zero value is ready to use.
 type actionWaiter struct {
 	interval time.Duration // 0 means DefaultActionPollInterval
 
 	mu      sync.Mutex
 	pending map[int64][]chan error
 	polling bool
+	wake    chan struct{} // kick: poll within the first interval (buffered 1; see wakeCh)
+}
+
+// wakeCh returns the kick channel, made on first use.
+func (w *actionWaiter) wakeCh() chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.wake == nil {
+		w.wake = make(chan struct{}, 1)
+	}
+	return w.wake
+}
+
+// kick makes the poller's next round come at most the first interval from now: something is
+// blocked on a pending action (the next request of a detached run, or a call waiting in
+// Settle), so latency matters more than sharing the round with later waits.
+func (w *actionWaiter) kick() {
+	select {
+	case w.wakeCh() <- struct{}{}:
+	default: // a kick is pending already
+	}
+}
+
+// waitSoon is wait, with a kick once a is registered (see kick).
+func (w *actionWaiter) waitSoon(ctx context.Context, client *hcloud.Client, a *hcloud.Action) error {
+	return w.waitWith(ctx, client, a, true)
 }
 
 // wait returns when a has finished: nil on success, the action's error when it failed, or an
 // error when it cannot be read or ctx ends first.
 func (w *actionWaiter) wait(ctx context.Context, client *hcloud.Client, a *hcloud.Action) error {
+	return w.waitWith(ctx, client, a, false)
+}
+
+// waitWith is wait, with a kick when soon.
+func (w *actionWaiter) waitWith(ctx context.Context, client *hcloud.Client, a *hcloud.Action, soon bool) error {
 	switch {
 	case a == nil || a.Status == hcloud.ActionStatusSuccess:
 		return nil
@@ -53,6 +87,9 @@ func (w *actionWaiter) wait(ctx context.Context, client *hcloud.Client, a *hclou
 		go w.poll(client)
 	}
 	w.mu.Unlock()
+	if soon {
+		w.kick()
+	}
 	select {
 	case err := <-ch:
 		return err
@@ -72,15 +109,16 @@ func (w *actionWaiter) forget(id int64, ch chan error) {
 	}
 }
 
-// poll runs rounds until nothing is pending.
+// poll runs rounds until nothing is pending (TestActionWaiter_backoff).
 func (w *actionWaiter) poll(client *hcloud.Client) {
-	delay := w.interval
-	if delay <= 0 {
-		delay = DefaultActionPollInterval
+	first := w.interval
+	if first <= 0 {
+		first = DefaultActionPollInterval
 	}
+	delay := first
 	maxDelay := max(maxActionPollInterval, delay)
 	for {
-		time.Sleep(delay)
+		w.sleep(delay, first)
 		delay = min(2*delay, maxDelay)
 		w.mu.Lock()
 		ids := slices.Sorted(maps.Keys(w.pending))
@@ -99,6 +137,24 @@ func (w *actionWaiter) poll(client *hcloud.Client) {
 			delete(w.pending, id)
 		}
 		w.mu.Unlock()
+	}
+}
+
+// sleep waits d, or until first after a kick if that comes sooner.
+func (w *actionWaiter) sleep(d, first time.Duration) {
+	wake := w.wakeCh()
+	deadline := time.Now().Add(d)
+	for {
+		timer := time.NewTimer(time.Until(deadline))
+		select {
+		case <-timer.C:
+			return
+		case <-wake:
+			timer.Stop()
+			if soon := time.Now().Add(first); soon.Before(deadline) {
+				deadline = soon
+			}
+		}
 	}
 }
 

@@ -13,7 +13,9 @@
 // NewRequest and Do, turns a declared outcome into its result and events, awaits the action
 // and moves the state on with the mutation's Apply (or the create's answer).
 //
-// Start with New, then Run (load balancers) and RunRoutes (routes).
+// Start with New, then Run (load balancers), RunDetached (UpdateLoadBalancer's target changes:
+// returns once the API accepted the first request, the rest ends in the background; detach.go)
+// and RunRoutes (routes).
 package executor
 
 import (
@@ -61,7 +63,8 @@ type Executor struct {
 	recorder   record.EventRecorder
 	cluster    policy.Cluster
 	namespaces corelisters.NamespaceLister
-	actions    actionWaiter // batched action polls of route writes (routes.go)
+	actions    actionWaiter // batched action polls of route writes (routes.go) and detached runs (detach.go)
+	detached   detached     // the detached runs in flight (detach.go)
 }
 
 // Options configure [New]. Conn is required.
@@ -77,7 +80,8 @@ type Options struct {
 	Cluster policy.Cluster
 	// Namespaces, if not nil, makes policy inputs carry the labels of the Service's namespace.
 	Namespaces corelisters.NamespaceLister
-	// ActionPollInterval is the first wait before the actions of route writes are polled; each
+	// ActionPollInterval is the first wait before the actions of route writes and of detached
+	// runs (RunDetached) are polled; each
 	// later round waits twice as long, up to 2s (or the interval, if larger). 0 means
 	// DefaultActionPollInterval. Pass HCLOUD_POLL_INTERVAL.
 	ActionPollInterval time.Duration
@@ -123,11 +127,18 @@ func New(o Options) (*Executor, error) {
 // request gives a wrapped *api.RetryError (retried after RetryAfter). When the API rejects what
 // rides along with a create (a target or listener it refuses, resource_limit_exceeded), the
 // create is sent alone and the rest one request each, as if nothing rode along, so a target
-// beyond the limit is reported MaxTargetsReached and other errors name their step.
+// beyond the limit is reported MaxTargetsReached and other errors name their step. A detached
+// run of svc still in flight (RunDetached) is waited for first (Settle; its ctx error if ctx
+// ends first).
 func (x *Executor) Run(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) (*lbplan.Actual, error) {
 	r := &run{svc: svc, state: plan.Actual}
 	if plan.Empty() {
 		return r.state, nil
+	}
+	if svc != nil {
+		if err := x.Settle(ctx, svc.UID); err != nil {
+			return nil, err
+		}
 	}
 	if err := x.gate(ctx, svc, plan); err != nil {
 		return nil, err
@@ -136,7 +147,7 @@ func (x *Executor) Run(ctx context.Context, svc *corev1.Service, plan lbplan.Pla
 	var err error
 	for i := 0; i < len(reqs) && err == nil; i++ {
 		var split bool
-		if split, err = x.send(ctx, r, reqs[i]); split {
+		if split, err = x.send(ctx, r, reqs[i], x.waitAlone); split {
 			reqs = slices.Insert(reqs, i+1, reqs[i].Split()...)
 		}
 	}

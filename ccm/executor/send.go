@@ -32,6 +32,26 @@ type run struct {
 	applied []lbplan.Mutation
 }
 
+// waitFunc awaits the action of a request; nil when it succeeded.
+type waitFunc func(ctx context.Context, a *hcloud.Action) error
+
+// waitAlone is Run's wait: hcloud-go's WaitFor, one poll series per action (the golden replay
+// records its requests).
+func (x *Executor) waitAlone(ctx context.Context, a *hcloud.Action) error {
+	return x.client.Action.WaitFor(ctx, a)
+}
+
+// waitShared awaits a with the shared waiter (actionwait.go): concurrent waits share polls.
+func (x *Executor) waitShared(ctx context.Context, a *hcloud.Action) error {
+	return x.actions.wait(ctx, x.client, a)
+}
+
+// waitNext awaits a with the shared waiter within the first poll interval (waitSoon): the next
+// request of a detached run waits for it.
+func (x *Executor) waitNext(ctx context.Context, a *hcloud.Action) error {
+	return x.actions.waitSoon(ctx, x.client, a)
+}
+
 // reply is the part of an answer the executor reads: the action to await, a created load
 // balancer or certificate (apireq.Answer). Every mutating answer of the API is a subset.
 type reply struct {
@@ -45,8 +65,9 @@ type reply struct {
 // records the outcome (metrics, applied labels). An API error with a declared outcome
 // (apireq.Outcome) is that outcome: its events are emitted, Done counts as success, Skipped
 // leaves the state, Split returns split (Run then sends the mutations one request each) and
-// Fail returns the outcome's error.
-func (x *Executor) send(ctx context.Context, r *run, req lbplan.Request) (split bool, err error) {
+// Fail returns the outcome's error. wait awaits the action (Run: hcloud-go's WaitFor;
+// RunDetached: the shared waiter, or a capture that leaves the wait to the background).
+func (x *Executor) send(ctx context.Context, r *run, req lbplan.Request, wait waitFunc) (split bool, err error) {
 	m := req.Mutation
 	klog.InfoS("executing", "op", m.Label(), "inline", req.Labels()[1:], "service", klog.KObj(r.svc), "loadBalancer", lbName(r.state))
 	api, err := req.API(r.state, r.certificateID)
@@ -75,7 +96,7 @@ func (x *Executor) send(ctx context.Context, r *run, req lbplan.Request) (split 
 		}
 	}
 	if err == nil && api.Wait && ans.Action != nil {
-		err = x.client.Action.WaitFor(ctx, hcloud.ActionFromSchema(*ans.Action))
+		err = wait(ctx, hcloud.ActionFromSchema(*ans.Action))
 	}
 	if err == nil {
 		err = r.advance(m, api.Answer, then, ans)

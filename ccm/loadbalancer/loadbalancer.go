@@ -407,6 +407,9 @@ func (l *LoadBalancers) rememberedDenial(svc *corev1.Service, digest string) err
 
 // ensureDeleted is EnsureLoadBalancerDeleted.
 func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) error {
+	if err := l.exec.Settle(ctx, svc.UID); err != nil { // an Update's detached run (detach.go)
+		return err
+	}
 	lb, readAt, err := l.byUID(ctx, svc, false)
 	if err != nil || lb == nil {
 		return err
@@ -448,9 +451,16 @@ func (l *LoadBalancers) stored(svc *corev1.Service, state *lbplan.Actual, readAt
 //
 // name and rename are l.name's answer (the caller needs them for the denial digest).
 func (l *LoadBalancers) reconcile(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, name string, rename, create bool) (*lbplan.Actual, lbplan.Desired, error) {
+	if err := l.exec.Settle(ctx, svc.UID); err != nil { // an Update's detached run (detach.go)
+		return nil, lbplan.Desired{}, err
+	}
 	plan, d, readAt, err := l.plan(ctx, svc, nodes, name, rename, create)
 	if err != nil || plan == nil {
 		return nil, d, err
+	}
+	if !create {
+		state, err := l.runDetached(ctx, svc, *plan, readAt)
+		return state, d, err
 	}
 	state, err := l.exec.Run(ctx, svc, *plan)
 	l.stored(svc, state, readAt, err)

@@ -1,4 +1,5 @@
-// Package requeue retries denied Services at once when the policy input changes.
+// Package requeue retries denied Services at once when the policy input changes, and a Service
+// whose detached load balancer update failed after UpdateLoadBalancer returned (ActionFailed).
 //
 // The upstream service controller retries a Service whose load balancer sync failed with
 // exponential backoff (up to 5 minutes), and offers no way to enqueue a Service from outside. It
@@ -16,7 +17,10 @@
 // the CCM needs no write access to the Service itself.
 //
 // Start with New, feed it with Denied/Settled from the load balancer calls, connect
-// PolicyLoaded and WatchNamespaces, and Run it.
+// PolicyLoaded and WatchNamespaces, and Run it. The load balancer code calls ActionFailed.
+//
+// A retry of a failed update sets the same annotation: the service controller then syncs the
+// Service with EnsureLoadBalancer, which reads its load balancer fresh and repairs the targets.
 package requeue
 
 import (
@@ -37,6 +41,8 @@ import (
 	"k8s.io/component-base/metrics"
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
 )
 
 // Annotation is set on a denied Service to make the service controller retry it at once. Its
@@ -55,12 +61,14 @@ const (
 	// TriggerGroup: a member left a load balancer group or was deleted; the other members
 	// resync the group's load balancer (ccm/loadbalancer WatchGroups).
 	TriggerGroup = "group"
+	// TriggerAction is a detached load balancer update that failed (ActionFailed).
+	TriggerAction = "action"
 )
 
 // retriesTotal counts annotation patches by trigger and result (success, error).
 var retriesTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 	Name:           "hcloud_ccm_policy_retries_total",
-	Help:           "Denied Services retried at once because the policy or their namespace's labels changed, by trigger (policy, namespace) and result (success, error).",
+	Help:           "Services retried at once: denied ones because the policy or their namespace's labels changed, others because their detached load balancer update failed; by trigger (policy, namespace, action) and result (success, error).",
 	StabilityLevel: metrics.ALPHA,
 }, []string{"trigger", "result"})
 
@@ -75,7 +83,8 @@ type Requeuer struct {
 
 	mu     sync.Mutex
 	denied map[types.NamespacedName]types.UID
-	// pending are Services queued for another reason than a denial (Requeue), patched once.
+	// pending are Services queued for another reason than a denial (Requeue, ActionFailed),
+	// patched once.
 	pending map[types.NamespacedName]types.UID
 	cause   map[types.NamespacedName]cause // why a queued Service is retried
 }
@@ -113,6 +122,25 @@ func (r *Requeuer) Settled(svc *corev1.Service) {
 	defer r.mu.Unlock()
 	delete(r.denied, keyOf(svc))
 }
+
+// ActionFailed retries svc at once: its detached load balancer update failed with err after
+// UpdateLoadBalancer returned (ccm/loadbalancer's ActionFailureTracker). Unlike a denial, it is
+// retried once, whatever Denied or Settled say meanwhile.
+func (r *Requeuer) ActionFailed(svc *corev1.Service, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := keyOf(svc)
+	r.pending[k] = svc.UID
+	text := "failed load balancer update"
+	if err != nil {
+		text += " (" + truncate.String(err.Error(), maxCauseError) + ")"
+	}
+	r.cause[k] = cause{TriggerAction, text}
+	r.queue.Add(k)
+}
+
+// maxCauseError bounds the error quoted in the annotation of a failed update's retry.
+const maxCauseError = 200
 
 // DeniedServices returns the Services whose last plan was denied.
 func (r *Requeuer) DeniedServices() []types.NamespacedName {
@@ -225,9 +253,12 @@ func (r *Requeuer) next(ctx context.Context) bool {
 	switch {
 	case err == nil:
 		retriesTotal.WithLabelValues(c.trigger, "success").Inc()
-		if c.trigger == TriggerGroup {
+		switch c.trigger {
+		case TriggerGroup:
 			klog.InfoS("Syncing a Service now: its load balancer group changed", "service", k, "cause", c.text)
-		} else {
+		case TriggerAction:
+			klog.InfoS("Retrying a Service now: its load balancer update failed after it was accepted", "service", k, "cause", c.text)
+		default:
 			klog.InfoS("Retrying a denied Service now: the policy input changed", "service", k, "cause", c.text)
 		}
 		r.forget(k)
@@ -247,7 +278,8 @@ func (r *Requeuer) next(ctx context.Context) bool {
 	return true
 }
 
-// forget drops k from the queue's backoff, its cause and its pending Requeue.
+// forget drops k from the queue's backoff, its cause and its pending retry (Requeue,
+// ActionFailed).
 func (r *Requeuer) forget(k types.NamespacedName) {
 	r.queue.Forget(k)
 	r.mu.Lock()

@@ -112,6 +112,31 @@ func TestRequeuer_triggers(t *testing.T) {
 		name:    "settled after queueing, before the patch: not touched",
 		denied:  []*corev1.Service{service("shop", "web")},
 		trigger: func(r *Requeuer) { r.PolicyLoaded("0123456789ab"); r.Settled(service("shop", "web")) },
+	}, {
+		name: "a failed detached update: that Service, denied or not, with the error",
+		trigger: func(r *Requeuer) {
+			r.ActionFailed(service("other", "allowed"), errors.New("add_target node-3: action failed"))
+		},
+		want: []string{"other/allowed=failed load balancer update (add_target node-3: action failed)" + at},
+	}, {
+		name:   "a failed update is retried even when the Service settles before the patch",
+		denied: []*corev1.Service{service("shop", "web")},
+		trigger: func(r *Requeuer) {
+			r.ActionFailed(service("shop", "web"), errors.New("boom"))
+			r.Settled(service("shop", "web"))
+		},
+		want: []string{"shop/web=failed load balancer update (boom)" + at},
+	}, {
+		name: "a failed update is retried once: a later policy revision does not retry it again",
+		trigger: func(r *Requeuer) {
+			r.ActionFailed(service("other", "allowed"), errors.New("boom"))
+			drain(r)
+			if _, err := r.client.CoreV1().Services("other").Patch(context.Background(), "allowed", types.MergePatchType,
+				[]byte(`{"metadata":{"annotations":{"`+Annotation+`":null}}}`), metav1.PatchOptions{}); err != nil {
+				panic(err)
+			}
+			r.PolicyLoaded("0123456789ab")
+		},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -191,35 +191,57 @@ func TestCache_liveBudget(t *testing.T) {
 	}
 }
 
-// A server missing from the list is read alone while that is cheaper than a new list (fewer
-// than pages − 1 single reads since the list), and is then part of All.
+// A server missing from the list is read alone while the single reads since the list are fewer
+// than its pages (each new server read once), then the next miss lists again; every new server
+// is then part of All. Issue 24: 10 new nodes at 500 servers cost 10 requests, not 9 single
+// reads and an 11-page list.
 func TestCache_missReadsAlone(t *testing.T) {
-	emu, c, ids, clock := newBudgetEnv(t, 120, 60) // 3 pages
-	ctx := t.Context()
-	if _, err := c.ByID(ctx, ids[0]); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name          string
+		servers, news int
+		// wantPages are the list pages read after the first list, wantSingle the single reads.
+		wantPages, wantSingle int
+	}{
+		{"3 new servers at 120 (3 pages): each read once", 120, 3, 0, 3},
+		{"4 new servers at 120: 3 read once, the 4th lists (3 pages)", 120, 4, 3, 3},
+		{"10 new servers at 500 (10 pages): each read once", 500, 10, 0, 10},
+		{"2 new servers at 50 (1 page): 1 read once, the 2nd lists (2 pages: 52 servers)", 50, 2, 2, 1},
 	}
-	var added []int64
-	for i := range 3 {
-		id, err := emu.AddServer(hcloudemu.ServerSpec{Name: fmt.Sprintf("new-%d", i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		added = append(added, id)
-	}
-	want := []struct{ pages, single int }{{3, 1}, {3, 2}, {6, 2}}
-	for i, id := range added {
-		clock.Advance(servercache.MinMissRefreshInterval)
-		if s, err := c.ByID(ctx, id); err != nil || s == nil || s.ID != id {
-			t.Fatalf("ByID(new %d) = %v, %v", i, s, err)
-		}
-		if p, single := lists(emu); p != want[i].pages || single != want[i].single {
-			t.Errorf("after new server %d: %d pages, %d single reads, want %d, %d", i, p, single, want[i].pages, want[i].single)
-		}
-	}
-	all, err := c.All(ctx)
-	if err != nil || len(all) != 123 {
-		t.Errorf("All() = %d servers, %v, want 123", len(all), err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			emu, c, ids, clock := newBudgetEnv(t, tt.servers, 60)
+			ctx := t.Context()
+			if _, err := c.ByID(ctx, ids[0]); err != nil {
+				t.Fatal(err)
+			}
+			firstPages, _ := lists(emu)
+			var added []int64
+			for i := range tt.news {
+				id, err := emu.AddServer(hcloudemu.ServerSpec{Name: fmt.Sprintf("new-%d", i)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				added = append(added, id)
+			}
+			for i, id := range added {
+				clock.Advance(servercache.MinMissRefreshInterval)
+				// The cloud node controller asks by name first, then by the provider ID.
+				if s, err := c.ByName(ctx, fmt.Sprintf("new-%d", i)); err != nil || s == nil || s.ID != id {
+					t.Fatalf("ByName(new %d) = %v, %v", i, s, err)
+				}
+				if s, err := c.ByID(ctx, id); err != nil || s == nil || s.ID != id {
+					t.Fatalf("ByID(new %d) = %v, %v", i, s, err)
+				}
+			}
+			p, single := lists(emu)
+			if p-firstPages != tt.wantPages || single != tt.wantSingle {
+				t.Errorf("%d new servers: %d more pages, %d single reads; want %d, %d", tt.news, p-firstPages, single, tt.wantPages, tt.wantSingle)
+			}
+			all, err := c.All(ctx)
+			if err != nil || len(all) != tt.servers+tt.news {
+				t.Errorf("All() = %d servers, %v, want %d", len(all), err, tt.servers+tt.news)
+			}
+		})
 	}
 }
 

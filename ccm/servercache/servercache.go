@@ -23,9 +23,13 @@
 //     shutdown or deletion is seen within the max age of the first question while the bucket
 //     lasts, and within n × 1h / (B/2) for n NotReady nodes asked about continuously once it
 //     is empty.
-//   - A server missing from the list (a new server) is read alone, unless pages − 1 servers
-//     were already read alone since the last list: then a new list is cheaper. Looking for a
-//     missing server again waits at least [MinMissRefreshInterval].
+//   - A server missing from the list (a new server) is read alone while fewer servers than a
+//     list has pages were read alone since the last list: up to that many single reads cost no
+//     more than one list, so a burst of up to pages new servers costs one request each. The
+//     next miss lists again (the break-even rule of renting against buying: a burst of k new
+//     servers costs k requests while k ≤ pages, and at most 2 × pages + 1 beyond, which the new
+//     list answers for every server created by then). TestCache_missReadsAlone counts the
+//     requests. Looking for a missing server again waits at least [MinMissRefreshInterval].
 //
 // Servers read alone are newer than the list and take precedence over it, in [Cache.All] too.
 package servercache
@@ -365,7 +369,7 @@ func (c *Cache) decideLocked(key string, find func(*snapshot) *hcloud.Server, li
 		if live {
 			return nil, false, true
 		}
-		if c.missReads < c.pages()-1 {
+		if c.missReads < c.pages() { // see the package doc: each new server is read once
 			c.missReads++
 			return nil, false, true
 		}

@@ -128,7 +128,8 @@ func TestCache_modeAll(t *testing.T) {
 		t.Fatalf("a miss right after the list cost %v, want no request", got)
 	}
 
-	// A second later, a missing server triggers one more list, and repeated misses do not.
+	// A second later, a missing server is read alone (1 page: one single read costs no more
+	// than a list), and repeated misses within a second are not.
 	time.Sleep(servercache.MinMissRefreshInterval)
 	for range 5 {
 		if s, err := c.ByID(ctx, 999999); err != nil || s != nil {
@@ -136,10 +137,11 @@ func TestCache_modeAll(t *testing.T) {
 		}
 	}
 	if got := requests(emu); len(got) != 2 {
-		t.Errorf("five misses cost %v, want one extra list", got)
+		t.Errorf("five misses cost %v, want one extra request", got)
 	}
 
-	// A server added after the list is found by the miss refresh, once a second has passed.
+	// A server added after the list is found by a new list, once a second has passed: a
+	// server was already read alone since the list (as many as the list has pages).
 	id, err := emu.AddServer(hcloudemu.ServerSpec{Name: "node-new"})
 	if err != nil {
 		t.Fatal(err)

@@ -8,10 +8,13 @@
 //
 // Configuration (environment):
 //
-//	BENCH_SIZES   sizes as NODESxSERVICES[+JOIN[/BATCH]], comma separated (default "10x2",
+//	BENCH_SIZES   sizes as NODESxSERVICES[p][+JOIN[/BATCH]], comma separated (default "10x2",
 //	              the smoke size). After the steady window JOIN new nodes (default:
 //	              defaultJoin) join as load balancer targets, BATCH at a time (default: all at
-//	              once; 1: one node event after the other): the churn phase, see runChurn
+//	              once; 1: one node event after the other): the churn phase, see runChurn.
+//	              Without p every Service targets the same 10 labelled nodes and every joining
+//	              node; with p the nodes are in SERVICES/2 node pools and 2 Services select
+//	              each pool by load-balancer.hetzner.cloud/node-selector (issue 24's setup)
 //	BENCH_STEADY  length of the steady-state window (default 20s), or auto: the period of the
 //	              server list at the size under the default API budget (see steadyWindow)
 //	BENCH_OUT     file the Markdown table is written to (default: none, printed only)
@@ -61,6 +64,10 @@ const (
 	// an lb11 takes at most 25 targets, so not every node can be one at scale.
 	lbTargetLabel = "bench.hcloud-policy-ccm/lb-target"
 	lbTargets     = 10
+	// poolLabel names a node's pool in a size with node pools; servicesPerPool Services select
+	// each pool.
+	poolLabel       = "bench.hcloud-policy-ccm/pool"
+	servicesPerPool = 2
 	// rateLimit is the Hetzner API's default limit per project and hour, enforced by the emulator.
 	rateLimit = 3600
 	// clkTck is USER_HZ, the unit of utime and stime in /proc/<pid>/stat (100 on Linux).
@@ -72,11 +79,37 @@ type size struct {
 	nodes, services int
 	// join nodes join after the steady window, batch at a time (the churn phase; 0: none).
 	join, batch int
+	// pools puts the nodes in services/servicesPerPool node pools (node i in pool i mod pools),
+	// each selected by servicesPerPool Services; without, every Service selects the lbTargets
+	// labelled nodes and every joining node.
+	pools       bool
 	policiesOff bool // no --policy-* flags: the allow-all gate
 }
 
+// poolCount is the number of node pools of a size with pools.
+func (s size) poolCount() int { return s.services / servicesPerPool }
+
+// pool is the pool of node i.
+func (s size) pool(i int) string { return fmt.Sprintf("pool-%02d", i%s.poolCount()) }
+
+// servicesPerNode is how many Services select a joining node.
+func (s size) servicesPerNode() int {
+	if s.pools {
+		return servicesPerPool
+	}
+	return s.services
+}
+
 func (s size) String() string {
-	return fmt.Sprintf("%d nodes / %d Services / %s / policies %s", s.nodes, s.services, s.churn(), onOff(!s.policiesOff))
+	return fmt.Sprintf("%d nodes / %d Services%s / %s / policies %s", s.nodes, s.services, s.poolNote(), s.churn(), onOff(!s.policiesOff))
+}
+
+// poolNote is ", 2 per node pool" for a size with pools, else "".
+func (s size) poolNote() string {
+	if s.pools {
+		return fmt.Sprintf(", %d per node pool", servicesPerPool)
+	}
+	return ""
 }
 
 // churn describes the churn phase: "10 nodes join at once", "10 nodes join one at a time".
@@ -94,7 +127,11 @@ func (s size) churn() string {
 
 // name is the size as in BENCH_SIZES, with the policy switch.
 func (s size) name() string {
-	return fmt.Sprintf("%dx%d+%d-%d-policies-%s", s.nodes, s.services, s.join, s.batch, onOff(!s.policiesOff))
+	p := ""
+	if s.pools {
+		p = "p"
+	}
+	return fmt.Sprintf("%dx%d%s+%d-%d-policies-%s", s.nodes, s.services, p, s.join, s.batch, onOff(!s.policiesOff))
 }
 
 // defaultJoin is the churn of a size without +JOIN: 10 nodes, a fifth of the nodes at smaller
@@ -187,7 +224,7 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 	}
 	ids := map[string]int64{}
 	for i := range s.nodes {
-		addNode(t, c, emu, netID, ids, i, cidrs[i], i < lbTargets, false)
+		addNode(t, c, emu, netID, ids, i, cidrs[i], nodeLabels(s, i, false), false)
 	}
 	t.Logf("%v: %d servers and nodes created", s, s.nodes)
 
@@ -222,7 +259,11 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 	// Phase 2: every Service has an address.
 	start = time.Now()
 	for i := range s.services {
-		createService(t, c, fmt.Sprintf("svc-%03d", i))
+		selector := lbTargetLabel + "=true"
+		if s.pools {
+			selector = poolLabel + "=" + s.pool(i/servicesPerPool)
+		}
+		createService(t, c, fmt.Sprintf("svc-%03d", i), selector)
 	}
 	waitCCM(t, ccm, 5*time.Minute+time.Duration(s.services)*5*time.Second, func() (bool, error) {
 		list, err := c.Client().CoreV1().Services("default").List(context.Background(), metav1.ListOptions{})
@@ -270,11 +311,22 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 	return r
 }
 
+// nodeLabels are the labels of node i: its pool in a size with pools, else the load balancer
+// target label on the first lbTargets nodes and on every joining node.
+func nodeLabels(s size, i int, joining bool) map[string]string {
+	switch {
+	case s.pools:
+		return map[string]string{poolLabel: s.pool(i)}
+	case joining || i < lbTargets:
+		return map[string]string{lbTargetLabel: "true"}
+	}
+	return nil
+}
+
 // addNode adds server and Node number i (named node-%04d, with the InternalIP the kubelet's
-// --node-ip gives) as a kubelet with --cloud-provider=external registers it; target labels it as
-// a load balancer target. It records the server ID in ids. A joining node (one added after the
+// --node-ip gives) as a kubelet with --cloud-provider=external registers it, with labels. It records the server ID in ids. A joining node (one added after the
 // load balancers, which took the next free IPs of the network) gets its IP from 10.0.200.0 on.
-func addNode(t *testing.T, c *harness.Cluster, emu *hcloudemu.Emulator, netID int64, ids map[string]int64, i int, cidr string, target, joining bool) {
+func addNode(t *testing.T, c *harness.Cluster, emu *hcloudemu.Emulator, netID int64, ids map[string]int64, i int, cidr string, labels map[string]string, joining bool) {
 	name := fmt.Sprintf("node-%04d", i)
 	third := i / 250
 	if joining {
@@ -287,20 +339,21 @@ func addNode(t *testing.T, c *harness.Cluster, emu *hcloudemu.Emulator, netID in
 	}
 	ids[name] = id
 	opts := []harness.NodeOption{harness.WithInternalIP(ip)}
-	if target {
-		opts = append(opts, harness.WithLabels(map[string]string{lbTargetLabel: "true"}))
+	if len(labels) > 0 {
+		opts = append(opts, harness.WithLabels(labels))
 	}
 	c.CreateNode(t, name, cidr, opts...)
 }
 
 // runChurn is phase 4: r.size.join new servers appear and register as Nodes labelled as load
-// balancer targets, r.size.batch at a time, as an autoscaler adds them; each batch is done when
-// every new node is initialised and routed and is a target of every Service's load balancer.
-// The minimum is one add_route per node and one add_target per node and Service.
+// balancer targets (or into their node pool), r.size.batch at a time, as an autoscaler adds
+// them; each batch is done when every new node is initialised and routed and is a target of the
+// load balancer of every Service that selects it. The minimum is one add_route per node and one
+// add_target per node and Service selecting it.
 func runChurn(t *testing.T, c *harness.Cluster, ccm *harness.Process, emu *hcloudemu.Emulator, netID int64, ids map[string]int64, cidrs []string, r *result) {
 	s := r.size
-	if lbTargets+s.join > maxChurnTargets {
-		t.Fatalf("%v: %d targets per load balancer after the churn, more than an lb11 takes (%d)", s, lbTargets+s.join, maxChurnTargets)
+	if n := targetsAfterChurn(s); n > maxChurnTargets {
+		t.Fatalf("%v: %d targets per load balancer after the churn, more than an lb11 takes (%d)", s, n, maxChurnTargets)
 	}
 	take(emu)
 	start := time.Now()
@@ -308,7 +361,7 @@ func runChurn(t *testing.T, c *harness.Cluster, ccm *harness.Process, emu *hclou
 	for first := s.nodes; first < s.nodes+s.join; first += s.batch {
 		last := min(first+s.batch, s.nodes+s.join)
 		for i := first; i < last; i++ {
-			addNode(t, c, emu, netID, ids, i, cidrs[i], true, true)
+			addNode(t, c, emu, netID, ids, i, cidrs[i], nodeLabels(s, i, true), true)
 		}
 		want := map[int64]bool{}
 		for i := s.nodes; i < last; i++ {
@@ -326,19 +379,18 @@ func runChurn(t *testing.T, c *harness.Cluster, ccm *harness.Process, emu *hclou
 			if len(lbs) != s.services {
 				return false, fmt.Errorf("%d load balancers, want %d", len(lbs), s.services)
 			}
-			missing := 0
+			// Each new node must be a target of every load balancer whose Service selects it.
+			targetOf := map[int64]int{}
 			for _, lb := range lbs {
-				has := map[int64]bool{}
 				for _, tg := range lb.Targets {
-					if tg.Server != nil {
-						has[tg.Server.ID] = true
+					if tg.Server != nil && want[tg.Server.ID] {
+						targetOf[tg.Server.ID]++
 					}
 				}
-				for id := range want {
-					if !has[id] {
-						missing++
-					}
-				}
+			}
+			missing := 0
+			for id := range want {
+				missing += max(0, s.servicesPerNode()-targetOf[id])
 			}
 			return missing == 0, fmt.Errorf("%d new targets missing", missing)
 		})
@@ -353,9 +405,18 @@ func runChurn(t *testing.T, c *harness.Cluster, ccm *harness.Process, emu *hclou
 }
 
 // churnMinimum is the fewest mutations the churn phase can take: a route per new node and a
-// target per new node and Service.
+// target per new node and Service selecting it.
 func churnMinimum(s size) int {
-	return s.join * (1 + s.services)
+	return s.join * (1 + s.servicesPerNode())
+}
+
+// targetsAfterChurn is the most targets a load balancer has after the churn phase.
+func targetsAfterChurn(s size) int {
+	if !s.pools {
+		return lbTargets + s.join
+	}
+	pools := s.poolCount()
+	return (s.nodes + s.join + pools - 1) / pools // node i is in pool i mod pools: at most ⌈n/pools⌉ per pool
 }
 
 // add sums two phases' counters.
@@ -405,11 +466,11 @@ func uninitialised(t *testing.T, c *harness.Cluster, ids map[string]int64) int {
 }
 
 // createService creates a LoadBalancer Service in namespace default (allowed by the example
-// policies) whose targets are the nodes labelled lbTargetLabel.
-func createService(t *testing.T, c *harness.Cluster, name string) {
+// policies) whose targets are the nodes selector selects.
+func createService(t *testing.T, c *harness.Cluster, name, selector string) {
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Annotations: map[string]string{
-			"load-balancer.hetzner.cloud/node-selector": lbTargetLabel + "=true",
+			"load-balancer.hetzner.cloud/node-selector": selector,
 		}},
 		Spec: corev1.ServiceSpec{
 			Type:     corev1.ServiceTypeLoadBalancer,
@@ -642,15 +703,19 @@ func readStatusKiB(pid int, field string) (int64, error) {
 func parseSizes(s string) ([]size, error) {
 	var out []size
 	for part := range strings.SplitSeq(s, ",") {
-		bad := fmt.Errorf("BENCH_SIZES=%q: want NODESxSERVICES[+JOIN[/BATCH]][,...] such as 50x10,500x50+10,50x200+10/1", s)
+		bad := fmt.Errorf("BENCH_SIZES=%q: want NODESxSERVICES[p][+JOIN[/BATCH]][,...] such as 50x10,500x50p+10,50x200+10/1", s)
 		base, churn, hasChurn := strings.Cut(strings.TrimSpace(part), "+")
 		n, svc, ok := strings.Cut(base, "x")
+		svc, pools := strings.CutSuffix(svc, "p")
 		nodes, err1 := strconv.Atoi(n)
 		services, err2 := strconv.Atoi(svc)
 		if !ok || err1 != nil || err2 != nil || nodes < 1 || services < 0 {
 			return nil, bad
 		}
-		sz := size{nodes: nodes, services: services, join: defaultJoin(nodes)}
+		if pools && (services < servicesPerPool || services%servicesPerPool != 0) {
+			return nil, fmt.Errorf("BENCH_SIZES=%q: node pools need a multiple of %d Services (%d per pool), not %d", s, servicesPerPool, servicesPerPool, services)
+		}
+		sz := size{nodes: nodes, services: services, join: defaultJoin(nodes), pools: pools}
 		if hasChurn {
 			j, b, hasBatch := strings.Cut(churn, "/")
 			join, err := strconv.Atoi(j)
@@ -667,8 +732,11 @@ func parseSizes(s string) ([]size, error) {
 		if sz.batch == 0 || sz.batch > sz.join {
 			sz.batch = sz.join
 		}
-		if lbTargets+sz.join > maxChurnTargets {
-			return nil, fmt.Errorf("BENCH_SIZES=%q: %d nodes joining make %d targets per load balancer, more than an lb11 takes (%d): join at most %d", s, sz.join, lbTargets+sz.join, maxChurnTargets, maxChurnTargets-lbTargets)
+		if n := targetsAfterChurn(sz); n > maxChurnTargets {
+			if sz.pools {
+				return nil, fmt.Errorf("BENCH_SIZES=%q: %d nodes in %d pools make %d targets per load balancer, more than an lb11 takes (%d): use more Services (pools) or fewer nodes", s, sz.nodes+sz.join, sz.poolCount(), n, maxChurnTargets)
+			}
+			return nil, fmt.Errorf("BENCH_SIZES=%q: %d nodes joining make %d targets per load balancer, more than an lb11 takes (%d): join at most %d", s, sz.join, n, maxChurnTargets, maxChurnTargets-lbTargets)
 		}
 		out = append(out, sz)
 	}

@@ -19,10 +19,14 @@ func TestParseSizes(t *testing.T) {
 		{in: "50x10+0", want: []size{{nodes: 50, services: 10}}},
 		{in: "50x10+4/3", want: []size{{nodes: 50, services: 10, join: 4, batch: 3}}},
 		{in: "50x10+4/9", want: []size{{nodes: 50, services: 10, join: 4, batch: 4}}},
+		{in: "500x50p+10", want: []size{{nodes: 500, services: 50, join: 10, batch: 10, pools: true}}},
+		{in: "500x50p+10,500x50+10", want: []size{{nodes: 500, services: 50, join: 10, batch: 10, pools: true}, {nodes: 500, services: 50, join: 10, batch: 10}}},
+		{in: "500x20p+10", wantErr: "more than an lb11 takes"}, // 10 pools of 51 nodes
+		{in: "50x3p", wantErr: "multiple of 2 Services"},
 		{in: "50x10+16", wantErr: "join at most 15"},
-		{in: "50x10+x", wantErr: "NODESxSERVICES[+JOIN[/BATCH]]"},
-		{in: "50x10+2/0", wantErr: "NODESxSERVICES[+JOIN[/BATCH]]"},
-		{in: "50", wantErr: "NODESxSERVICES[+JOIN[/BATCH]]"},
+		{in: "50x10+x", wantErr: "NODESxSERVICES[p][+JOIN[/BATCH]]"},
+		{in: "50x10+2/0", wantErr: "NODESxSERVICES[p][+JOIN[/BATCH]]"},
+		{in: "50", wantErr: "NODESxSERVICES[p][+JOIN[/BATCH]]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

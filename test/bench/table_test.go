@@ -38,7 +38,7 @@ func table(results []result) string {
 		if r.size.policiesOff {
 			policies = ", policies off"
 		}
-		fmt.Fprintf(&b, " %d nodes, %d Services, %s%s |", r.size.nodes, r.size.services, r.size.churn(), policies)
+		fmt.Fprintf(&b, " %d nodes, %d Services%s, %s%s |", r.size.nodes, r.size.services, r.size.poolNote(), r.size.churn(), policies)
 	}
 	b.WriteString("\n|---|")
 	for range results {
@@ -98,7 +98,7 @@ func table(results []result) string {
 		}
 	}
 	row("**churn**: requests until every joining node is a target of every Service and routed", churned(func(r result) string { return num(r.churnReq.total) }))
-	row("&nbsp;&nbsp;of them mutating / the minimum (a route per node, a target per node and Service)", churned(func(r result) string {
+	row("&nbsp;&nbsp;of them mutating / the minimum (a route per node, a target per node and Service selecting it)", churned(func(r result) string {
 		return fmt.Sprintf("%d / %d", r.churnReq.mutating, churnMinimum(r.size))
 	}))
 	row("&nbsp;&nbsp;requests per node event (per joining node)", churned(func(r result) string {
@@ -110,6 +110,16 @@ func table(results []result) string {
 			most = max(most, ev.byRoute["GET /v1/load_balancers"])
 		}
 		return fmt.Sprintf("%.1f, %d", float64(r.churnLBReads)/float64(r.size.join), most)
+	}))
+	row("&nbsp;&nbsp;requests that do not mutate (reads, action polls) per node event, most in one event", churned(func(r result) string {
+		most := 0
+		for _, ev := range r.churnEvents {
+			most = max(most, ev.total-ev.mutating)
+		}
+		return fmt.Sprintf("%.1f, %d", float64(r.churnReq.total-r.churnReq.mutating)/float64(r.size.join), most)
+	}))
+	row("&nbsp;&nbsp;requests / the minimal mutations", churned(func(r result) string {
+		return fmt.Sprintf("%.2f", float64(r.churnReq.total)/float64(churnMinimum(r.size)))
 	}))
 	endpoints("churn", churn)
 	row("&nbsp;&nbsp;time (first node created → every target and route in place)", churned(func(r result) string { return secs(r.churnTime) }))
