@@ -1,6 +1,7 @@
 // Package lbcache is the one shared cache of the CCM's own load balancers, those carrying the
 // hcloud-ccm/service-uid label (lbplan.LabelServiceUID), so that a round of UpdateLoadBalancer
-// calls after a node change costs list pages, not one read per Service.
+// calls after a node change costs list pages, not one read per Service. It also holds the load
+// balancers of load balancer groups, one entry per group (see Groups).
 //
 // # Reads
 //
@@ -20,6 +21,15 @@
 // [Cache.Put] stores the load balancer it returned (nil after a delete: the load balancer
 // leaves the cache), and after a failed run [Cache.Forget] makes the next Get read that Service
 // alone. An entry written after a list started takes precedence over that list.
+//
+// # Groups
+//
+// A group's load balancer carries the group and cluster labels (lbplan.GroupSelector), not the
+// UID label, so no list above holds it. [Cache.GetGroup] answers from the group's entry while it
+// is at most the max age old, else reads the group alone by its labels (one request,
+// [Cache.ReadGroup], which callers use where a Read is used for a Service); [Cache.PutGroup]
+// and [Cache.ForgetGroup] are Put and Forget for a group. Group entries follow the same drift
+// bound; a list never touches them.
 //
 // # Drift bound
 //
@@ -64,7 +74,7 @@ var (
 	}, []string{"result"})
 	cacheRefreshes = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "hcloud_ccm_load_balancer_cache_refreshes_total",
-		Help:           "Load balancer cache reads from the API by kind: list (every labelled load balancer, paginated) or uid (one Service's, by its UID label).",
+		Help:           "Load balancer cache reads from the API by kind: list (every labelled load balancer, paginated), uid (one Service's, by its UID label) or group (one load balancer group's, by its labels).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"kind"})
 )
@@ -93,6 +103,7 @@ type Cache struct {
 	snap    *snapshot        // the last complete list
 	listing *call            // the list in flight, shared by concurrent Gets
 	entries map[string]entry // per Service UID: written or read alone after a list started
+	groups  map[string]entry // per GroupSelector: a group's load balancer, never listed
 }
 
 // snapshot is one complete list of the labelled load balancers, by Service UID.
@@ -130,7 +141,7 @@ func New(o Options) (*Cache, error) {
 	if maxAge == 0 {
 		maxAge = DefaultMaxAge
 	}
-	return &Cache{read: o.LoadBalancers, maxAge: maxAge, now: time.Now, entries: map[string]entry{}}, nil
+	return &Cache{read: o.LoadBalancers, maxAge: maxAge, now: time.Now, entries: map[string]entry{}, groups: map[string]entry{}}, nil
 }
 
 // MaxAge returns the max age in effect (negative: nothing is cached).
@@ -249,6 +260,70 @@ func (c *Cache) Forget(uid string) {
 	}
 	c.mu.Lock()
 	c.entries[uid] = entry{written: c.now()}
+	c.mu.Unlock()
+}
+
+// GetGroup returns the load balancers carrying the labels of group in cluster
+// (lbplan.GroupSelector; more than one is the caller's error to report) and when that data was
+// read: from the group's entry while it is at most the max age old, else by ReadGroup.
+func (c *Cache) GetGroup(ctx context.Context, group, cluster string) ([]*lbplan.Actual, time.Time, error) {
+	if c.maxAge >= 0 {
+		c.mu.Lock()
+		e, ok := c.groups[lbplan.GroupSelector(group, cluster)]
+		fresh := ok && e.known && c.now().Sub(e.data) <= c.maxAge
+		c.mu.Unlock()
+		if fresh {
+			cacheRequests.WithLabelValues("hit").Inc()
+			return e.lbs, e.data, nil
+		}
+	}
+	cacheRequests.WithLabelValues("miss").Inc()
+	return c.ReadGroup(ctx, group, cluster)
+}
+
+// ReadGroup lists the load balancers carrying the labels of group in cluster now (one
+// request), keeps the answer unless the CCM wrote the group's load balancer while it ran, and
+// returns it with the time the read started.
+func (c *Cache) ReadGroup(ctx context.Context, group, cluster string) ([]*lbplan.Actual, time.Time, error) {
+	sel := lbplan.GroupSelector(group, cluster)
+	started := c.now()
+	cacheRefreshes.WithLabelValues("group").Inc()
+	found, _, err := c.read.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel, PerPage: pageSize}})
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("list load balancers by %s: %w", sel, err)
+	}
+	lbs := actuals(found)
+	if c.maxAge >= 0 {
+		c.mu.Lock()
+		if e, ok := c.groups[sel]; !ok || !e.written.After(started) {
+			c.groups[sel] = entry{data: started, written: started, lbs: lbs, known: true}
+		}
+		c.mu.Unlock()
+	}
+	return lbs, started, nil
+}
+
+// PutGroup is Put for the load balancer of group in cluster (nil: the group has none).
+func (c *Cache) PutGroup(group, cluster string, lb *lbplan.Actual, dataAt time.Time) {
+	if c.maxAge < 0 {
+		return
+	}
+	var lbs []*lbplan.Actual
+	if lb != nil {
+		lbs = []*lbplan.Actual{lb}
+	}
+	c.mu.Lock()
+	c.groups[lbplan.GroupSelector(group, cluster)] = entry{data: dataAt, written: c.now(), lbs: lbs, known: true}
+	c.mu.Unlock()
+}
+
+// ForgetGroup is Forget for the load balancer of group in cluster: the next GetGroup reads it.
+func (c *Cache) ForgetGroup(group, cluster string) {
+	if c.maxAge < 0 {
+		return
+	}
+	c.mu.Lock()
+	c.groups[lbplan.GroupSelector(group, cluster)] = entry{written: c.now()}
 	c.mu.Unlock()
 }
 

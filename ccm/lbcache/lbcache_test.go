@@ -130,6 +130,7 @@ const (
 	listPage1 = "GET /v1/load_balancers?hcloud-ccm/service-uid page=1"
 	listPage2 = "GET /v1/load_balancers?hcloud-ccm/service-uid page=2"
 	listPage3 = "GET /v1/load_balancers?hcloud-ccm/service-uid page=3"
+	groupRead = "GET /v1/load_balancers?hcloud-policy-ccm.io/load-balancer-group=web,hcloud-policy-ccm.io/cluster=kubernetes page="
 )
 
 func TestCache(t *testing.T) {
@@ -214,6 +215,46 @@ func TestCache(t *testing.T) {
 			e.cache.Put("uid-1", nil, e.clock())
 			e.want("after a put", e.get("uid-1"), e.lb("uid-1"))
 			e.wantRequests("no cache", "GET /v1/load_balancers?hcloud-ccm/service-uid=uid-1 page=", "GET /v1/load_balancers?hcloud-ccm/service-uid=uid-1 page=")
+		}},
+		{"a group is read alone by its labels, then served from its entry within the max age; a list never holds it", 2, maxAge, func(e *env) {
+			id, err := e.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "kubernetes-group-web", Labels: lbplan.GroupLabels("web", "kubernetes")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			group := func(step string) []string {
+				lbs, _, err := e.cache.GetGroup(context.Background(), "web", "kubernetes")
+				if err != nil {
+					t.Fatalf("%s: GetGroup: %v", step, err)
+				}
+				return describe(lbs)
+			}
+			lb := fmt.Sprintf("%d:kubernetes-group-web", id)
+			e.want("first", group("first"), lb)
+			e.want("again", group("again"), lb)
+			e.get("uid-1") // a list of the UID label does not replace the group's entry
+			e.want("after a list", group("after a list"), lb)
+			e.wantRequests("reads", groupRead, listPage1)
+			e.advance(maxAge + time.Second)
+			e.want("after the max age", group("after the max age"), lb)
+			e.wantRequests("after the max age", groupRead)
+		}},
+		{"a group's PutGroup is served without a read, ForgetGroup reads it again, ReadGroup always reads", 0, maxAge, func(e *env) {
+			_, at, err := e.cache.GetGroup(context.Background(), "web", "kubernetes")
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.cache.PutGroup("web", "kubernetes", &lbplan.Actual{ID: 7, Name: "created"}, at)
+			lbs, _, err1 := e.cache.GetGroup(context.Background(), "web", "kubernetes")
+			e.want("put", describe(lbs), "7:created")
+			other, _, err2 := e.cache.GetGroup(context.Background(), "web", "other-cluster")
+			e.want("another cluster's group", describe(other))
+			e.cache.ForgetGroup("web", "kubernetes")
+			forgotten, _, err3 := e.cache.GetGroup(context.Background(), "web", "kubernetes")
+			e.want("forgotten", describe(forgotten))
+			if _, _, err := e.cache.ReadGroup(context.Background(), "web", "kubernetes"); err != nil || err1 != nil || err2 != nil || err3 != nil {
+				t.Fatal(err, err1, err2, err3)
+			}
+			e.wantRequests("put and forget", groupRead, "GET /v1/load_balancers?hcloud-policy-ccm.io/load-balancer-group=web,hcloud-policy-ccm.io/cluster=other-cluster page=", groupRead, groupRead)
 		}},
 		{"concurrent Gets share one list", 60, maxAge, func(e *env) {
 			e.emu.AddFault(hcloudemu.Fault{Method: "GET", Pattern: "/v1/load_balancers", Delay: 50 * time.Millisecond})

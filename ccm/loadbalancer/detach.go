@@ -38,3 +38,22 @@ func (l *LoadBalancers) runDetached(ctx context.Context, svc *corev1.Service, pl
 	kept.Unlock()
 	return state, err
 }
+
+// runDetachedGroup is runDetached for a member svc of group: the returned state is kept as the
+// group's cache entry, and a failed background part forgets that entry (after it was kept, as
+// above) and retries svc.
+func (l *LoadBalancers) runDetachedGroup(ctx context.Context, cluster, group string, svc *corev1.Service, plan lbplan.Plan, readAt time.Time) (*lbplan.Actual, error) {
+	var kept sync.Mutex
+	kept.Lock()
+	state, err := l.exec.RunDetached(ctx, svc, plan, func(err error) {
+		kept.Lock()
+		defer kept.Unlock()
+		l.cache.ForgetGroup(group, cluster)
+		if t, ok := l.denials.(ActionFailureTracker); ok {
+			t.ActionFailed(svc, err)
+		}
+	})
+	l.storedGroup(group, cluster, state, readAt, err)
+	kept.Unlock()
+	return state, err
+}

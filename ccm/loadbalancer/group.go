@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
-	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/klog/v2"
@@ -15,6 +15,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
 // Event reasons of load balancer groups (docs/shared-load-balancers.md). They MUST not change:
@@ -70,49 +71,80 @@ func groupLBName(leader *corev1.Service, cluster, group string) string {
 	return lbplan.GroupLoadBalancerName(cluster, group)
 }
 
-// listGroupLB returns the load balancer carrying the identity labels of group in cluster (one
-// request); nil for none, an error wrapping ErrNonUniqueResult for more than one.
-func (l *LoadBalancers) listGroupLB(ctx context.Context, group, cluster string) (*lbplan.Actual, error) {
-	sel := lbplan.GroupSelector(group, cluster)
-	lbs, _, err := l.read.LoadBalancers.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel}})
+// groupLB returns the load balancer carrying the identity labels of group in cluster and when
+// that was read; nil for none, an error wrapping ErrNonUniqueResult for more than one. With
+// cached it is read through the cache (lbcache.Cache.GetGroup: the group's entry while at most
+// its max age old, which the CCM's own writes keep current); without, it is listed by the
+// labels now (one request) and the cache keeps the answer.
+func (l *LoadBalancers) groupLB(ctx context.Context, group, cluster string, cached bool) (*lbplan.Actual, time.Time, error) {
+	read := l.cache.ReadGroup
+	if cached {
+		read = l.cache.GetGroup
+	}
+	lbs, readAt, err := read(ctx, group, cluster)
 	if err != nil {
-		return nil, fmt.Errorf("list load balancers by %s: %w", sel, err)
+		return nil, time.Time{}, err
 	}
 	switch len(lbs) {
 	case 0:
-		return nil, nil
+		return nil, readAt, nil
 	case 1:
-		return lbplan.NewActual(lbs[0]), nil
+		return lbs[0], readAt, nil
 	}
 	names := make([]string, len(lbs))
 	for i, lb := range lbs {
 		names[i] = fmt.Sprintf("%s (%d)", lb.Name, lb.ID)
 	}
-	return nil, fmt.Errorf("%s: more than one load balancer carries the group's labels: %w: %s; delete or relabel all but one", sel, ErrNonUniqueResult, strings.Join(names, ", "))
+	return nil, time.Time{}, fmt.Errorf("%s: more than one load balancer carries the group's labels: %w: %s; delete or relabel all but one", lbplan.GroupSelector(group, cluster), ErrNonUniqueResult, strings.Join(names, ", "))
 }
 
-// findGroupLB returns the group's load balancer: by its labels, else nil. A load balancer that
-// already has the name the group wants but not the group's labels is never adopted (it may be
-// one Service's, carrying hcloud-ccm/service-uid, or another group's): a *NameConflictError
-// and a Warning event on svc.
-func (l *LoadBalancers) findGroupLB(ctx context.Context, svc *corev1.Service, group, cluster, name string) (*lbplan.Actual, error) {
-	lb, err := l.listGroupLB(ctx, group, cluster)
-	if err != nil || lb != nil {
-		return lb, err
+// storedGroup is stored for the load balancer of group: what a run for svc left (nil after a
+// delete) as of readAt; after a failed run (not a denial, which sent nothing) the next cached
+// read of the group reads it again.
+func (l *LoadBalancers) storedGroup(group, cluster string, state *lbplan.Actual, readAt time.Time, err error) {
+	switch {
+	case err == nil:
+		l.cache.PutGroup(group, cluster, state, readAt)
+	case !errors.Is(err, policy.ErrDenied):
+		l.cache.ForgetGroup(group, cluster)
 	}
+}
+
+// settleGroup waits until no detached run of svcs (the members of a group, and a leaver) is in
+// flight: they all write the one load balancer of the group, so a plan made after it sees what
+// those runs left (the executor's Settle is per Service).
+func (l *LoadBalancers) settleGroup(ctx context.Context, svcs ...*corev1.Service) error {
+	for _, s := range svcs {
+		if err := l.exec.Settle(ctx, s.UID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// findGroupLB returns the group's load balancer and when it was read: by its labels (through
+// the cache with cached, see groupLB), else nil. A load balancer that already has the name the
+// group wants but not the group's labels is never adopted (it may be one Service's, carrying
+// hcloud-ccm/service-uid, or another group's): a *NameConflictError and a Warning event on svc.
+func (l *LoadBalancers) findGroupLB(ctx context.Context, svc *corev1.Service, group, cluster, name string, cached bool) (*lbplan.Actual, time.Time, error) {
+	lb, readAt, err := l.groupLB(ctx, group, cluster, cached)
+	if err != nil || lb != nil {
+		return lb, readAt, err
+	}
+	readAt = time.Now()
 	found, _, err := l.read.LoadBalancers.GetByName(ctx, name)
 	if err != nil {
-		return nil, fmt.Errorf("get load balancer by name %q: %w", name, err)
+		return nil, time.Time{}, fmt.Errorf("get load balancer by name %q: %w", name, err)
 	}
 	if found == nil {
-		return nil, nil
+		return nil, readAt, nil
 	}
 	if found.Labels[lbplan.LabelGroup] == group && found.Labels[lbplan.LabelCluster] == cluster {
-		return lbplan.NewActual(found), nil // created between the list and this read
+		return lbplan.NewActual(found), readAt, nil // created between the list and this read
 	}
 	cerr := &NameConflictError{Name: name, ID: found.ID, OwnerUID: found.Labels[lbplan.LabelServiceUID], Group: group, OwnerGroup: found.Labels[lbplan.LabelGroup]}
 	l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerNameConflict, cerr.Error())
-	return nil, cerr
+	return nil, time.Time{}, cerr
 }
 
 // groupPlan is a planned reconcile of a group's load balancer.
@@ -122,10 +154,12 @@ type groupPlan struct {
 	adm    lbplan.Admission
 	typ    lbplan.TypeLimit
 	leader *corev1.Service
+	readAt time.Time // when the load balancer planned from was read
 }
 
 // planGroup plans the reconcile of the load balancer of group for the acting member svc; it
-// reads and records events but never writes.
+// reads and records events but never writes. An Update (create false) reads the group's load
+// balancer through the cache, an Ensure (and a preview) fresh, as plan does for one Service.
 func (l *LoadBalancers) planGroup(ctx context.Context, cluster, group string, svc *corev1.Service, nodes []*corev1.Node, create bool) (groupPlan, error) {
 	members, err := l.members(svc, group, true)
 	if err != nil {
@@ -136,7 +170,8 @@ func (l *LoadBalancers) planGroup(ctx context.Context, cluster, group string, sv
 	}
 	gp := groupPlan{leader: members[0]}
 	name := groupLBName(gp.leader, cluster, group)
-	lb, err := l.findGroupLB(ctx, svc, group, cluster, name)
+	lb, readAt, err := l.findGroupLB(ctx, svc, group, cluster, name, !create)
+	gp.readAt = readAt
 	if err != nil || lb == nil && !create {
 		return gp, err
 	}
@@ -242,9 +277,20 @@ func (l *LoadBalancers) typeInForce(ctx context.Context, leaderD lbplan.Desired,
 // that is refused (capacity) or has none of its ports gets its events and an error wrapping
 // ErrGroupNotServed after the plan ran for the others. An Ensure that served svc deletes a load
 // balancer svc owned alone (a join).
+//
+// As for one Service, an Update plans from the cache and runs detached (runDetachedGroup: a
+// target-only plan returns once the API accepted its first request); an Ensure reads fresh and
+// runs whole. Either waits first for the detached runs of every member (settleGroup).
 func (l *LoadBalancers) ensureGroup(ctx context.Context, cluster, group string, svc *corev1.Service, nodes []*corev1.Node, create bool) (*corev1.LoadBalancerStatus, error) {
 	unlock := l.lockGroup(group)
 	defer unlock()
+	members, err := l.members(svc, group, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.settleGroup(ctx, members...); err != nil {
+		return nil, err
+	}
 	gp, err := l.planGroup(ctx, cluster, group, svc, nodes, create)
 	if err != nil || gp.plan == nil {
 		return nil, err
@@ -258,7 +304,13 @@ func (l *LoadBalancers) ensureGroup(ctx context.Context, cluster, group string, 
 			return nil, err
 		}
 	}
-	state, err := l.exec.Run(ctx, svc, *gp.plan)
+	var state *lbplan.Actual
+	if create {
+		state, err = l.exec.Run(ctx, svc, *gp.plan)
+		l.storedGroup(group, cluster, state, gp.readAt, err)
+	} else {
+		state, err = l.runDetachedGroup(ctx, cluster, group, svc, *gp.plan, gp.readAt)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -354,26 +406,30 @@ func (l *LoadBalancers) leaveGroup(ctx context.Context, cluster, group string, s
 	if err != nil {
 		return err
 	}
-	lb, err := l.listGroupLB(ctx, group, cluster)
+	if err := l.settleGroup(ctx, append(members, svc)...); err != nil {
+		return err
+	}
+	lb, readAt, err := l.groupLB(ctx, group, cluster, false)
 	if err != nil {
 		return err
 	}
 	if lb != nil {
-		if err := l.shrinkGroup(ctx, group, svc, members, lb); err != nil {
+		if err := l.shrinkGroup(ctx, cluster, group, svc, members, lb, readAt); err != nil {
 			return err
 		}
 	}
 	return l.deleteOwn(ctx, svc)
 }
 
-// shrinkGroup removes the listeners of svc from the group's load balancer lb, or deletes lb
-// when members is empty.
-func (l *LoadBalancers) shrinkGroup(ctx context.Context, group string, svc *corev1.Service, members []*corev1.Service, lb *lbplan.Actual) error {
+// shrinkGroup removes the listeners of svc from the group's load balancer lb (read at readAt),
+// or deletes lb when members is empty; the cache keeps what the run left.
+func (l *LoadBalancers) shrinkGroup(ctx context.Context, cluster, group string, svc *corev1.Service, members []*corev1.Service, lb *lbplan.Actual, readAt time.Time) error {
 	plan, err := l.planShrink(group, svc, members, lb)
 	if err != nil || plan.Empty() {
 		return err
 	}
-	_, err = l.exec.Run(ctx, svc, plan)
+	state, err := l.exec.Run(ctx, svc, plan)
+	l.storedGroup(group, cluster, state, readAt, err)
 	return err
 }
 
@@ -403,7 +459,7 @@ func (l *LoadBalancers) previewLeave(ctx context.Context, cluster, group string,
 	if err != nil {
 		return lbplan.Plan{}, err
 	}
-	lb, err := l.listGroupLB(ctx, group, cluster)
+	lb, _, err := l.groupLB(ctx, group, cluster, false)
 	if err != nil || lb == nil {
 		return lbplan.Plan{}, err
 	}
@@ -452,7 +508,7 @@ func leftPorts(svc *corev1.Service, adm lbplan.Admission) []int {
 // groupStatus is GetLoadBalancer of a member of group: the status of the group's load
 // balancer, found by its labels.
 func (l *LoadBalancers) groupStatus(ctx context.Context, cluster, group string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
-	lb, err := l.listGroupLB(ctx, group, cluster)
+	lb, _, err := l.groupLB(ctx, group, cluster, false)
 	if err != nil || lb == nil {
 		return nil, false, err
 	}

@@ -115,11 +115,14 @@ func (l *LoadBalancers) sweepGroup(ctx context.Context, cluster, group string, l
 	if err != nil || len(members) > 0 {
 		return err
 	}
-	lb, err := l.listGroupLB(ctx, group, cluster)
+	if err := l.settleGroup(ctx, leaver); err != nil {
+		return err
+	}
+	lb, readAt, err := l.groupLB(ctx, group, cluster, false)
 	if err != nil || lb == nil {
 		return err
 	}
-	return l.shrinkGroup(ctx, group, leaver, nil, lb)
+	return l.shrinkGroup(ctx, cluster, group, leaver, nil, lb, readAt)
 }
 
 // groupLocks serialises the reconciles of one group within this CCM (the service controller may

@@ -9,9 +9,10 @@
 // A Service with the annotation service.hcloud-policy-ccm.io/load-balancer-group shares the
 // load balancer of its group instead (group.go, docs/shared-load-balancers.md): found by the
 // group and cluster labels, planned from every member (the Service lister, Options.Services)
-// by ccm/lbplan's group functions, always read fresh; WatchGroups (group_watch.go) resyncs the
-// members left when one leaves. Every write of a group is a plan the executor gates too, with
-// input.group set.
+// by ccm/lbplan's group functions; a member's UpdateLoadBalancer reads it through the cache
+// (one entry per group) and sends target-only changes detached, as for one Service, the other
+// calls read it fresh. WatchGroups (group_watch.go) resyncs the members left when one leaves.
+// Every write of a group is a plan the executor gates too, with input.group set.
 //
 // Start with New.
 package loadbalancer

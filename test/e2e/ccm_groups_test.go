@@ -270,7 +270,8 @@ func TestCCMLoadBalancerGroups(t *testing.T) {
 			says string
 		}{
 			{outsider, fmt.Sprintf("load balancer name %q is taken by load balancer %d of load balancer group shop", before.Name, before.ID)},
-			{other, fmt.Sprintf("load balancer name %q is taken by load balancer %d, which does not carry the labels of load balancer group other", before.Name, before.ID)},
+			// Another group naming it is outside group shop too: the message names the owner group.
+			{other, fmt.Sprintf("load balancer name %q is taken by load balancer %d of load balancer group shop", before.Name, before.ID)},
 		} {
 			created := createService(t, c, tc.svc)
 			waitEvent(t, c, ccm, ns, tc.svc.Name, corev1.EventTypeWarning, "LoadBalancerNameConflict", tc.says)
