@@ -212,6 +212,23 @@ func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Pl
 	return x.decideAll(ctx, svc, items)
 }
 
+// DeniedSteps decides every step of plan for svc exactly as the gate of Run does (the same
+// Inputs) and returns the indices, in plan.Steps() order, of the steps it denies; nil when all
+// are allowed. It sends nothing, records no event and counts no mutation; the decider counts
+// and logs its decisions like any others (the admission webhook's are too). The load balancer
+// code uses it to find which members of a group a plan is denied for before it runs the plan
+// (Run then decides the plan it runs again: the gate stays the one that counts).
+func (x *Executor) DeniedSteps(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) []int {
+	service, inputErr := x.policyService(svc)
+	var out []int
+	for i, st := range Inputs(plan, x.cluster, service) {
+		if d := x.decide(ctx, gateItem{label: st.Label, inputErr: inputErr, input: st.Input}); !d.Allowed {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
 // StepInput is one mutation of a plan as the gate decides it: its label (Step.Label) and its
 // policy input.
 type StepInput struct {

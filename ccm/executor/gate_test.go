@@ -3,6 +3,8 @@ package executor_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -285,5 +287,62 @@ func TestRun_DenyEventNamesOnlyTheDeniedStep(t *testing.T) {
 	}
 	if n := ev.emu.MutatingRequests(); n != 0 {
 		t.Errorf("%d mutating requests after a denial", n)
+	}
+}
+
+// TestDeniedSteps: DeniedSteps decides as the gate of Run does and names the denied steps by
+// their index in plan.Steps(), with no event and no request; an allowed plan gives none.
+func TestDeniedSteps(t *testing.T) {
+	files, err := policy.ReadDir("../../examples/policies")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := policy.NewEngine(policy.Options{})
+	if _, err := e.Load(context.Background(), files, policy.Source{Name: "examples"}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		ports []int32
+		want  []string // labels of the denied steps
+	}{
+		{"port 22 among allowed ones", []int32{22, 443}, []string{"add_service(22)"}},
+		{"allowed ports only", []int32{80, 443}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev := newEnv(t, allow)
+			x := newExecutor(t, executor.Options{Conn: ev.conn, Decider: e, Recorder: ev.recorder, Cluster: policy.Cluster{Name: "prod"}})
+			id, err := ev.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "web", Labels: map[string]string{lbplan.LabelServiceUID: uid}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lb, _, err := ev.client.LoadBalancer.GetByID(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			svc := newService()
+			svc.Namespace = "default" // public load balancers are allowed there
+			svc.Spec.Ports = nil
+			for _, p := range tt.ports {
+				svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: fmt.Sprint("p", p), Protocol: corev1.ProtocolTCP, Port: p, NodePort: 30000 + p})
+			}
+			plan := ev.plan(t, svc, lb)
+			ev.emu.ResetRequests()
+			steps := plan.Steps()
+			var got []string
+			for _, i := range x.DeniedSteps(context.Background(), svc, plan) {
+				got = append(got, steps[i].Label())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("DeniedSteps() = %v, want %v (plan %v)", got, tt.want, plan.Labels())
+			}
+			if ev := ev.events(); len(ev) != 0 {
+				t.Errorf("events %v, want none", ev)
+			}
+			if n := len(ev.emu.Requests()); n != 0 {
+				t.Errorf("%d requests, want none", n)
+			}
+		})
 	}
 }

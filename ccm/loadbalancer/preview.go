@@ -87,7 +87,7 @@ func (l *LoadBalancers) quiet() *LoadBalancers {
 
 // previewGroup is Preview of a member of group: the plan of the group's load balancer.
 func (l *LoadBalancers) previewGroup(ctx context.Context, clusterName, group string, svc *corev1.Service, nodes []*corev1.Node) (lbplan.Plan, error) {
-	gp, err := l.planGroup(ctx, clusterName, group, svc, nodes, true)
+	gp, err := l.planGroup(ctx, clusterName, group, svc, nodes, true, false)
 	if err != nil || gp.plan == nil {
 		return lbplan.Plan{}, err
 	}

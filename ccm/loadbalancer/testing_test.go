@@ -32,11 +32,13 @@ const (
 	clusterName = "kubernetes"
 )
 
-// decider is a switchable test Decider: it denies the operations in deny (all when denyAll).
+// decider is a switchable test Decider: it denies the operations in deny (all when denyAll),
+// and the inputs denyIf names (a message of its own) when it is set.
 type decider struct {
 	mu      sync.Mutex
 	denyAll bool
 	deny    map[string]bool
+	denyIf  func(policy.Input) string
 	inputs  []policy.Input
 }
 
@@ -44,6 +46,11 @@ func (d *decider) Decide(_ context.Context, in policy.Input) policy.Decision {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.inputs = append(d.inputs, in)
+	if d.denyIf != nil {
+		if msg := d.denyIf(in); msg != "" {
+			return policy.Decision{Deny: []policy.Message{{Msg: msg, Code: "T2"}}}
+		}
+	}
 	if d.denyAll || d.deny[in.Operation] {
 		return policy.Decision{Deny: []policy.Message{{Msg: "not allowed in tests", Code: "T1"}}}
 	}

@@ -10,10 +10,11 @@
 # The rules deny what a refused member brings: the decisions it acts in, and a
 # listener it owns whichever member's sync adds it (else an older member's sync
 # would add it for the refused one). Decisions without either are allowed. The
-# CCM plans the whole group in every member's sync and runs a plan whole or not
-# at all, so while a refused member names the group, the older members' syncs
-# that would add its listener are denied too, with a message naming it
-# (docs/shared-load-balancers.md, Policy). Steps that only shrink the load
+# CCM plans the whole group in every member's sync; when a plan is denied only
+# for another member's listeners, that member is left out of this sync and the
+# plan is decided again without it, so a refused member does not hold up the
+# others and its listener is never added through their syncs; its own sync stays
+# denied (docs/shared-load-balancers.md, Policy). Steps that only shrink the load
 # balancer (a listener or a target removed) are never denied here, so that a
 # refused member can always leave and be cleaned up.
 # input.group is null for a Service without the annotation and for routes: then

@@ -70,8 +70,8 @@ test_listed_group_shared_across_namespaces if {
 
 # A decision of the leader that neither acts for the refused member nor adds
 # its listener is allowed: a target, and the leader's own listener. (In the CCM
-# such a decision is denied anyway when the same plan also adds the refused
-# member's listener: a plan runs whole or not at all.)
+# a plan of the leader that also adds the refused member's listener is made
+# again without that member, so these decisions go through.)
 test_leaders_own_decisions_allowed if {
 	target := object.union(in_group(add_443, "default", "frontend", across), {
 		"operation": "add_target",

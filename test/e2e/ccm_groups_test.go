@@ -364,7 +364,8 @@ func TestCCMLoadBalancerGroups(t *testing.T) {
 // TestCCMLoadBalancerGroupAcrossNamespaces runs the CCM with the example policies enforced: a
 // Service in namespace shop that joins group "web" of namespace default is denied by
 // groups.rego (Warning PolicyDenied naming the data key to change; the group's load balancer
-// does not get its port, and default/web keeps being served), and allowed without a restart
+// does not get its port, and default/web keeps being served, a node joining reaches its
+// targets while shop/api is denied), and allowed without a restart
 // once the policy data lists the group in config.cross_namespace_groups (the service
 // controller's retry meets the new revision).
 func TestCCMLoadBalancerGroupAcrossNamespaces(t *testing.T) {
@@ -392,6 +393,22 @@ func TestCCMLoadBalancerGroupAcrossNamespaces(t *testing.T) {
 		t.Errorf("group load balancer %d after the deny, want the same %d", denied.ID, lb.ID)
 	}
 	noOwnLB(t, emu, api)
+	// The leader is not held up by the denied member: a node joining reaches the group's
+	// targets (the leader's plan is made again without shop/api), and port 443 is still not
+	// added through the leader's sync.
+	id2 := addServer(t, emu, hcloudemu.ServerSpec{Name: "worker-2"})
+	createNodeLive(t, c, "worker-2", "10.244.2.0/24", "worker-1")
+	waitInitialised(t, c, ccm, "worker-2", id2)
+	waitGroupLB(t, ccm, emu, "web", func(lb schema.LoadBalancer) error {
+		if got, want := targetServers(lb), []int64{id, id2}; !slices.Equal(got, want) {
+			return fmt.Errorf("targets %v, want %v", got, want)
+		}
+		if got, want := listeners(lb), wantGroupListeners(web); !slices.Equal(got, want) {
+			return fmt.Errorf("listeners %v, want %v (shop/api's 443 never added while it is denied)", got, want)
+		}
+		return nil
+	})
+
 	applyPolicyData(t, c, ccm, func(config map[string]any) {
 		if _, ok := config["cross_namespace_groups"]; !ok {
 			t.Fatalf("data.json of the policy ConfigMap has no config.cross_namespace_groups: %v", config)
