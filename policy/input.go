@@ -103,7 +103,8 @@ type GroupMember struct {
 	// Name is the Service's name.
 	Name string `json:"name"`
 	// Ports are the listen ports the member is served on, after port conflicts and capacity
-	// ([] for a member refused as a whole).
+	// ([] for a member refused as a whole, and for a member a sync of another member left out
+	// because the policy denies its listeners).
 	Ports []int `json:"ports"`
 }
 
