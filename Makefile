@@ -112,7 +112,7 @@ unit: helm-bin
 
 # The concurrency-sensitive packages again under the race detector (hammer tests).
 race:
-	go test $(GO_TEST_FLAGS) -race ./ccm/servercache/ ./ccm/lbcache/ ./plugins/ ./internal/hcloudemu/ ./policy/
+	go test $(GO_TEST_FLAGS) -race ./ccm/servercache/ ./ccm/lbcache/ ./ccm/executor/ ./ccm/loadbalancer/ ./ccm/requeue/ ./plugins/ ./internal/hcloudemu/ ./policy/
 
 # Rego tests as the CCM runs them (policy test), and with the real opa CLI, built from the same
 # module version as the library, plus format, strict and schema checks.
