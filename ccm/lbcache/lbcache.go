@@ -217,9 +217,15 @@ func (c *Cache) lookupLocked(uid string) ([]*lbplan.Actual, time.Time, int) {
 // unless the CCM wrote that Service's load balancer while it ran, and returns it with the time
 // the read started.
 func (c *Cache) Read(ctx context.Context, uid string) ([]*lbplan.Actual, time.Time, error) {
-	sel := lbplan.LabelServiceUID + "=" + uid
+	return c.readSelector(ctx, lbplan.LabelServiceUID+"="+uid, "uid", c.entries, uid)
+}
+
+// readSelector lists the load balancers matching sel now (one request, counted as a refresh of
+// kind), stores the answer in m[key] unless the CCM wrote that entry while the read ran, and
+// returns it with the time the read started. Read and ReadGroup are it.
+func (c *Cache) readSelector(ctx context.Context, sel, kind string, m map[string]entry, key string) ([]*lbplan.Actual, time.Time, error) {
 	started := c.now()
-	cacheRefreshes.WithLabelValues("uid").Inc()
+	cacheRefreshes.WithLabelValues(kind).Inc()
 	found, _, err := c.read.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel, PerPage: pageSize}})
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("list load balancers by %s: %w", sel, err)
@@ -227,8 +233,8 @@ func (c *Cache) Read(ctx context.Context, uid string) ([]*lbplan.Actual, time.Ti
 	lbs := actuals(found)
 	if c.maxAge >= 0 {
 		c.mu.Lock()
-		if e, ok := c.entries[uid]; !ok || !e.written.After(started) {
-			c.entries[uid] = entry{data: started, written: started, lbs: lbs, known: true}
+		if e, ok := m[key]; !ok || !e.written.After(started) {
+			m[key] = entry{data: started, written: started, lbs: lbs, known: true}
 		}
 		c.mu.Unlock()
 	}
@@ -240,6 +246,11 @@ func (c *Cache) Read(ctx context.Context, uid string) ([]*lbplan.Actual, time.Ti
 // (what Get or Read returned): the entry is as old as that data, so drift the plan did not see
 // is still read again within the max age.
 func (c *Cache) Put(uid string, lb *lbplan.Actual, dataAt time.Time) {
+	c.put(c.entries, uid, lb, dataAt)
+}
+
+// put stores lb (nil: none) in m[key] as written now from data read at dataAt.
+func (c *Cache) put(m map[string]entry, key string, lb *lbplan.Actual, dataAt time.Time) {
 	if c.maxAge < 0 {
 		return
 	}
@@ -248,18 +259,21 @@ func (c *Cache) Put(uid string, lb *lbplan.Actual, dataAt time.Time) {
 		lbs = []*lbplan.Actual{lb}
 	}
 	c.mu.Lock()
-	c.entries[uid] = entry{data: dataAt, written: c.now(), lbs: lbs, known: true}
+	m[key] = entry{data: dataAt, written: c.now(), lbs: lbs, known: true}
 	c.mu.Unlock()
 }
 
 // Forget makes the next Get of uid read that Service alone (after a failed write, whose effect
 // on the load balancer is not known).
-func (c *Cache) Forget(uid string) {
+func (c *Cache) Forget(uid string) { c.forget(c.entries, uid) }
+
+// forget marks m[key] unknown as of now, so the next lookup reads it.
+func (c *Cache) forget(m map[string]entry, key string) {
 	if c.maxAge < 0 {
 		return
 	}
 	c.mu.Lock()
-	c.entries[uid] = entry{written: c.now()}
+	m[key] = entry{written: c.now()}
 	c.mu.Unlock()
 }
 
@@ -286,45 +300,17 @@ func (c *Cache) GetGroup(ctx context.Context, group, cluster string) ([]*lbplan.
 // returns it with the time the read started.
 func (c *Cache) ReadGroup(ctx context.Context, group, cluster string) ([]*lbplan.Actual, time.Time, error) {
 	sel := lbplan.GroupSelector(group, cluster)
-	started := c.now()
-	cacheRefreshes.WithLabelValues("group").Inc()
-	found, _, err := c.read.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel, PerPage: pageSize}})
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("list load balancers by %s: %w", sel, err)
-	}
-	lbs := actuals(found)
-	if c.maxAge >= 0 {
-		c.mu.Lock()
-		if e, ok := c.groups[sel]; !ok || !e.written.After(started) {
-			c.groups[sel] = entry{data: started, written: started, lbs: lbs, known: true}
-		}
-		c.mu.Unlock()
-	}
-	return lbs, started, nil
+	return c.readSelector(ctx, sel, "group", c.groups, sel)
 }
 
 // PutGroup is Put for the load balancer of group in cluster (nil: the group has none).
 func (c *Cache) PutGroup(group, cluster string, lb *lbplan.Actual, dataAt time.Time) {
-	if c.maxAge < 0 {
-		return
-	}
-	var lbs []*lbplan.Actual
-	if lb != nil {
-		lbs = []*lbplan.Actual{lb}
-	}
-	c.mu.Lock()
-	c.groups[lbplan.GroupSelector(group, cluster)] = entry{data: dataAt, written: c.now(), lbs: lbs, known: true}
-	c.mu.Unlock()
+	c.put(c.groups, lbplan.GroupSelector(group, cluster), lb, dataAt)
 }
 
 // ForgetGroup is Forget for the load balancer of group in cluster: the next GetGroup reads it.
 func (c *Cache) ForgetGroup(group, cluster string) {
-	if c.maxAge < 0 {
-		return
-	}
-	c.mu.Lock()
-	c.groups[lbplan.GroupSelector(group, cluster)] = entry{written: c.now()}
-	c.mu.Unlock()
+	c.forget(c.groups, lbplan.GroupSelector(group, cluster))
 }
 
 // list returns a new snapshot, starting one list or joining the one in flight. The list runs

@@ -85,17 +85,11 @@ func (l *LoadBalancers) groupLB(ctx context.Context, group, cluster string, cach
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	switch len(lbs) {
-	case 0:
-		return nil, readAt, nil
-	case 1:
-		return lbs[0], readAt, nil
+	lb, err := single(lbs, lbplan.GroupSelector(group, cluster)+": more than one load balancer carries the group's labels")
+	if err != nil {
+		return nil, time.Time{}, err
 	}
-	names := make([]string, len(lbs))
-	for i, lb := range lbs {
-		names[i] = fmt.Sprintf("%s (%d)", lb.Name, lb.ID)
-	}
-	return nil, time.Time{}, fmt.Errorf("%s: more than one load balancer carries the group's labels: %w: %s; delete or relabel all but one", lbplan.GroupSelector(group, cluster), ErrNonUniqueResult, strings.Join(names, ", "))
+	return lb, readAt, nil
 }
 
 // storedGroup is stored for the load balancer of group: what a run for svc left (nil after a

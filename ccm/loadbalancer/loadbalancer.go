@@ -860,7 +860,6 @@ func (e *NameConflictError) Error() string {
 // (lbcache.Cache.Get: at most its max age old, a list page shared by every Service); without,
 // it is listed by the UID label now (one request) and the cache keeps the answer.
 func (l *LoadBalancers) byUID(ctx context.Context, svc *corev1.Service, cached bool) (*lbplan.Actual, time.Time, error) {
-	sel := lbplan.LabelServiceUID + "=" + string(svc.UID)
 	read := l.cache.Read
 	if cached {
 		read = l.cache.Get
@@ -869,17 +868,27 @@ func (l *LoadBalancers) byUID(ctx context.Context, svc *corev1.Service, cached b
 	if err != nil {
 		return nil, time.Time{}, err
 	}
+	lb, err := single(lbs, lbplan.LabelServiceUID+"="+string(svc.UID))
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	return lb, readAt, nil
+}
+
+// single returns the one load balancer of lbs, nil for none, or for more than one an error
+// wrapping ErrNonUniqueResult that starts with what and names them all.
+func single(lbs []*lbplan.Actual, what string) (*lbplan.Actual, error) {
 	switch len(lbs) {
 	case 0:
-		return nil, readAt, nil
+		return nil, nil
 	case 1:
-		return lbs[0], readAt, nil
+		return lbs[0], nil
 	}
 	names := make([]string, len(lbs))
 	for i, lb := range lbs {
 		names[i] = fmt.Sprintf("%s (%d)", lb.Name, lb.ID)
 	}
-	return nil, time.Time{}, fmt.Errorf("%s: %w: %s; delete or relabel all but one", sel, ErrNonUniqueResult, strings.Join(names, ", "))
+	return nil, fmt.Errorf("%s: %w: %s; delete or relabel all but one", what, ErrNonUniqueResult, strings.Join(names, ", "))
 }
 
 func nodeRef(name string) *corev1.ObjectReference {
