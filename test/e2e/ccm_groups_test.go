@@ -430,26 +430,9 @@ func TestCCMLoadBalancerGroupAcrossNamespaces(t *testing.T) {
 // the own load balancer. Deleting all members leaves no load balancer at all.
 func TestCCMLoadBalancerGroupLeaderFailover(t *testing.T) {
 	c, emu, endpoint, id := oneWorker(t, "10.244.1.0/24")
-	fastElection := []string{
-		"--leader-elect-lease-duration=4s",
-		"--leader-elect-renew-deadline=3s",
-		"--leader-elect-retry-period=1s",
-	}
 	a, _ := startCCM(t, c, "ccm-a", endpoint, emu.Token(), ccmRun{env: lbEnv, args: fastElection})
 	b, _ := startCCM(t, c, "ccm-b", endpoint, emu.Token(), ccmRun{env: lbEnv, args: fastElection})
-	const acquired = "Successfully acquired lease"
-	var leader, standby *harness.Process
-	harness.WaitFor(t, time.Minute, func() (bool, error) {
-		switch {
-		case strings.Contains(a.Logs(), acquired):
-			leader, standby = a, b
-		case strings.Contains(b.Logs(), acquired):
-			leader, standby = b, a
-		default:
-			return false, fmt.Errorf("no CCM logged %q yet", acquired)
-		}
-		return true, nil
-	})
+	leader, standby := electedLeader(t, a, b)
 	waitInitialised(t, c, leader, "worker-1", id)
 
 	const ns, group = "default", "web"

@@ -192,27 +192,9 @@ func TestCCMLeaderFailover(t *testing.T) {
 		ids = append(ids, id)
 	}
 	c.CreateNode(t, "worker-1", "10.244.1.0/24")
-	fastElection := []string{
-		"--leader-elect-lease-duration=4s",
-		"--leader-elect-renew-deadline=3s",
-		"--leader-elect-retry-period=1s",
-	}
 	a, _ := startCCM(t, c, "ccm-a", endpoint, emu.Token(), ccmRun{args: fastElection})
 	b, _ := startCCM(t, c, "ccm-b", endpoint, emu.Token(), ccmRun{args: fastElection})
-
-	const acquired = "Successfully acquired lease"
-	var leader, standby *harness.Process
-	harness.WaitFor(t, time.Minute, func() (bool, error) {
-		switch {
-		case strings.Contains(a.Logs(), acquired):
-			leader, standby = a, b
-		case strings.Contains(b.Logs(), acquired):
-			leader, standby = b, a
-		default:
-			return false, fmt.Errorf("no CCM logged %q yet", acquired)
-		}
-		return true, nil
-	})
+	leader, standby := electedLeader(t, a, b)
 	waitInitialised(t, c, leader, "worker-1", ids[0])
 	if strings.Contains(standby.Logs(), acquired) {
 		t.Fatalf("both %s and %s acquired the lease", leader.Name, standby.Name)
@@ -274,4 +256,33 @@ func oneWorker(t *testing.T, podCIDR string) (*harness.Cluster, *hcloudemu.Emula
 	}
 	c.CreateNode(t, "worker-1", podCIDR)
 	return c, emu, endpoint, id
+}
+
+// fastElection are the leader-election flags of the failover tests: a dead leader's Lease
+// expires within seconds.
+var fastElection = []string{
+	"--leader-elect-lease-duration=4s",
+	"--leader-elect-renew-deadline=3s",
+	"--leader-elect-retry-period=1s",
+}
+
+// acquired is what a CCM logs when it becomes the leader.
+const acquired = "Successfully acquired lease"
+
+// electedLeader waits up to a minute for a or b to acquire the Lease and returns the leader and
+// the standby.
+func electedLeader(t *testing.T, a, b *harness.Process) (leader, standby *harness.Process) {
+	t.Helper()
+	harness.WaitFor(t, time.Minute, func() (bool, error) {
+		switch {
+		case strings.Contains(a.Logs(), acquired):
+			leader, standby = a, b
+		case strings.Contains(b.Logs(), acquired):
+			leader, standby = b, a
+		default:
+			return false, fmt.Errorf("no CCM logged %q yet", acquired)
+		}
+		return true, nil
+	})
+	return leader, standby
 }
