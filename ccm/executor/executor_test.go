@@ -145,14 +145,7 @@ func TestInvariant_DenyAllMakesNoMutatingRequest(t *testing.T) {
 	if _, err := ev.exec.Run(ctx, svc, ev.plan(t, svc, nil)); !errors.Is(err, policy.ErrDenied) {
 		t.Fatalf("create: err = %v", err)
 	}
-	id, err := ev.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "web", Labels: map[string]string{lbplan.LabelServiceUID: uid}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lb, _, err := ev.client.LoadBalancer.GetByID(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lb := ev.bareLB(t)
 	if _, err := ev.exec.Run(ctx, svc, ev.plan(t, svc, lb)); !errors.Is(err, policy.ErrDenied) {
 		t.Fatalf("update: err = %v", err)
 	}
@@ -491,14 +484,7 @@ func TestRun_ReloadsOnlyWhenTheAddressesChange(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := newEnv(t, allow)
-			id, err := ev.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "web", Labels: map[string]string{lbplan.LabelServiceUID: uid}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			lb, _, err := ev.client.LoadBalancer.GetByID(context.Background(), id)
-			if err != nil {
-				t.Fatal(err)
-			}
+			lb := ev.bareLB(t)
 			ev.emu.ResetRequests()
 			p := lbplan.Plan{Actual: lbplan.NewActual(lb), IPv6: true, Mutations: []lbplan.Mutation{tc.mutation(ev)}}
 			got, err := ev.exec.Run(context.Background(), newService(), p)
@@ -508,7 +494,7 @@ func TestRun_ReloadsOnlyWhenTheAddressesChange(t *testing.T) {
 			if n := ev.emu.Counts()["GET /v1/load_balancers/{id}"]; n != tc.wantReload {
 				t.Errorf("%d reloads, want %d: %v", n, tc.wantReload, ev.emu.Counts())
 			}
-			if got == nil || got.ID != id {
+			if got == nil || got.ID != lb.ID {
 				t.Fatalf("run returned %+v", got)
 			}
 			if _, attach := p.Mutations[0].(lbplan.AttachNetwork); attach && (len(got.Networks) != 1 || got.Networks[0].IP == nil) {

@@ -16,8 +16,6 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
-	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
@@ -254,14 +252,7 @@ func TestRun_DenyEventNamesOnlyTheDeniedStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	x := newExecutor(t, executor.Options{Conn: ev.conn, Decider: e, Recorder: ev.recorder, Cluster: policy.Cluster{Name: "prod"}})
-	id, err := ev.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "web", Labels: map[string]string{lbplan.LabelServiceUID: uid}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lb, _, err := ev.client.LoadBalancer.GetByID(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lb := ev.bareLB(t)
 	svc := newService()
 	svc.Namespace = "default" // public load balancers are allowed there
 	svc.Spec.Ports = []corev1.ServicePort{
@@ -313,14 +304,7 @@ func TestDeniedSteps(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ev := newEnv(t, allow)
 			x := newExecutor(t, executor.Options{Conn: ev.conn, Decider: e, Recorder: ev.recorder, Cluster: policy.Cluster{Name: "prod"}})
-			id, err := ev.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "web", Labels: map[string]string{lbplan.LabelServiceUID: uid}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			lb, _, err := ev.client.LoadBalancer.GetByID(context.Background(), id)
-			if err != nil {
-				t.Fatal(err)
-			}
+			lb := ev.bareLB(t)
 			svc := newService()
 			svc.Namespace = "default" // public load balancers are allowed there
 			svc.Spec.Ports = nil

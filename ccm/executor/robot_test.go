@@ -8,7 +8,6 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
-	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
@@ -20,15 +19,8 @@ func TestRun_AddIPTarget(t *testing.T) {
 		inputs = append(inputs, in)
 		return policy.Decision{Allowed: true}
 	})
-	id, err := ev.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "web", Labels: map[string]string{lbplan.LabelServiceUID: uid}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
-	lb, _, err := ev.client.LoadBalancer.GetByID(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lb := ev.bareLB(t)
 	add := func(ip string) error {
 		p := lbplan.Plan{Actual: lbplan.NewActual(lb), IPv6: true, Mutations: []lbplan.Mutation{
 			lbplan.AddIPTarget{Target: lbplan.IPTarget{IP: ip, Node: "bm-1"}},
@@ -47,7 +39,7 @@ func TestRun_AddIPTarget(t *testing.T) {
 	if err := add("203.0.113.50"); err != nil {
 		t.Errorf("add_target(ip) of a target a concurrent reconcile added: %v, want done", err)
 	}
-	got, _, err := ev.client.LoadBalancer.GetByID(ctx, id)
+	got, _, err := ev.client.LoadBalancer.GetByID(ctx, lb.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
