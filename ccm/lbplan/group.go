@@ -64,12 +64,12 @@ func GroupMembers(services []*corev1.Service, group string) []*corev1.Service {
 			out = append(out, s)
 		}
 	}
-	slices.SortFunc(out, compareAge)
+	slices.SortFunc(out, CompareAge)
 	return out
 }
 
-// compareAge orders Services oldest first, then by namespace/name.
-func compareAge(a, b *corev1.Service) int {
+// CompareAge orders Services oldest first, then by namespace/name: the member order of a group.
+func CompareAge(a, b *corev1.Service) int {
 	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
 		return c
 	}

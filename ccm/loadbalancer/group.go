@@ -514,11 +514,7 @@ func (l *LoadBalancers) shrinkGroup(ctx context.Context, cluster, group string, 
 // planShrink plans shrinkGroup: the removal of the listeners of the ports of svc that no member
 // declares, or the delete of lb (empty when it is protected: Warning DeleteProtected).
 func (l *LoadBalancers) planShrink(group string, svc *corev1.Service, members []*corev1.Service, lb *lbplan.Actual) (lbplan.Plan, error) {
-	lists := make([]lbplan.MemberListeners, len(members))
-	for i, m := range members {
-		lists[i] = lbplan.MemberListeners{Member: lbplan.Key(m), Listeners: declaredListeners(m)}
-	}
-	adm := lbplan.AdmitGroup(lists, 0)
+	adm := lbplan.AdmitGroup(declaredLists(members), 0)
 	plan := lbplan.ComputeRemoveListeners(lb, leftPorts(svc, adm))
 	if len(members) == 0 {
 		var err error

@@ -455,6 +455,36 @@ func TestGroup_LeaveRequeuesTheOthers(t *testing.T) {
 	}
 }
 
+// TestGroup_DeleteRequeuesOnlyWhatChanges: a deleted member is looked at once, when it is gone
+// (not also when its deletionTimestamp is set), and only the member that claims a port it held
+// is requeued; the leader, served and unchanged, is not (issue 33).
+func TestGroup_DeleteRequeuesOnlyWhatChanges(t *testing.T) {
+	a := groupMember("a", 0, "web", []int32{80})
+	b := groupMember("b", 1, "web", []int32{81})
+	c := groupMember("c", 2, "web", []int32{82, 81})
+	a.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}
+	c.Status.LoadBalancer.Ingress = a.Status.LoadBalancer.Ingress
+	w := newWatchedGroupEnv(t, a, b, c)
+	deleting := b.DeepCopy()
+	now := metav1.Now()
+	deleting.DeletionTimestamp = &now
+	w.update(deleting)
+	if err := w.client.CoreV1().Services(b.Namespace).Delete(context.Background(), b.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "shop/c: shop/b left load balancer group web"
+	eventually(t, "the requeue of shop/c", func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return slices.Contains(w.requeue, want)
+	})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !reflect.DeepEqual(w.requeue, []string{want}) {
+		t.Errorf("requeued %q, want only %q", w.requeue, want)
+	}
+}
+
 func TestGroup_LastMemberLeavesDeletesTheGroupLoadBalancer(t *testing.T) {
 	a := groupMember("a", 0, "web", []int32{80})
 	w := newWatchedGroupEnv(t, a)

@@ -3,6 +3,7 @@ package loadbalancer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,9 +20,10 @@ type GroupRequeuer func(svcs []*corev1.Service, reason string)
 
 // WatchGroups watches the Service informer (the one whose lister is Options.Services) for
 // members that leave a load balancer group: the annotation removed or changed, the type no
-// longer LoadBalancer, the Service being deleted. The members left are requeued at once, so the
-// group's load balancer drops the leaver's ports (or an older claim passes to the next member)
-// without waiting for the service controller's backoff. When a member leaves by its annotation
+// longer LoadBalancer, the Service deleted. The members whose sync the leave changes (toResync:
+// an older claim passes to them, they were not served, or the leader and its settings change, or
+// the leaver's listeners are still on the load balancer) are requeued at once, without waiting
+// for the service controller's backoff; a deleted member is looked at once, when it is gone. When a member leaves by its annotation
 // and no member is left, the group's load balancer is deleted here (the leaver's own sync goes
 // to a load balancer of its own and never sees the group again); a deleted Service or one that
 // is no longer of type LoadBalancer is EnsureLoadBalancerDeleted's part.
@@ -76,6 +78,11 @@ func (l *LoadBalancers) serviceChanged(ctx context.Context, synced cache.Informe
 	if group == "" || group == memberOf(cur, false) {
 		return
 	}
+	if cur != nil && memberOf(cur, true) == group {
+		// Being deleted: EnsureLoadBalancerDeleted takes its listeners off the group's load
+		// balancer, and the others are looked at once, when the Service is gone (DeleteFunc).
+		return
+	}
 	curGroup, err := annotation.Group(cur)
 	byAnnotation := cur != nil && (err != nil || curGroup != group)
 	go l.groupLeft(ctx, synced, cluster, group, old, requeue, byAnnotation)
@@ -93,8 +100,8 @@ func (l *LoadBalancers) groupLeft(ctx context.Context, synced cache.InformerSync
 		return
 	}
 	if len(members) > 0 {
-		if requeue != nil {
-			requeue(members, fmt.Sprintf("%s left load balancer group %s", lbplan.Key(leaver), group))
+		if resync := toResync(leaver, members, byAnnotation); requeue != nil && len(resync) > 0 {
+			requeue(resync, fmt.Sprintf("%s left load balancer group %s", lbplan.Key(leaver), group))
 		}
 		return
 	}
@@ -106,6 +113,77 @@ func (l *LoadBalancers) groupLeft(ctx context.Context, synced cache.InformerSync
 	if err := l.sweepGroup(ctx, cluster, group, leaver); err != nil {
 		klog.ErrorS(err, "Could not delete the load balancer of a group without members", "group", group, "lastMember", lbplan.Key(leaver))
 	}
+}
+
+// toResync returns the members (oldest first, leaver not among them) whose sync the leave of
+// leaver may change, so that only they are requeued:
+//   - every member that claims a port the leaver held (an older claim passes to it), and every
+//     member without an address in its status (refused for capacity, every port held by older
+//     members, or denied): the leave may have made room for it;
+//   - the new leader, when the leaver led and their load-balancer-wide settings differ (the
+//     leader's are in force; leaderChange), or when the leaver left by its annotation (its
+//     listeners are still on the group's load balancer, and any member's sync takes them off).
+//
+// A served member gains nothing from a deleted member's leave otherwise: its
+// EnsureLoadBalancerDeleted already took the leaver's listeners off. Requeueing every member at
+// every leave made a group's delete read its load balancer once per member and leave
+// (TestGroup_DeleteRequeuesOnlyWhatChanges, issue 33). It is pure.
+func toResync(leaver *corev1.Service, members []*corev1.Service, byAnnotation bool) []*corev1.Service {
+	before := membersBefore(leaver, members)
+	held := map[string]bool{} // members that claim a port the leaver held
+	for _, c := range lbplan.AdmitGroup(declaredLists(before), 0).Conflicts {
+		if c.Owner == lbplan.Key(leaver) {
+			held[c.Member] = true
+		}
+	}
+	var out []*corev1.Service
+	for _, m := range members {
+		if len(m.Status.LoadBalancer.Ingress) == 0 || held[lbplan.Key(m)] {
+			out = append(out, m)
+		}
+	}
+	lead := members[0]
+	if slices.Contains(out, lead) {
+		return out
+	}
+	if byAnnotation || lbplan.Key(before[0]) == lbplan.Key(leaver) && leaderSettingsDiffer(leaver, lead) {
+		out = append([]*corev1.Service{lead}, out...)
+	}
+	return out
+}
+
+// membersBefore returns the members of the group before leaver left (members and leaver, oldest
+// first), leaver as it was while a member.
+func membersBefore(leaver *corev1.Service, members []*corev1.Service) []*corev1.Service {
+	was := leaver.DeepCopy()
+	was.DeletionTimestamp = nil
+	was.Spec.Type = corev1.ServiceTypeLoadBalancer
+	out := append(slices.Clone(members), was)
+	slices.SortStableFunc(out, lbplan.CompareAge)
+	return out
+}
+
+// leaderSettingsDiffer reports whether two leaders differ in a setting only the leader's counts:
+// a load-balancer-wide one (lbplan.GroupSettings, set on either) or the certificate type (a
+// managed certificate is the leader's).
+func leaderSettingsDiffer(a, b *corev1.Service) bool {
+	for _, n := range append(slices.Clone(lbplan.GroupSettings), annotation.LBSvcHTTPCertificateType) {
+		v, set := n.Value(a)
+		w, wset := n.Value(b)
+		if set != wset || v != w {
+			return true
+		}
+	}
+	return false
+}
+
+// declaredLists are the listen ports each of members declares (declaredListeners), in order.
+func declaredLists(members []*corev1.Service) []lbplan.MemberListeners {
+	lists := make([]lbplan.MemberListeners, len(members))
+	for i, m := range members {
+		lists[i] = lbplan.MemberListeners{Member: lbplan.Key(m), Listeners: declaredListeners(m)}
+	}
+	return lists
 }
 
 // sweepGroup deletes the load balancer of group once the lister shows no member (read again
