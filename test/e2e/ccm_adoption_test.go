@@ -69,6 +69,7 @@ func (a adoptionCase) service(t *testing.T, st golden.Step) *corev1.Service {
 // Cases of the "net" environment profile are run (one CCM, one environment); cases whose first
 // step failed at the official CCM have nothing to adopt.
 func TestCCMAdoptsOfficialLoadBalancers(t *testing.T) {
+	t.Parallel()
 	root := golden.Root(filepath.Join("..", ".."))
 	seed, err := hcloudemu.LoadSeedFile(filepath.Join(root, "seed.yaml"))
 	if err != nil {

@@ -63,6 +63,7 @@ warn contains "port 80 without 443" if {
 // PolicyDenied event naming the rule's message, and not one POST /load_balancers reaches
 // Hetzner), while a Service on port 80 under the same policy gets its load balancer.
 func TestCCMDeniesPort22OnCreate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "five.rego"), []byte(fiveRules), 0o644); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 // (public load balancers in namespace shop) are retried by the upstream service controller with
 // backoff; after the first try of each, the retries cost no load balancer request at all.
 func TestCCMDeniedRetriesCostNoRequests(t *testing.T) {
+	t.Parallel()
 	const services = 50
 	c := harness.Start(t)
 	c.ApplyKustomize(t, deployDir)

@@ -23,6 +23,7 @@ const retryAnnotation = "service.hcloud-policy-ccm.io/policy-retry"
 // Service for retry (the annotation ccm/requeue sets) and add the target on the retry; the
 // service controller would not call again by itself, since its call succeeded.
 func TestCCMDetachedUpdateFailureRetried(t *testing.T) {
+	t.Parallel()
 	c, emu, endpoint, id1 := oneWorker(t, "10.244.1.0/24")
 	id2 := addServer(t, emu, hcloudemu.ServerSpec{Name: "worker-2"})
 	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: lbEnv})

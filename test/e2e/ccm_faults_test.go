@@ -107,6 +107,7 @@ type faultCase struct {
 
 // TestCCMFaultMatrix runs the fault cases of issue 10 against one CCM (see the top of the file).
 func TestCCMFaultMatrix(t *testing.T) {
+	t.Parallel()
 	e := &faultEnv{root: t, t: t, nodes: map[string]string{}}
 	e.c = harness.Start(t)
 	e.c.ApplyKustomize(t, deployDir+"/networks")

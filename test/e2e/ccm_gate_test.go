@@ -38,6 +38,7 @@ func loadBalancerService(namespace, name string) *corev1.Service {
 // denied (Warning event PolicyDenied on the Service, no load balancer and no mutating request
 // in the cloud), and the same Service in an allowed namespace gets its load balancer.
 func TestCCMPolicyGate(t *testing.T) {
+	t.Parallel()
 	c, emu, endpoint, id := oneWorker(t, "10.244.1.0/24")
 	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{args: []string{enforce}, env: []string{
 		"HCLOUD_LOAD_BALANCERS_LOCATION=fsn1",
@@ -120,6 +121,7 @@ func nodeLabelsPlugin(t *testing.T) string {
 // TestCCMNodeLabelsPlugin runs the CCM with the example node_labels plugin and checks that an
 // initialised node carries the labels the plugin computed from its server.
 func TestCCMNodeLabelsPlugin(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t)
 	c.ApplyKustomize(t, deployDir)
 	emu, endpoint := hcloudemu.NewTestServer(t)

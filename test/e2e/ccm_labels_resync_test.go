@@ -22,6 +22,7 @@ import (
 // server's Hetzner labels change, adds and updates the keys it owns, removes owned keys the
 // plugin no longer returns, and leaves a label someone else set alone.
 func TestCCMNodeLabelsFollowServerLabels(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t)
 	c.ApplyKustomize(t, deployDir)
 	emu, endpoint := hcloudemu.NewTestServer(t)

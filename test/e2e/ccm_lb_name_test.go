@@ -47,6 +47,7 @@ func lbNamePlugin(t *testing.T) string {
 //     the same load balancer is renamed to the annotation's value; no load balancer is created
 //     (no duplicate) and none is left behind (no orphan).
 func TestCCMLoadBalancerNamePlugin(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t)
 	c.ApplyKustomize(t, deployDir)
 	emu, endpoint := hcloudemu.NewTestServer(t)

@@ -35,6 +35,7 @@ import (
 //   - deleted: the load balancer is gone from the cloud and the finalizer removed (the Service
 //     object disappears).
 func TestCCMLoadBalancerLifecycle(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t)
 	c.ApplyKustomize(t, deployDir)
 	emu, endpoint := hcloudemu.NewTestServer(t)

@@ -32,6 +32,7 @@ const taintShutdown = "node.cloudprovider.kubernetes.io/shutdown"
 // A node that is still Ready is left alone, whatever its server: the controller only checks
 // NotReady nodes, so each case first changes the cloud, then the node's readiness.
 func TestCCMNodeLifecycle(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t)
 	c.ApplyKustomize(t, deployDir)
 	emu, endpoint := hcloudemu.NewTestServer(t)

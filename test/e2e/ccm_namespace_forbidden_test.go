@@ -22,6 +22,7 @@ import (
 // is denied with a message naming the namespace, instead of being decided with
 // namespace_labels null (which would skip every rule keyed on a namespace label).
 func TestCCMForbiddenNamespaceReadDenies(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t)
 	c.ApplyKustomize(t, deployDir)
 	ctx := context.Background()

@@ -21,6 +21,7 @@ import (
 // controller manager starts its event broadcaster; the CCM's own broadcaster, started before
 // ccm.New, is what makes this event reach the API.
 func TestCCMPolicyLoadedEventAtStartup(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t)
 	c.ApplyKustomize(t, deployDir)
 	emu, endpoint := hcloudemu.NewTestServer(t)

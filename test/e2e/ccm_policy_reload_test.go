@@ -35,6 +35,7 @@ import (
 //   - a rego file that reads a misspelt input field (input.route.destinaton): rejected the same
 //     way, the event names file, line and the field it could have meant.
 func TestCCMPolicyReload(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t)
 	c.ApplyKustomize(t, deployDir)
 	emu, endpoint := hcloudemu.NewTestServer(t)
@@ -164,6 +165,7 @@ func TestCCMPolicyReload(t *testing.T) {
 // namespace that may not expose one) is created anyway, with a Warning event PolicyDryRunDenied
 // on the Service naming the deny.
 func TestCCMPolicyDryRun(t *testing.T) {
+	t.Parallel()
 	if args := render(t, deployDir).deployment.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--policy-mode=dryrun") {
 		t.Fatalf("the Deployment's args %v do not pass --policy-mode=dryrun: the swap-safe default is gone", args)
 	}

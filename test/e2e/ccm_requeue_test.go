@@ -37,6 +37,7 @@ const requeueWithin = 8 * time.Second
 // Both run under the RBAC of deploy/ (startCCM fails on any refused request): the retry marker
 // goes through services/status.
 func TestCCMRequeuesDeniedServices(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t)
 	c.ApplyKustomize(t, deployDir)
 	emu, endpoint := hcloudemu.NewTestServer(t)

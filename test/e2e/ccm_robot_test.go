@@ -109,6 +109,7 @@ func waitRobotInitialised(t *testing.T, c *harness.Cluster, ccm *harness.Process
 // server's IPv4 as ExternalIP next to the kubelet's InternalIP (ROBOT_FORWARD_INTERNAL_IPS
 // defaults to true). The Robot list is read once for both nodes (cache).
 func TestCCMRobotMixedCluster(t *testing.T) {
+	t.Parallel()
 	m := startMixedCluster(t)
 	cloud := waitInitialised(t, m.c, m.ccm, "worker-1", m.cloudID)
 	if got := cloud.Labels["instance.hetzner.cloud/provided-by"]; got != "cloud" {
@@ -153,6 +154,7 @@ func TestCCMRobotMixedCluster(t *testing.T) {
 // official chart does, and reads the credentials from the official Secret keys; the kustomize
 // base reads the same keys.
 func TestChartRobotEnabled(t *testing.T) {
+	t.Parallel()
 	r := renderChart(t, []string{officialDefaults}, "--set", "robot.enabled=true")
 	env := r.deployment.Spec.Template.Spec.Containers[0].Env
 	if ev := envByName(env, "ROBOT_ENABLED"); ev == nil || ev.Value != "true" {
@@ -189,6 +191,7 @@ func ipTargets(lb schema.LoadBalancer) []string {
 // cloud node as server target and the Robot node as IP target on its Robot server_ip, and the
 // policy input of that add_target names the IP target.
 func TestCCMRobotLoadBalancerIPTarget(t *testing.T) {
+	t.Parallel()
 	m := startMixedCluster(t)
 	waitInitialised(t, m.c, m.ccm, "worker-1", m.cloudID)
 	waitRobotInitialised(t, m.c, m.ccm, robotServer.Name, robotServer.Number)
@@ -210,6 +213,7 @@ func TestCCMRobotLoadBalancerIPTarget(t *testing.T) {
 // Service whose nodes include a Robot node: a PolicyDenied event, no load balancer and no
 // mutating request in the cloud.
 func TestCCMRobotDenyIPTargets(t *testing.T) {
+	t.Parallel()
 	m := startMixed(t, []robotemu.Server{robotServer}, ccmRun{args: []string{enforce}})
 	waitInitialised(t, m.c, m.ccm, "worker-1", m.cloudID)
 	waitRobotInitialised(t, m.c, m.ccm, robotServer.Name, robotServer.Number)
@@ -240,6 +244,7 @@ deny contains {"msg": msg, "code": "no_robot_targets"} if {
 // ROBOT_CACHE_TIMEOUT=1s) on NotReady Robot nodes: a server whose reset status is "shut off"
 // gets the shutdown taint and is kept; a server gone from the Robot account is deleted.
 func TestCCMRobotNodeLifecycle(t *testing.T) {
+	t.Parallel()
 	off := robotemu.Server{Number: 401, Name: "bm-off", IP: "203.0.113.61", DC: "FSN1-DC16"}
 	gone := robotemu.Server{Number: 402, Name: "bm-gone", IP: "203.0.113.62", DC: "FSN1-DC16"}
 	m := startMixed(t, []robotemu.Server{off, gone}, ccmRun{args: []string{"--node-monitor-period=1s"}, env: []string{"ROBOT_CACHE_TIMEOUT=1s"}})

@@ -33,6 +33,7 @@ import (
 // nothing runs: the old route stays (no delete_route request), and worker-3 gets a
 // PolicyDenied event naming the add.
 func TestCCMNetworkRoutes(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t)
 	c.ApplyKustomize(t, deployDir+"/networks")
 	emu, endpoint := hcloudemu.NewTestServer(t)
@@ -161,6 +162,7 @@ func seedRoute(t *testing.T, emu *hcloudemu.Emulator, endpoint string, netID int
 // IPv6 routes fail. The CCM initialises nodes, logs why routes are off, upstream starts no
 // route controller, and no route is written within two route reconcile periods.
 func TestCCMClusterCIDRNotOneDisablesRoutes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, cidr string
 	}{

@@ -30,6 +30,7 @@ import (
 //   - both are deleted: they go, and default/web's load balancer is untouched throughout (same
 //     ID, label, listeners, targets), with no mutating request on its behalf.
 func TestCCMNoLoadBalancerTakeover(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t)
 	c.ApplyKustomize(t, deployDir)
 	emu, endpoint := hcloudemu.NewTestServer(t)

@@ -138,6 +138,7 @@ func startCCM(t *testing.T, c *harness.Cluster, name, endpoint, token string, ru
 // --cloud-provider=external gets initialised: providerID hcloud://<id>, the uninitialized
 // taint removed; and that the CCM took the leader Lease and serves /healthz.
 func TestCCMInitialisesNode(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t)
 	c.ApplyKustomize(t, deployDir)
 	emu, endpoint := hcloudemu.NewTestServer(t)
@@ -180,6 +181,7 @@ func TestCCMInitialisesNode(t *testing.T) {
 // graceful release of the Lease, as in a node crash) and checks that the other one takes over
 // and initialises a node registered after the failover.
 func TestCCMLeaderFailover(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t)
 	c.ApplyKustomize(t, deployDir)
 	emu, endpoint := hcloudemu.NewTestServer(t)

@@ -64,6 +64,7 @@ func (r rendered) decode(t *testing.T, key string, obj any) {
 // one, and the official selector labels (so `helm upgrade` from the official release keeps the
 // immutable selector).
 func TestChartOfficialDefaults(t *testing.T) {
+	t.Parallel()
 	harness.Helm(t, "lint", "--strict", chartDir, "--namespace", ccmNamespace, "--values", officialDefaults)
 	base := render(t, deployDir).deployment
 	r := renderChart(t, []string{officialDefaults})
@@ -154,6 +155,7 @@ func TestChartOfficialDefaults(t *testing.T) {
 // policy ConfigMap's Role stays in the release namespace. args.leader-elect-resource-namespace
 // and -name move the Lease rules with the Lease.
 func TestChartLeaseWhereTheOfficialKeepsIt(t *testing.T) {
+	t.Parallel()
 	leaseRules := func(name string) []rbacv1.PolicyRule {
 		return []rbacv1.PolicyRule{
 			{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
@@ -210,6 +212,7 @@ func TestChartLeaseWhereTheOfficialKeepsIt(t *testing.T) {
 // affinity, pod labels and annotations, the token from a file of an extra volume, the PodMonitor
 // (when its CRD exists) and the NetworkPolicy.
 func TestChartOfficialFullDaemonSet(t *testing.T) {
+	t.Parallel()
 	harness.Helm(t, "lint", "--strict", chartDir, "--namespace", ccmNamespace, "--values", officialDaemonSet)
 	r := renderChart(t, []string{officialDaemonSet}, "--api-versions", "monitoring.coreos.com/v1/PodMonitor")
 	if r.deployment != nil {
@@ -282,6 +285,7 @@ func TestChartOfficialFullDaemonSet(t *testing.T) {
 // TestChartPolicyAndPlugins renders the official defaults plus this chart's own values
 // (policy.*, plugins.*) and checks the flags, the ConfigMap from files and the plugin volume.
 func TestChartPolicyAndPlugins(t *testing.T) {
+	t.Parallel()
 	harness.Helm(t, "lint", "--strict", chartDir, "--namespace", ccmNamespace, "--values", officialDefaults, "--values", policyValues)
 	r := renderChart(t, []string{officialDefaults, policyValues})
 	d := r.deployment
@@ -334,6 +338,7 @@ func TestChartPolicyAndPlugins(t *testing.T) {
 // TestChartRefusesWhatItCannotHonour: values this CCM cannot run with fail the render with a
 // message naming the value and the fix.
 func TestChartRefusesWhatItCannotHonour(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		set, want string
 	}{
@@ -361,6 +366,7 @@ func TestChartRefusesWhatItCannotHonour(t *testing.T) {
 // chart (false for a one-replica Deployment, else none: the CCM's default, on); true or false
 // render that flag whatever the kind and replicas (deploy/values.yaml sets true).
 func TestChartLeaderElect(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		set  []string
@@ -405,6 +411,7 @@ func TestChartLeaderElect(t *testing.T) {
 // args as the chart's ServiceAccount: it initialises a node, loads the chart's policy ConfigMap
 // and is never refused by the apiserver (startCCM fails the test on "is forbidden").
 func TestChartInstallRunsCCM(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t)
 	manifest := filepath.Join(t.TempDir(), "chart.yaml")
 	args := []string{"template", chartRelease, chartDir, "--namespace", ccmNamespace, "--values", officialDefaults}

@@ -16,6 +16,7 @@ import (
 // line goes to the tools, not to the CCM (whose root carries klog's -v and 180 upstream flags),
 // and policy test fails the issue 20 layout (fixtures under inputs/) the way the CCM rejects it.
 func TestCLITools(t *testing.T) {
+	t.Parallel()
 	fixtures := t.TempDir()
 	for name, content := range map[string]string{
 		"ports.rego":                "package ccm\n\ndeny contains \"port 22 is not allowed\" if {\n\tinput.action == \"loadbalancer.create\"\n\tsome s in input.load_balancer.services\n\ts.listen_port == 22\n}\n",

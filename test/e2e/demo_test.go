@@ -34,6 +34,7 @@ const demoTimeout = 3 * time.Minute
 //
 // Afterwards the demo's temporary directory must be gone.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	harness.Bin(t, "kube-apiserver") // fail early with the command that builds it
 	demo := filepath.Join(t.TempDir(), "ccm-demo")
 	if out, err := exec.Command("go", "build", "-o", demo, "../../cmd/ccm-demo").CombinedOutput(); err != nil {

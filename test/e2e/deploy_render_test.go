@@ -82,6 +82,7 @@ func parseManifests(t testing.TB, what, out string) rendered {
 // TestDeployRenders checks that `kubectl kustomize deploy/` (plain, default load restrictions)
 // renders the objects an operator expects, with the hardening the Deployment promises.
 func TestDeployRenders(t *testing.T) {
+	t.Parallel()
 	r := render(t, deployDir)
 	wantKinds := []string{
 		"ServiceAccount/kube-system/hcloud-cloud-controller-manager",
@@ -188,6 +189,7 @@ func TestDeployRenders(t *testing.T) {
 // TestDeployNetworksRenders checks the private-network variant: hostNetwork, pod CIDR
 // allocation, and a required HCLOUD_NETWORK.
 func TestDeployNetworksRenders(t *testing.T) {
+	t.Parallel()
 	r := render(t, deployDir+"/networks")
 	d := r.deployment
 	if d == nil {
@@ -244,6 +246,7 @@ func enforceOverlay(t *testing.T, dir string) string {
 // deploy/networks/ into enforce and changes nothing else (the args are the same but for that
 // one flag; every other object is identical).
 func TestDeployEnforceComponent(t *testing.T) {
+	t.Parallel()
 	for _, dir := range []string{deployDir, deployDir + "/networks"} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			plain, enforced := render(t, dir), render(t, enforceOverlay(t, dir))

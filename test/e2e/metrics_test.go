@@ -29,6 +29,7 @@ import (
 // a ServiceAccount bound to system:hcloud-policy-ccm:metrics-reader, and refuses anonymous
 // requests and other ServiceAccounts.
 func TestDeployMetricsOnlyWhereAuthorized(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t)
 	c.ApplyKustomize(t, deployDir)
 	admin := c.Client()

@@ -37,6 +37,7 @@ const (
 // every API call the upstream controllers, leader election, delegated auth and the policy gate
 // make is allowed, and that calls a CCM never needs are forbidden.
 func TestDeployRBACIsEnoughAndLeast(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t)
 	t.Logf("kubectl apply -k %s:\n%s", deployDir, c.ApplyKustomize(t, deployDir))
 	sa := clientFromKubeconfig(t, c.ServiceAccountKubeconfig(t, ccmNamespace, ccmServiceAccount))
@@ -379,6 +380,7 @@ func TestDeployRBACIsEnoughAndLeast(t *testing.T) {
 // TestCreateNodeLooksLikeAKubelet checks that CreateNode registers what a kubelet with
 // --cloud-provider=external would: uninitialised taint, no providerID, podCIDR, Ready status.
 func TestCreateNodeLooksLikeAKubelet(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t)
 	ctx := context.Background()
 	c.CreateNode(t, "worker-1", "10.244.1.0/24", harness.WithInternalIP("10.0.0.3"))

@@ -19,6 +19,7 @@ import (
 // enabled, an HCLOUD_METRICS_ADDRESS already in use, or an empty one, is logged and the CCM
 // runs on and initialises nodes, as the official CCM does (it logs "create metrics service").
 func TestCCMMetricsAddressUnusable(t *testing.T) {
+	t.Parallel()
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +56,7 @@ func TestCCMMetricsAddressUnusable(t *testing.T) {
 // them the official meaning (an empty address family is ipv4: the node gets its public IPv4
 // as ExternalIP and no IPv6).
 func TestCCMStartsWithValuesTheOfficialAccepts(t *testing.T) {
+	t.Parallel()
 	c, emu, endpoint, id := oneWorker(t, "")
 	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: []string{
 		"HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL=",

@@ -438,6 +438,7 @@ func writeManifest(t *testing.T, path string, objs []any) {
 // policies run in dry run: port 443 added to the ingress Service is opened, with a
 // PolicyDryRunDenied event. With the component deploy/enforce applied, another port is denied.
 func TestSwapKubectlKeepsOfficialState(t *testing.T) {
+	t.Parallel()
 	e := officialState(t, false, "03-defaults-no-network", nil, map[string]string{"load-balancer.hetzner.cloud/location": "fsn1"})
 	official := filepath.Join(t.TempDir(), "ccm.yaml")
 	writeManifest(t, official, officialObjects(map[string]string{"app": "hcloud-cloud-controller-manager"}, false))
@@ -467,6 +468,7 @@ func TestSwapKubectlKeepsOfficialState(t *testing.T) {
 // ingress Service is opened with a PolicyDryRunDenied event. `helm upgrade --reuse-values --set
 // policy.mode=enforce` then denies another port on the ingress Service.
 func TestSwapHelmKeepsOfficialState(t *testing.T) {
+	t.Parallel()
 	e := officialState(t, true, "01-defaults-1port",
 		[]string{"05-location", "09-type", "19-rdns", "20-proxyprotocol", "25-health-check-full"}, nil)
 

@@ -19,6 +19,7 @@ import (
 // `kubectl apply -k deploy/ --force`, replaces the Deployment (delete and create where a patch
 // is invalid) in one step, and the ServiceAccount and the Secret reference stay.
 func TestSwapFromOfficialManifest(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t)
 	official := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "hcloud-cloud-controller-manager", Namespace: ccmNamespace},

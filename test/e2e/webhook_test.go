@@ -143,6 +143,7 @@ func startWebhookCluster(t *testing.T, args ...string) webhookCluster {
 // "Warning: ..."; a change out of type LoadBalancer is refused when the policies deny the
 // delete it causes; and with the CCM stopped, `kubectl apply` still works (failurePolicy Ignore).
 func TestCCMAdmissionWebhook(t *testing.T) {
+	t.Parallel()
 	w := startWebhookCluster(t, enforce)
 	c, emu, ccm := w.c, w.emu, w.ccm
 	ctx := context.Background()
@@ -256,6 +257,7 @@ func TestCCMAdmissionWebhook(t *testing.T) {
 // Service with failurePolicy Ignore and 5 s, and the pod serves the webhook with the Secret's
 // files and exempts its own ServiceAccount.
 func TestChartAdmission(t *testing.T) {
+	t.Parallel()
 	off := renderChart(t, []string{officialDefaults})
 	for _, k := range off.kinds {
 		if strings.Contains(k, "admission") {
@@ -348,6 +350,7 @@ func TestChartAdmission(t *testing.T) {
 // TestChartAdmissionRefuses: admission values the chart cannot honour fail the render naming
 // the value and the fix.
 func TestChartAdmissionRefuses(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ set, want string }{
 		{"admission.enabled=true,admission.failurePolicy=Sometimes", `admission.failurePolicy: "Sometimes" is not supported; set it to Ignore`},
 		{"admission.enabled=true,admission.timeoutSeconds=40", "admission.timeoutSeconds: 40 is out of range; set 1 to 30"},
@@ -366,6 +369,7 @@ func TestChartAdmissionRefuses(t *testing.T) {
 // kube-apiserver and upgrades it: the generated CA and serving certificate are kept (lookup of
 // the Secret), so the caBundle does not change under running webhook calls.
 func TestChartAdmissionCertStable(t *testing.T) {
+	t.Parallel()
 	c := harness.Start(t)
 	ctx := context.Background()
 	admin := c.Client()
@@ -397,6 +401,7 @@ func TestChartAdmissionCertStable(t *testing.T) {
 // TestCCMAdmissionWebhookDryRun: with --policy-mode=dryrun (the chart's default) the webhook
 // refuses nothing; kubectl prints what would be denied, with the decision ID.
 func TestCCMAdmissionWebhookDryRun(t *testing.T) {
+	t.Parallel()
 	w := startWebhookCluster(t, "--policy-mode=dryrun")
 	w.c.Kubectl(t, "create", "namespace", "shop")
 	manifest := serviceManifest(t, "shop", "web")

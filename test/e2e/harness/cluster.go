@@ -310,15 +310,3 @@ func waitReady(t T, p *Process, timeout time.Duration, client *http.Client, url 
 	})
 }
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago, for a process the test
-// starts (for example the CCM's --secure-port). Another process may take it before the caller
-// binds it; on a test machine that is rare enough.
-func FreePort(t T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
