@@ -309,4 +309,3 @@ func waitReady(t T, p *Process, timeout time.Duration, client *http.Client, url 
 		return true, nil
 	})
 }
-
