@@ -351,10 +351,11 @@ func (e *DeniedError) Error() string {
 func (e *DeniedError) Unwrap() error { return policy.ErrDenied }
 
 // DecisionWarnings are the warnings of d (as the PolicyWarning event and plan show them), plus an evaluation failure that the failure mode
-// resolved to allow and a failure of the warn rules alone (neither may pass silently).
+// resolved to allow and a failure of the warn rules alone (neither may pass silently). A failure
+// that only dry-run mode allowed is not a warning: d.NotEnforced reports it (PolicyDryRunDenied).
 func DecisionWarnings(d policy.Decision) []policy.Message {
 	out := d.Warn
-	if d.Err != nil && d.Allowed {
+	if d.Err != nil && d.Allowed && !d.DryRun {
 		out = append(append([]policy.Message{}, out...), policy.Message{Msg: "policy evaluation failed, allowed by the failure mode: " + d.Err.Error()})
 	}
 	if d.WarnErr != nil {
@@ -370,7 +371,7 @@ func DenyMessages(d policy.Decision) []policy.Message {
 		return b
 	}
 	if d.Err != nil {
-		return []policy.Message{{Msg: "policy evaluation failed: " + d.Err.Error()}}
+		return []policy.Message{{Msg: policy.EvaluationFailedPrefix + d.Err.Error()}}
 	}
 	return []policy.Message{{Msg: "denied"}}
 }
