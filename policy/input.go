@@ -44,7 +44,9 @@ type Input struct {
 	Operation string `json:"operation"`
 	// Cluster describes the cluster the CCM runs for.
 	Cluster Cluster `json:"cluster"`
-	// Service is the Kubernetes Service a load balancer mutation is for; nil for routes.
+	// Service is the Kubernetes Service a load balancer mutation is for; nil for routes, and
+	// for the delete of a load balancer group's load balancer that has no member left (the
+	// CCM's sweep of orphaned groups: no Service acts, Group names the group).
 	Service *Service `json:"service"`
 	// LoadBalancer is the desired load balancer after the mutation; nil for routes.
 	LoadBalancer *LoadBalancer `json:"load_balancer"`
