@@ -147,9 +147,13 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 			return nil, fmt.Errorf("ccm.New: %w", err)
 		}
 		// Members leaving a load balancer group resync the others at once.
-		if err := c.lbs.WatchGroups(ctx, d.Informers.Core().V1().Services().Informer(), d.ClusterName, c.requeue.Requeue); err != nil {
+		services := d.Informers.Core().V1().Services().Informer()
+		if err := c.lbs.WatchGroups(ctx, services, d.ClusterName, c.requeue.Requeue); err != nil {
 			return nil, fmt.Errorf("ccm.New: %w", err)
 		}
+		// Groups whose last member left while no CCM ran are deleted once the Services are
+		// known (the informers start when this CCM leads), then every GroupSweepInterval.
+		go c.lbs.SweepGroups(ctx, services.HasSynced, d.ClusterName, loadbalancer.GroupSweepInterval)
 		go c.requeue.Run(ctx)
 	}
 	c.logStart(network)

@@ -55,8 +55,8 @@ func NewOptions() *Options {
 func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PolicyDir, "policy-dir", o.PolicyDir, "Directory of Rego policies (*.rego) and data files (*.json, *.yaml), reloaded on change. Empty: no directory source.")
 	fs.StringVar(&o.PolicyConfigMap, "policy-configmap", o.PolicyConfigMap, "ConfigMap \"namespace/name\" holding Rego policies and data files, watched through the API and reloaded within a second. Empty: no ConfigMap source.")
-	fs.StringVar(&o.PolicyMode, "policy-mode", o.PolicyMode, "\"enforce\": a deny blocks the mutation; \"dryrun\": a deny is reported (event, metric, log) but the mutation runs.")
-	fs.StringVar(&o.PolicyFailureMode, "policy-failure-mode", o.PolicyFailureMode, "What a policy evaluation error means: \"closed\" denies the mutation, \"open\" allows it.")
+	fs.StringVar(&o.PolicyMode, "policy-mode", o.PolicyMode, "\"enforce\": a deny blocks the mutation; \"dryrun\": a deny, or an evaluation error the failure mode would block, is reported (event, metric, log) but the mutation runs: dry run never blocks.")
+	fs.StringVar(&o.PolicyFailureMode, "policy-failure-mode", o.PolicyFailureMode, "What a policy evaluation error means: \"closed\" denies the mutation, \"open\" allows it. In --policy-mode=dryrun nothing is denied: \"closed\" reports the error as a dry-run denial.")
 	fs.StringVar(&o.PolicyDecisionLog, "policy-decision-log", o.PolicyDecisionLog, "Which policy decisions are written as JSON lines in OPA's decision log format: \"off\", \"deny\" (denied, dry-run denied and failed ones) or \"all\".")
 	fs.StringVar(&o.PolicyDecisionLogFile, "policy-decision-log-file", o.PolicyDecisionLogFile, "File the decision log lines are appended to; \"-\" is stdout.")
 	fs.StringVar(&o.NodeLabelsPlugin, "plugin-node-labels", o.NodeLabelsPlugin, "Path of a wasm module (.wasm or .wasm.gz) implementing the node_labels hook.")

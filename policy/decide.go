@@ -22,8 +22,10 @@ import (
 //     "enforcement": "dryrun" (Allowed=true, DryRun=true); the dry-run ones never block;
 //   - deny messages in ModeDryRun: Allowed=true, DryRun=true, the messages in Deny;
 //   - evaluation of deny failed (error, deadline of Options.Timeout, a deny message that is
-//     neither a string nor an object with a string "msg", a bad "enforcement"): Err set,
-//     Allowed=false with FailClosed, true with FailOpen, no messages;
+//     neither a string nor an object with a string "msg", a bad "enforcement"): Err set, no
+//     messages, Allowed=false with FailClosed, true with FailOpen; in ModeDryRun Allowed=true
+//     whatever the failure mode (dry run never blocks), with DryRun=true when the failure mode
+//     would have blocked (resolveFailure);
 //   - evaluation of warn failed but deny did not (a built-in error or a malformed message in a
 //     warn rule only): WarnErr set, no warnings, and Allowed, Deny and DryRun as if warn were
 //     empty: a warn rule never blocks, not even by failing (TestEngine_Decide).
@@ -54,7 +56,7 @@ func (e *Engine) decide(ctx context.Context, in Input, inputErr error) Decision 
 	c := e.active.Load()
 	switch {
 	case e.optsErr != nil:
-		d = Decision{Allowed: false, Err: fmt.Errorf("policy engine options: %w", e.optsErr)}
+		d = e.resolveFailure(Decision{Err: fmt.Errorf("policy engine options: %w", e.optsErr)})
 	case c == nil:
 		e.noPolicyOnce.Do(func() {
 			klog.InfoS("No policy revision loaded yet: allowing every mutation until one is")
@@ -109,14 +111,26 @@ func (e *Engine) evalOnOwnStack(ctx context.Context, c *compiled, in Input) Deci
 	return <-done
 }
 
-// failed is the decision for an evaluation of revision c that failed with err: allowed only
-// with FailOpen, no messages.
+// failed is the decision for an evaluation of revision c that failed with err: no messages,
+// allowed as resolveFailure says.
 func (e *Engine) failed(c *compiled, in Input, err error) Decision {
-	return Decision{
+	return e.resolveFailure(Decision{
 		Revision: c.revision,
-		Allowed:  e.opts.FailureMode == FailOpen,
 		Err:      fmt.Errorf("policy revision %s: decide %s: %w", c.revision, in.Action, err),
-	}
+	})
+}
+
+// resolveFailure sets Allowed and DryRun of d, a decision whose evaluation failed (d.Err): the
+// failure mode decides in ModeEnforce (allowed only with FailOpen); ModeDryRun never blocks,
+// whatever the failure mode, and marks DryRun the failures the failure mode would have blocked
+// (anything but FailOpen, an invalid value too), so that they are reported as dry-run denials
+// (Decision.NotEnforced) rather than dropped. Issue 34: in dry run, a rule that failed at run
+// time kept a new node out of every load balancer.
+func (e *Engine) resolveFailure(d Decision) Decision {
+	blocks := e.opts.FailureMode != FailOpen
+	d.Allowed = !blocks || e.opts.Mode == ModeDryRun
+	d.DryRun = blocks && e.opts.Mode == ModeDryRun
+	return d
 }
 
 // newEvalSlots returns the semaphore of evalOnOwnStack: GOMAXPROCS slots.

@@ -459,6 +459,38 @@ deny contains "slow" if {
 			want:    policy.Decision{Allowed: true},
 			wantErr: "to_number",
 		},
+		{
+			name:    "A built-in error in dry-run mode is allowed and reported as dry run (failure mode closed)",
+			opts:    policy.Options{Mode: policy.ModeDryRun, FailureMode: policy.FailClosed},
+			files:   files("lb.rego", toNumber),
+			typ:     "lb99",
+			want:    policy.Decision{Allowed: true, DryRun: true},
+			wantErr: "to_number",
+		},
+		{
+			name:    "A built-in error in dry-run mode with failure mode open is allowed by the failure mode",
+			opts:    policy.Options{Mode: policy.ModeDryRun, FailureMode: policy.FailOpen},
+			files:   files("lb.rego", toNumber),
+			typ:     "lb99",
+			want:    policy.Decision{Allowed: true},
+			wantErr: "to_number",
+		},
+		{
+			name:    "An evaluation past the deadline in dry-run mode does not block",
+			opts:    policy.Options{Mode: policy.ModeDryRun, Timeout: 50 * time.Millisecond},
+			files:   files("slow.rego", slow),
+			typ:     "lb99",
+			want:    policy.Decision{Allowed: true, DryRun: true},
+			wantErr: "evaluation cancelled",
+		},
+		{
+			name:    "A malformed deny message in dry-run mode does not block",
+			opts:    policy.Options{Mode: policy.ModeDryRun},
+			files:   files("lb.rego", badMessage),
+			typ:     "lb99",
+			want:    policy.Decision{Allowed: true, DryRun: true},
+			wantErr: "a data.ccm.deny message is json.Number",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -498,13 +530,28 @@ deny contains "slow" if {
 	}
 }
 
+// TestEngine_invalidOptionsFailClosed: an engine with invalid options loads nothing and every
+// decision fails (Err), closed, except in dry-run mode, which never blocks.
 func TestEngine_invalidOptionsFailClosed(t *testing.T) {
-	e := policy.NewEngine(policy.Options{Mode: "audit"})
-	if _, err := e.Load(context.Background(), files("lb.rego", denyLB31), policy.Source{Name: "test"}); err == nil {
-		t.Fatal("Load with invalid options = nil error, want the validation error")
+	tests := []struct {
+		name        string
+		opts        policy.Options
+		wantAllowed bool
+	}{
+		{name: "An invalid mode fails closed", opts: policy.Options{Mode: "audit"}},
+		{name: "An invalid failure mode fails closed in enforce mode", opts: policy.Options{FailureMode: "ajar"}},
+		{name: "An invalid failure mode does not block in dry-run mode", opts: policy.Options{Mode: policy.ModeDryRun, FailureMode: "ajar"}, wantAllowed: true},
 	}
-	if d := e.Decide(context.Background(), lbInput("lb11")); d.Allowed || d.Err == nil {
-		t.Fatalf("Decide with invalid options = %+v, want denied with Err", d)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := policy.NewEngine(tc.opts)
+			if _, err := e.Load(context.Background(), files("lb.rego", denyLB31), policy.Source{Name: "test"}); err == nil {
+				t.Fatal("Load with invalid options = nil error, want the validation error")
+			}
+			if d := e.Decide(context.Background(), lbInput("lb11")); d.Allowed != tc.wantAllowed || d.Err == nil || d.DryRun != tc.wantAllowed {
+				t.Fatalf("Decide with invalid options = %+v, want Allowed and DryRun %v with Err", d, tc.wantAllowed)
+			}
+		})
 	}
 }
 

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"errors"
+	"slices"
 )
 
 // ErrDenied is wrapped by errors of mutations a policy denied; callers test it with errors.Is.
@@ -43,7 +44,9 @@ type Input struct {
 	Operation string `json:"operation"`
 	// Cluster describes the cluster the CCM runs for.
 	Cluster Cluster `json:"cluster"`
-	// Service is the Kubernetes Service a load balancer mutation is for; nil for routes.
+	// Service is the Kubernetes Service a load balancer mutation is for; nil for routes, and
+	// for the delete of a load balancer group's load balancer that has no member left (the
+	// CCM's sweep of orphaned groups: no Service acts, Group names the group).
 	Service *Service `json:"service"`
 	// LoadBalancer is the desired load balancer after the mutation; nil for routes.
 	LoadBalancer *LoadBalancer `json:"load_balancer"`
@@ -285,6 +288,10 @@ const (
 	EnforcementEnforce = "enforce"
 )
 
+// EvaluationFailedPrefix starts the message that reports a failed evaluation in place of deny
+// messages (Decision.NotEnforced, and the CCM's PolicyDenied and plan output).
+const EvaluationFailedPrefix = "policy evaluation failed: "
+
 // Decision is the result of deciding one Input.
 type Decision struct {
 	// ID is the decision's random UUID: the decision_id of its decision log line, also named in
@@ -292,7 +299,8 @@ type Decision struct {
 	// (AllowAll).
 	ID string
 	// Allowed is false when a deny message is enforced (mode enforce, and the message is not
-	// EnforcementDryRun) or evaluation failed closed.
+	// EnforcementDryRun) or evaluation failed closed in mode enforce. In dry-run mode it is
+	// always true: dry run never blocks, whatever the failure mode.
 	Allowed bool
 	// Deny holds the deny messages, also those that do not block (dry-run mode, or a message
 	// with Enforcement EnforcementDryRun); see Blocking and NotEnforced.
@@ -302,10 +310,13 @@ type Decision struct {
 	// Revision is the policy revision that decided ("" when no policy is configured).
 	Revision string
 	// DryRun is true when deny messages were reported but not enforced (all of them in dry-run
-	// mode, the EnforcementDryRun ones otherwise).
+	// mode, the EnforcementDryRun ones otherwise), and when an evaluation failure that the
+	// failure mode would have blocked was allowed because the mode is dry run (Err set, no
+	// messages; NotEnforced reports the failure).
 	DryRun bool
 	// Err is set when the evaluation of deny failed (or the whole decision did: deadline,
-	// undefined); Allowed then follows the failure mode and there are no messages.
+	// undefined); Allowed then follows the failure mode (in enforce mode; dry-run mode allows,
+	// see DryRun) and there are no messages.
 	Err error
 	// WarnErr is set when deny evaluated but warn did not (a built-in error or a malformed
 	// message in a warn rule). It never blocks: Allowed and Deny come from deny alone, and the
@@ -331,8 +342,13 @@ func (d Decision) Blocking() []Message {
 
 // NotEnforced returns the deny messages reported without blocking: all of them when d is
 // allowed (dry-run mode, or every message is EnforcementDryRun), else the EnforcementDryRun
-// ones.
+// ones. An evaluation failure that dry-run mode allowed instead of blocking (Err and DryRun
+// set) is one message, "policy evaluation failed: <Err>", so that it is reported like a deny
+// the dry run did not enforce.
 func (d Decision) NotEnforced() []Message {
+	if d.Allowed && d.DryRun && d.Err != nil {
+		return append(slices.Clone(d.Deny), Message{Msg: EvaluationFailedPrefix + d.Err.Error()})
+	}
 	if d.Allowed {
 		return d.Deny
 	}

@@ -47,6 +47,8 @@ func TestDecision_BlockingNotEnforced(t *testing.T) {
 		{"Enforced and dry-run messages, denied", Decision{Deny: []Message{enforced, dry}}, 1, 1},
 		{"Dry-run mode: nothing blocks", Decision{Allowed: true, Deny: []Message{enforced, dry}}, 0, 2},
 		{"A failure has no messages", Decision{Err: errors.New("x")}, 0, 0},
+		{"A failure allowed by the failure mode is not a dry-run message", Decision{Allowed: true, Err: errors.New("x")}, 0, 0},
+		{"A failure that dry-run mode allowed is one dry-run message", Decision{Allowed: true, DryRun: true, Err: errors.New("x")}, 0, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -32,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor/internal/writeclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
@@ -117,7 +118,9 @@ func New(o Options) (*Executor, error) {
 // mutation's Apply; re-read only when the API picked a private IP (an attachment without a
 // fixed one); nil after a delete.
 //
-// svc is read, never modified.
+// svc is read, never modified. It may be nil for a run on behalf of no Service (the delete of
+// a load balancer group's load balancer without members, loadbalancer.SweepOrphanGroups): the
+// decisions' input.service is then null, and the events, with no object to sit on, are logged.
 //
 // # Errors
 //
@@ -197,7 +200,7 @@ func (x *Executor) reportApplied(svc *corev1.Service, applied []lbplan.Mutation)
 			reason = ReasonLoadBalancerDeleted
 		}
 	}
-	x.recorder.Event(svc, corev1.EventTypeNormal, reason, truncate.String("applied: "+strings.Join(labels, ", "), truncate.EventMessage))
+	x.event(svc, corev1.EventTypeNormal, reason, truncate.String("applied: "+strings.Join(labels, ", "), truncate.EventMessage))
 }
 
 // gate decides every step of plan, one decision per request (lbplan.Plan.Steps: a create's
@@ -312,10 +315,10 @@ func (x *Executor) decideAll(ctx context.Context, obj runtime.Object, items []ga
 		}
 	}
 	if warnings.Len() > 0 {
-		x.recorder.Event(obj, corev1.EventTypeWarning, ReasonPolicyWarning, warnings.String())
+		x.event(obj, corev1.EventTypeWarning, ReasonPolicyWarning, warnings.String())
 	}
 	if dryRun.Len() > 0 {
-		x.recorder.Event(obj, corev1.EventTypeWarning, ReasonPolicyDryRunDenied, "would be denied (dry run): "+dryRun.String())
+		x.event(obj, corev1.EventTypeWarning, ReasonPolicyDryRunDenied, "would be denied (dry run): "+dryRun.String())
 	}
 	if len(deniedItems) == 0 {
 		return nil
@@ -324,7 +327,7 @@ func (x *Executor) decideAll(ctx context.Context, obj runtime.Object, items []ga
 		countMutation(it.input.Action, it.input.Operation, resultDenied)
 	}
 	msg := denied.String()
-	x.recorder.Event(obj, corev1.EventTypeWarning, ReasonPolicyDenied, "nothing changed: "+msg)
+	x.event(obj, corev1.EventTypeWarning, ReasonPolicyDenied, "nothing changed: "+msg)
 	// DeniedError wraps policy.ErrDenied: callers match it, and the service and route
 	// controllers retry the returned error with backoff.
 	return &DeniedError{Denied: len(deniedItems), Of: len(items), Failed: failed, Messages: msg}
@@ -351,10 +354,11 @@ func (e *DeniedError) Error() string {
 func (e *DeniedError) Unwrap() error { return policy.ErrDenied }
 
 // DecisionWarnings are the warnings of d (as the PolicyWarning event and plan show them), plus an evaluation failure that the failure mode
-// resolved to allow and a failure of the warn rules alone (neither may pass silently).
+// resolved to allow and a failure of the warn rules alone (neither may pass silently). A failure
+// that only dry-run mode allowed is not a warning: d.NotEnforced reports it (PolicyDryRunDenied).
 func DecisionWarnings(d policy.Decision) []policy.Message {
 	out := d.Warn
-	if d.Err != nil && d.Allowed {
+	if d.Err != nil && d.Allowed && !d.DryRun {
 		out = append(append([]policy.Message{}, out...), policy.Message{Msg: "policy evaluation failed, allowed by the failure mode: " + d.Err.Error()})
 	}
 	if d.WarnErr != nil {
@@ -370,7 +374,7 @@ func DenyMessages(d policy.Decision) []policy.Message {
 		return b
 	}
 	if d.Err != nil {
-		return []policy.Message{{Msg: "policy evaluation failed: " + d.Err.Error()}}
+		return []policy.Message{{Msg: policy.EvaluationFailedPrefix + d.Err.Error()}}
 	}
 	return []policy.Message{{Msg: "denied"}}
 }
@@ -449,6 +453,16 @@ func copyMap(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// event records an event on obj. A run on behalf of no Service (obj a nil *corev1.Service, see
+// Run) has no object to put it on: the event is logged instead.
+func (x *Executor) event(obj runtime.Object, typ, reason, msg string) {
+	if svc, ok := obj.(*corev1.Service); obj == nil || ok && svc == nil {
+		klog.InfoS("Event without an object to record it on", "type", typ, "reason", reason, "message", msg)
+		return
+	}
+	x.recorder.Event(obj, typ, reason, msg)
 }
 
 // nodeRef references a Node by name for events.

@@ -543,3 +543,40 @@ func TestRun_DenyMessagesAreGroupedAndBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestRun_WithoutService: a run on behalf of no Service (the sweep of a load balancer group
+// without members) decides with input.service null and logs its events instead of recording
+// them (there is no object to put them on); allowed, it runs, denied, nothing is sent.
+func TestRun_WithoutService(t *testing.T) {
+	tests := []struct {
+		name       string
+		decide     func(policy.Input) policy.Decision
+		wantDenied bool
+	}{
+		{name: "allowed: the load balancer is deleted", decide: allow},
+		{name: "denied: nothing is sent", decide: denyAll, wantDenied: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := newEnv(t, tc.decide)
+			plan, err := lbplan.ComputeDelete(lbplan.NewActual(ev.bareLB(t)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ev.emu.ResetRequests()
+			_, err = ev.exec.Run(context.Background(), nil, plan)
+			if denied := errors.Is(err, policy.ErrDenied); denied != tc.wantDenied || err != nil && !denied {
+				t.Fatalf("Run = %v, want denied %v", err, tc.wantDenied)
+			}
+			if len(ev.decider.inputs) != 1 || ev.decider.inputs[0].Service != nil || ev.decider.inputs[0].Action != policy.ActionLoadBalancerDelete {
+				t.Errorf("inputs %+v, want one delete with service null", ev.decider.inputs)
+			}
+			if n := ev.emu.MutatingRequests(); (n == 0) != tc.wantDenied {
+				t.Errorf("%d mutating requests, want them only when allowed", n)
+			}
+			if events := ev.events(); len(events) != 0 {
+				t.Errorf("events %q recorded without a Service, want them logged only", events)
+			}
+		})
+	}
+}

@@ -16,6 +16,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
@@ -326,6 +327,77 @@ func TestDeniedSteps(t *testing.T) {
 			}
 			if n := len(ev.emu.Requests()); n != 0 {
 				t.Errorf("%d requests, want none", n)
+			}
+		})
+	}
+}
+
+// TestGate_DryRunNeverBlocks: in dry-run mode a deny rule that fails at run time blocks
+// nothing, whatever the failure mode, on both paths of a load balancer: Run (a create) and
+// RunDetached (UpdateLoadBalancer's add_target, how a new node reaches every load balancer).
+// A failure the failure mode would have blocked is reported as PolicyDryRunDenied naming the
+// failure; one it allows is a PolicyWarning, as in enforce mode. Issue 34: in dry run with
+// the failure mode closed, a new node was missing from every load balancer.
+func TestGate_DryRunNeverBlocks(t *testing.T) {
+	const failing = "deny contains \"d\" if {\n\tinput.cluster.name == \"prod\"\n\t10 / (count(input.cluster.name) - 4) > 1\n}\n"
+	tests := []struct {
+		name      string
+		failure   policy.FailureMode
+		detached  bool
+		wantEvent string // "Warning <reason>: <text>", the only Warning event
+	}{
+		{name: "failure mode closed, create", failure: policy.FailClosed,
+			wantEvent: "Warning PolicyDryRunDenied would be denied (dry run): policy evaluation failed: "},
+		{name: "failure mode closed, detached add_target", failure: policy.FailClosed, detached: true,
+			wantEvent: "Warning PolicyDryRunDenied would be denied (dry run): policy evaluation failed: "},
+		{name: "failure mode open, create", failure: policy.FailOpen,
+			wantEvent: "Warning PolicyWarning policy evaluation failed, allowed by the failure mode: "},
+		{name: "failure mode open, detached add_target", failure: policy.FailOpen, detached: true,
+			wantEvent: "Warning PolicyWarning policy evaluation failed, allowed by the failure mode: "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := newEnv(t, allow)
+			e := policy.NewEngine(policy.Options{Mode: policy.ModeDryRun, FailureMode: tc.failure})
+			if _, err := e.Load(context.Background(), map[string][]byte{"gate.rego": []byte("package ccm\n\n" + failing)}, policy.Source{Name: "test"}); err != nil {
+				t.Fatal(err)
+			}
+			x := newExecutor(t, executor.Options{Conn: ev.conn, Decider: e, Recorder: ev.recorder, Cluster: policy.Cluster{Name: "prod"}})
+			var err error
+			var lbID int64
+			if tc.detached {
+				svc, lb := ev.serviceLB(t, 1)
+				lbID = lb.ID
+				plan := lbplan.Plan{Actual: lbplan.NewActual(lb), Mutations: []lbplan.Mutation{lbplan.AddTarget{Target: lbplan.Target{ServerID: ev.servers[0], Node: "node-1"}}}}
+				if !executor.Detachable(plan) {
+					t.Fatal("the add_target plan is not detachable")
+				}
+				_, err = x.RunDetached(context.Background(), svc, plan, nil)
+				if serr := x.Settle(context.Background(), svc.UID); serr != nil {
+					t.Fatal(serr)
+				}
+			} else {
+				svc := newService()
+				_, err = x.Run(context.Background(), svc, ev.plan(t, svc, nil))
+			}
+			if err != nil {
+				t.Fatalf("err = %v, want the run to go through: dry run never blocks", err)
+			}
+			if tc.detached {
+				if got := ev.targetIDs(t, lbID); len(got) != 1 || got[0] != ev.servers[0] {
+					t.Errorf("targets %v, want the new node's server %d", got, ev.servers[0])
+				}
+			} else if lbs := ev.emu.LoadBalancers(); len(lbs) != 1 {
+				t.Errorf("%d load balancers, want the created one", len(lbs))
+			}
+			var warnings []string
+			for _, e := range ev.events() {
+				if strings.HasPrefix(e, "Warning ") {
+					warnings = append(warnings, e)
+				}
+			}
+			if len(warnings) != 1 || !strings.HasPrefix(warnings[0], tc.wantEvent) || !strings.Contains(warnings[0], "divide by zero") {
+				t.Errorf("Warning events %q, want one starting %q naming the division by zero", warnings, tc.wantEvent)
 			}
 		})
 	}

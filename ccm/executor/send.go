@@ -164,6 +164,6 @@ func (x *Executor) report(obj runtime.Object, o apireq.Outcome, label, lb string
 		if e.Node != "" {
 			target = nodeRef(e.Node)
 		}
-		x.recorder.Event(target, corev1.EventTypeWarning, e.Reason, e.Message)
+		x.event(target, corev1.EventTypeWarning, e.Reason, e.Message)
 	}
 }

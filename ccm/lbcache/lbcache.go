@@ -29,7 +29,9 @@
 // is at most the max age old, else reads the group alone by its labels (one request,
 // [Cache.ReadGroup], which callers use where a Read is used for a Service); [Cache.PutGroup]
 // and [Cache.ForgetGroup] are Put and Forget for a group. Group entries follow the same drift
-// bound; a list never touches them.
+// bound; the list of Service load balancers never touches them. [Cache.ListGroups] lists the
+// load balancers of every group of a cluster at once (the sweep of groups without members) and
+// keeps each as its group's entry.
 //
 // # Drift bound
 //
@@ -74,7 +76,7 @@ var (
 	}, []string{"result"})
 	cacheRefreshes = metrics.NewCounterVec(&metrics.CounterOpts{
 		Name:           "hcloud_ccm_load_balancer_cache_refreshes_total",
-		Help:           "Load balancer cache reads from the API by kind: list (every labelled load balancer, paginated), uid (one Service's, by its UID label) or group (one load balancer group's, by its labels).",
+		Help:           "Load balancer cache reads from the API by kind: list (every labelled load balancer, paginated), uid (one Service's, by its UID label), group (one load balancer group's, by its labels) or groups (every load balancer group's of the cluster, paginated).",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"kind"})
 )
@@ -313,6 +315,36 @@ func (c *Cache) ForgetGroup(group, cluster string) {
 	c.forget(c.groups, lbplan.GroupSelector(group, cluster))
 }
 
+// ListGroups lists the load balancers of every load balancer group of cluster now (label
+// selector "<lbplan.LabelGroup>,<lbplan.LabelCluster>=<cluster>", ⌈n/50⌉ requests, counted as
+// one refresh of kind "groups"), keeps each group's as its entry (as ReadGroup would, unless
+// the CCM wrote that group's load balancer while the list ran) and returns them with the time
+// the list started. A group without a load balancer is not in the answer, and its entry is left
+// as it is. The sweep of groups without members (loadbalancer.SweepGroups) calls it.
+func (c *Cache) ListGroups(ctx context.Context, cluster string) ([]*lbplan.Actual, time.Time, error) {
+	started := c.now()
+	cacheRefreshes.WithLabelValues("groups").Inc()
+	all, err := c.listAll(ctx, lbplan.LabelGroup+","+lbplan.LabelCluster+"="+cluster)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	if c.maxAge >= 0 {
+		byGroup := map[string][]*lbplan.Actual{}
+		for _, a := range all {
+			sel := lbplan.GroupSelector(a.Labels[lbplan.LabelGroup], cluster)
+			byGroup[sel] = append(byGroup[sel], a)
+		}
+		c.mu.Lock()
+		for sel, lbs := range byGroup {
+			if e, ok := c.groups[sel]; !ok || !e.written.After(started) {
+				c.groups[sel] = entry{data: started, written: started, lbs: lbs, known: true}
+			}
+		}
+		c.mu.Unlock()
+	}
+	return all, started, nil
+}
+
 // list returns a new snapshot, starting one list or joining the one in flight. The list runs
 // on its own goroutine without the caller's cancellation, so a caller that gives up does not
 // fail the others; each caller waits until its own context ends.
@@ -335,7 +367,7 @@ func (c *Cache) list(ctx context.Context) (*snapshot, error) {
 
 func (c *Cache) runList(ctx context.Context, cl *call, started time.Time) {
 	cacheRefreshes.WithLabelValues("list").Inc()
-	all, err := c.listAll(ctx)
+	all, err := c.listAll(ctx, lbplan.LabelServiceUID)
 	var snap *snapshot
 	if err == nil {
 		snap = &snapshot{at: started, byUID: map[string][]*lbplan.Actual{}}
@@ -360,13 +392,13 @@ func (c *Cache) runList(ctx context.Context, cl *call, started time.Time) {
 	close(cl.done)
 }
 
-// listAll reads every page of the load balancers carrying the label key.
-func (c *Cache) listAll(ctx context.Context) ([]*lbplan.Actual, error) {
+// listAll reads every page of the load balancers matching the label selector sel.
+func (c *Cache) listAll(ctx context.Context, sel string) ([]*lbplan.Actual, error) {
 	var out []*lbplan.Actual
 	for page := 1; ; page++ {
-		lbs, resp, err := c.read.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: hcloud.ListOpts{LabelSelector: lbplan.LabelServiceUID, Page: page, PerPage: pageSize}})
+		lbs, resp, err := c.read.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel, Page: page, PerPage: pageSize}})
 		if err != nil {
-			return nil, fmt.Errorf("list load balancers by %s (page %d): %w", lbplan.LabelServiceUID, page, err)
+			return nil, fmt.Errorf("list load balancers by %s (page %d): %w", sel, page, err)
 		}
 		out = append(out, actuals(lbs)...)
 		if resp == nil || resp.Meta.Pagination == nil || resp.Meta.Pagination.NextPage == 0 || len(lbs) == 0 {

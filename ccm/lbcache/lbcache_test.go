@@ -256,6 +256,46 @@ func TestCache(t *testing.T) {
 			}
 			e.wantRequests("put and forget", groupRead, "GET /v1/load_balancers?hcloud-policy-ccm.io/load-balancer-group=web,hcloud-policy-ccm.io/cluster=other-cluster page=", groupRead, groupRead)
 		}},
+		{"ListGroups lists every group of the cluster by page and keeps each as its group's entry", 1, maxAge, func(e *env) {
+			var want []string
+			for i := range 51 { // two pages
+				g := fmt.Sprintf("g%02d", i)
+				id, err := e.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "kubernetes-group-" + g, Labels: lbplan.GroupLabels(g, "kubernetes")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, fmt.Sprintf("%d:kubernetes-group-%s", id, g))
+			}
+			if _, err := e.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "other-group-x", Labels: lbplan.GroupLabels("x", "other")}); err != nil {
+				t.Fatal(err)
+			}
+			e.requests()
+			lbs, _, err := e.cache.ListGroups(context.Background(), "kubernetes")
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.want("listed: this cluster's groups only, not a Service's", describe(lbs), want...)
+			const list = "GET /v1/load_balancers?hcloud-policy-ccm.io/load-balancer-group,hcloud-policy-ccm.io/cluster=kubernetes page="
+			e.wantRequests("list", list+"1", list+"2")
+			got, _, err := e.cache.GetGroup(context.Background(), "g07", "kubernetes")
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.want("a group from the list", describe(got), want[7])
+			e.wantRequests("served from the list")
+			e.cache.PutGroup("g08", "kubernetes", nil, e.clock())
+			e.advance(time.Second)
+			if _, _, err := e.cache.ListGroups(context.Background(), "kubernetes"); err != nil {
+				t.Fatal(err)
+			}
+			e.requests()
+			got, _, err = e.cache.GetGroup(context.Background(), "g08", "kubernetes")
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.want("a write before the list is replaced by it", describe(got), want[8])
+			e.wantRequests("served from the entry")
+		}},
 		{"concurrent Gets share one list", 60, maxAge, func(e *env) {
 			e.emu.AddFault(hcloudemu.Fault{Method: "GET", Pattern: "/v1/load_balancers", Delay: 50 * time.Millisecond})
 			var wg sync.WaitGroup

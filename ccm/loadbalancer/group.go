@@ -540,12 +540,17 @@ func (l *LoadBalancers) previewLeave(ctx context.Context, cluster, group string,
 	return l.planShrink(group, svc, members, lb)
 }
 
-// computeDelete plans the delete of lb; a protected one is kept (Warning DeleteProtected, an
-// empty plan).
+// computeDelete plans the delete of lb for svc; a protected one is kept (Warning
+// DeleteProtected on svc, an empty plan). Without a Service (nil: the sweep of a group without
+// members) the warning is logged.
 func (l *LoadBalancers) computeDelete(svc *corev1.Service, lb *lbplan.Actual) (lbplan.Plan, error) {
 	plan, err := lbplan.ComputeDelete(lb)
 	var protected *lbplan.ProtectedError
 	if errors.As(err, &protected) {
+		if svc == nil {
+			klog.InfoS("Load balancer is delete protected: not deleted", "loadBalancer", lb.Name, "id", lb.ID, "reason", ReasonDeleteProtected, "err", err)
+			return lbplan.Plan{}, nil
+		}
 		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonDeleteProtected, "%v: not deleted", err)
 		return lbplan.Plan{}, nil
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
@@ -688,4 +689,105 @@ func TestGroup_OtherMembersErrorsStayTheirs(t *testing.T) {
 	if ev := g.events(); !hasEvent(ev, "Warning InvalidAnnotation") {
 		t.Errorf("bad's sync raised %v, want InvalidAnnotation", ev)
 	}
+}
+
+// TestGroup_SweepDeletesGroupsWithoutMembers: the sweep at start and at every resync
+// (SweepOrphanGroups) deletes the load balancer of every group of the cluster that has no
+// member left in the lister, as the last member's leave would have: gate first (input.service
+// null, input.group with no member), delete protection honoured, a denial kept. A group with
+// a member, a group of another cluster and a load balancer of one Service are left alone
+// (issue 34: members that left while the CCM was down orphaned their groups).
+func TestGroup_SweepDeletesGroupsWithoutMembers(t *testing.T) {
+	tests := []struct {
+		name        string
+		protect     bool
+		deny        bool
+		wantDeleted int
+		wantErr     string
+		wantLeft    []string // names of the load balancers left, sorted
+	}{
+		{name: "the groups without members are deleted", wantDeleted: 2,
+			wantLeft: []string{"kubernetes-group-kept", "other-group-solo", "own"}},
+		{name: "a delete-protected one is kept", protect: true, wantDeleted: 1,
+			wantLeft: []string{"kubernetes-group-kept", "kubernetes-group-solo", "other-group-solo", "own"}},
+		{name: "a denied delete is kept and reported", deny: true, wantErr: "sweep load balancer group solo: 1 of 1 changes denied",
+			wantLeft: []string{"kubernetes-group-kept", "kubernetes-group-solo", "kubernetes-group-xg", "other-group-solo", "own"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGroupEnv(t)
+			solo := groupMember("solo", 0, "solo", []int32{80})
+			xg := groupMember("xg", 1, "xg", []int32{81})
+			kept := groupMember("kept", 2, "kept", []int32{82})
+			g.add(solo, xg, kept)
+			for _, m := range []*corev1.Service{solo, xg, kept} {
+				g.mustEnsure(m)
+			}
+			for _, spec := range []hcloudemu.LoadBalancerSpec{
+				{Name: "other-group-solo", Labels: lbplan.GroupLabels("solo", "other")},
+				{Name: "own", Labels: map[string]string{lbplan.LabelServiceUID: "uid-own"}},
+			} {
+				if _, err := g.emu.AddLoadBalancer(spec); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.protect {
+				lb, _, err := g.client.LoadBalancer.GetByName(context.Background(), "kubernetes-group-solo")
+				if err != nil || lb == nil {
+					t.Fatalf("get kubernetes-group-solo: %v", err)
+				}
+				if _, _, err := g.client.LoadBalancer.ChangeProtection(context.Background(), lb, hcloud.LoadBalancerChangeProtectionOpts{Delete: hcloud.Ptr(true)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// While no CCM ran: solo's annotation was removed, xg moved to another group.
+			left := solo.DeepCopy()
+			delete(left.Annotations, string(annotation.LBGroup))
+			moved := xg.DeepCopy()
+			moved.Annotations[string(annotation.LBGroup)] = "xg2"
+			g.add(left, moved)
+			g.decider.mu.Lock()
+			g.decider.inputs = nil
+			g.decider.mu.Unlock()
+			if tc.deny {
+				g.decider.set(false, "delete")
+			}
+
+			n, err := g.lbs.SweepOrphanGroups(context.Background(), clusterName)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("SweepOrphanGroups: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "sweep load balancer group xg: ")):
+				t.Fatalf("SweepOrphanGroups error %v, want %q", err, tc.wantErr)
+			}
+			if n != tc.wantDeleted {
+				t.Errorf("deleted %d, want %d", n, tc.wantDeleted)
+			}
+			var names []string
+			for _, lb := range g.all() {
+				names = append(names, lb.Name)
+			}
+			slices.Sort(names)
+			if !slices.Equal(names, tc.wantLeft) {
+				t.Errorf("load balancers left %v, want %v", names, tc.wantLeft)
+			}
+			g.decider.mu.Lock()
+			defer g.decider.mu.Unlock()
+			for _, in := range g.decider.inputs {
+				if in.Action != policy.ActionLoadBalancerDelete || in.Service != nil || in.Group == nil || len(in.Group.Members) != 0 || in.Current == nil {
+					t.Errorf("decision %s %s: service %v, group %+v, current %v; want a delete with no service, the group without members and the load balancer", in.Action, in.Operation, in.Service, in.Group, in.Current)
+				}
+			}
+			if want := 2 - btoi(tc.protect); len(g.decider.inputs) != want {
+				t.Errorf("%d decisions, want %d (one per delete sent to the gate)", len(g.decider.inputs), want)
+			}
+		})
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

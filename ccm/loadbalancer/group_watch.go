@@ -2,11 +2,14 @@ package loadbalancer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -224,4 +227,105 @@ func (l *LoadBalancers) lockGroup(group string) func() {
 	l.groupLocks.mu.Unlock()
 	m.Lock()
 	return m.Unlock
+}
+
+// GroupSweepInterval is how often SweepGroups looks again for load balancers of groups without
+// a member, after its first sweep at start: a group orphaned behind the CCM's back (its last
+// member left while no CCM ran, or a delete failed) is deleted within this bound, for one list
+// request (⌈groups/50⌉) per sweep, 6 an hour.
+const GroupSweepInterval = 10 * time.Minute
+
+// SweepGroups deletes the load balancers of this cluster's groups that have no member, as the
+// last member's leave would have (groupLeft): once the Service informer has synced (synced; the
+// controller manager starts the shared informers only once it leads, so a standby never
+// sweeps), then every interval until ctx ends. A failed sweep is logged and tried again at the
+// next one. It blocks: run it in a goroutine.
+func (l *LoadBalancers) SweepGroups(ctx context.Context, synced cache.InformerSynced, cluster string, interval time.Duration) {
+	if !cache.WaitForCacheSync(ctx.Done(), synced) {
+		return
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if n, err := l.SweepOrphanGroups(ctx, cluster); err != nil {
+			klog.ErrorS(err, "Sweep of load balancer groups without members failed; tried again at the next sweep", "deleted", n, "nextIn", interval)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// SweepOrphanGroups deletes the load balancer of every group of cluster that has no member in
+// the Service lister (Options.Services) and returns how many it deleted. It lists the group
+// load balancers of cluster with one labelled list (lbcache.Cache.ListGroups, which keeps each
+// as its group's cache entry); then, for each group under the group's lock (so never beside a
+// member's sync), it reads the members again and the load balancer through the cache, and
+// deletes it through the executor, gate first, exactly as the last member's leave does (delete
+// protection honoured: kept and logged; a denial: kept, counted and logged like any denial).
+//
+// No Service acts: the decision's input.service is null and input.group names the group with
+// no member (leader empty), input.current is the load balancer; events, which need a Service
+// to sit on, are logged instead (executor.Run with a nil Service). Load balancers of other
+// clusters, and those of one Service (hcloud-ccm/service-uid), are never listed.
+//
+// # Errors
+//
+// The list's error, or the joined errors of the groups that failed, each naming its group.
+func (l *LoadBalancers) SweepOrphanGroups(ctx context.Context, cluster string) (int, error) {
+	if l.services == nil {
+		return 0, errors.New("loadbalancer.SweepOrphanGroups: Options.Services is nil: group membership is read from the Service lister")
+	}
+	lbs, _, err := l.cache.ListGroups(ctx, cluster)
+	if err != nil {
+		return 0, fmt.Errorf("sweep load balancer groups without members: %w", err)
+	}
+	var groups []string
+	for _, lb := range lbs {
+		if g := lb.Labels[lbplan.LabelGroup]; !slices.Contains(groups, g) {
+			groups = append(groups, g)
+		}
+	}
+	slices.Sort(groups)
+	deleted := 0
+	var errs []error
+	for _, g := range groups {
+		done, err := l.sweepOrphan(ctx, cluster, g)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sweep load balancer group %s: %w", g, err))
+		}
+		if done {
+			deleted++
+		}
+	}
+	return deleted, errors.Join(errs...)
+}
+
+// sweepOrphan deletes the load balancer of group when the lister shows no member (read under
+// the group's lock) and reports whether it did; see SweepOrphanGroups.
+func (l *LoadBalancers) sweepOrphan(ctx context.Context, cluster, group string) (bool, error) {
+	unlock := l.lockGroup(group)
+	defer unlock()
+	all, err := l.services.List(labels.Everything())
+	if err != nil {
+		return false, fmt.Errorf("list the Services of load balancer group %s: %w", group, err)
+	}
+	if len(lbplan.GroupMembers(all, group)) > 0 {
+		return false, nil
+	}
+	lb, readAt, err := l.groupLB(ctx, group, cluster, true)
+	if err != nil || lb == nil {
+		return false, err
+	}
+	plan, err := l.computeDelete(nil, lb)
+	if err != nil || plan.Empty() {
+		return false, err
+	}
+	plan.Group = lbplan.GroupView(group, nil, lbplan.Admission{}, lbplan.TypeLimit{Name: lb.Type})
+	klog.InfoS("Deleting the load balancer of a group without members", "group", group, "loadBalancer", lb.Name, "id", lb.ID)
+	state, err := l.exec.Run(ctx, nil, plan)
+	l.storedGroup(group, cluster, state, readAt, err)
+	return err == nil, err
 }
