@@ -415,3 +415,16 @@ func actuals(lbs []*hcloud.LoadBalancer) []*lbplan.Actual {
 	}
 	return out
 }
+
+// Refresh lists every load balancer carrying the UID label now (as a stale Get would: ⌈n/50⌉
+// requests, counted as one refresh of kind "list", shared with a list already in flight), keeps
+// it as the cache's snapshot, and returns it by Service UID with the time the list started.
+// The periodic drift check (loadbalancer.CheckDrift) calls it. The returned map and its
+// values MUST NOT be modified.
+func (c *Cache) Refresh(ctx context.Context) (map[string][]*lbplan.Actual, time.Time, error) {
+	snap, err := c.list(ctx)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("lbcache.Refresh: %w", err)
+	}
+	return snap.byUID, snap.at, nil
+}
