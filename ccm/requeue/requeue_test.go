@@ -127,6 +127,13 @@ func TestRequeuer_triggers(t *testing.T) {
 		},
 		want: []string{"shop/web=failed load balancer update (boom)" + at},
 	}, {
+		name:   "drift: the named Services, denied or not, once, with the reason",
+		denied: []*corev1.Service{service("shop", "web")},
+		trigger: func(r *Requeuer) {
+			r.Drifted([]*corev1.Service{service("other", "allowed")}, "load balancer deleted behind the CCM's back")
+		},
+		want: []string{"other/allowed=load balancer deleted behind the CCM's back" + at},
+	}, {
 		name: "a failed update is retried once: a later policy revision does not retry it again",
 		trigger: func(r *Requeuer) {
 			r.ActionFailed(service("other", "allowed"), errors.New("boom"))
