@@ -41,6 +41,9 @@
 // back is seen after the max age, however often the CCM writes", holds this). The max age is
 // therefore the bound within which an UpdateLoadBalancer sees (and repairs) drift; it is also
 // kept by convention only in ccm/loadbalancer, which passes Put the time Get or Read returned.
+// Drift that no UpdateLoadBalancer comes to see (an idle cluster, or a hand edit just before a
+// node change whose Update answered from a fresh entry) is found by the periodic drift check
+// (loadbalancer.CheckDrift), which lists through [Cache.Refresh].
 package lbcache
 
 import (
