@@ -49,6 +49,40 @@ type DriftRequeuer interface {
 	Drifted(svcs []*corev1.Service, reason string)
 }
 
+// ReasonLoadBalancerStatusCleared is the Warning event on a Service whose load balancer was
+// deleted behind the CCM's back and whose re-create the policy denied: its status address is
+// cleared. It MUST not change: operators alert on it.
+const ReasonLoadBalancerStatusCleared = "LoadBalancerStatusCleared"
+
+// StatusClearer is implemented by a DenialTracker that can clear a Service's load balancer
+// status (ccm/requeue's Requeuer does).
+type StatusClearer interface {
+	// ClearStatus removes the load balancer addresses from the status of svc.
+	ClearStatus(ctx context.Context, svc *corev1.Service) error
+}
+
+// clearIfGone is called after the policy denied an EnsureLoadBalancer of svc: when svc shows an
+// address but has no load balancer (the entry the Ensure's fresh read just kept: no request),
+// the denied plan was the re-create of a load balancer deleted behind the CCM's back, and the
+// address leads nowhere. The status is cleared (StatusClearer) with a Warning event
+// LoadBalancerStatusCleared; the denial stays the Ensure's error, retried as any denial.
+func (l *LoadBalancers) clearIfGone(ctx context.Context, svc *corev1.Service) {
+	c, ok := l.denials.(StatusClearer)
+	if !ok || !lostLoadBalancer(svc) {
+		return
+	}
+	lbs, _, err := l.cache.Get(ctx, string(svc.UID))
+	if err != nil || len(lbs) > 0 {
+		return
+	}
+	if err := c.ClearStatus(ctx, svc); err != nil {
+		klog.ErrorS(err, "Could not clear the status of a Service whose load balancer is gone and whose re-create was denied", "service", klog.KObj(svc))
+		return
+	}
+	l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerStatusCleared,
+		"the load balancer was deleted outside the CCM and the policy denied its re-create: its address is removed from the status")
+}
+
 // converged is the state the last successful plan of each Service left its load balancer in.
 // The zero value is ready to use.
 type converged struct {

@@ -255,3 +255,59 @@ func TestCheckDrift_cost(t *testing.T) {
 		})
 	}
 }
+
+// clearingTracker is a driftTracker that also clears statuses (StatusClearer).
+type clearingTracker struct {
+	driftTracker
+	cleared []string
+}
+
+func (c *clearingTracker) ClearStatus(_ context.Context, svc *corev1.Service) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cleared = append(c.cleared, svc.Namespace+"/"+svc.Name)
+	return nil
+}
+
+// TestEnsureLoadBalancer_deniedRecreateClearsStatus: a Service with an address whose load
+// balancer was deleted by hand, and whose re-create the policy denies, has its status cleared
+// with a Warning event; a denied change of a load balancer that exists clears nothing.
+func TestEnsureLoadBalancer_deniedRecreateClearsStatus(t *testing.T) {
+	tests := []struct {
+		name         string
+		deleteByHand bool
+		wantCleared  []string
+	}{
+		{"deleted by hand, re-create denied: cleared", true, []string{"shop/web"}},
+		{"exists, change denied: kept", false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tracker := &clearingTracker{}
+			ev := newEnv(t, withLBOption(func(o *loadbalancer.Options) { o.DenialTracker = tracker }))
+			ctx := context.Background()
+			svc := newService("web", withPorts(80))
+			if _, err := ev.lbs.EnsureLoadBalancer(ctx, clusterName, svc, ev.nodes); err != nil {
+				t.Fatal(err)
+			}
+			if tt.deleteByHand {
+				if _, err := ev.client.LoadBalancer.Delete(ctx, ev.onlyLB()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			svc = newService("web", withPorts(80, 81), func(s *corev1.Service) {
+				s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}
+			})
+			ev.decider.set(true)
+			if _, err := ev.lbs.EnsureLoadBalancer(ctx, clusterName, svc, ev.nodes); err == nil {
+				t.Fatal("EnsureLoadBalancer under a deny-all policy succeeded")
+			}
+			if !slices.Equal(tracker.cleared, tt.wantCleared) {
+				t.Errorf("cleared %v, want %v", tracker.cleared, tt.wantCleared)
+			}
+			if got := hasEvent(ev.events(), "Warning LoadBalancerStatusCleared"); got != (tt.wantCleared != nil) {
+				t.Errorf("LoadBalancerStatusCleared event: %v, want %v (%v)", got, tt.wantCleared != nil, ev.events())
+			}
+		})
+	}
+}

@@ -326,6 +326,9 @@ func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	lb, d, err := l.reconcile(ctx, svc, nodes, name, rename, true)
 	l.denied.record(svc.UID, digest, err)
 	l.track(svc, err, true)
+	if errors.Is(err, policy.ErrDenied) {
+		l.clearIfGone(ctx, svc) // a denied re-create of a load balancer deleted by hand (drift.go)
+	}
 	if err != nil {
 		return nil, err
 	}

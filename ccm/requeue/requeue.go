@@ -328,3 +328,23 @@ func (r *Requeuer) Drifted(svcs []*corev1.Service, text string) {
 		r.queue.Add(k)
 	}
 }
+
+// ClearStatus removes the load balancer addresses from the status of svc (a merge patch of
+// services/status with svc's UID as precondition): its load balancer was deleted behind the
+// CCM's back and the policy denied the create that would replace it, so the address it shows
+// leads nowhere (ccm/loadbalancer's StatusClearer). A Service that is gone or was replaced is
+// no error.
+func (r *Requeuer) ClearStatus(ctx context.Context, svc *corev1.Service) error {
+	body, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": svc.UID},
+		"status":   map[string]any{"loadBalancer": map[string]any{"ingress": nil}},
+	})
+	if err != nil {
+		return fmt.Errorf("requeue: clear status of %s: %w", keyOf(svc), err)
+	}
+	_, err = r.client.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status")
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("requeue: clear status of %s: %w", keyOf(svc), err)
+	}
+	return nil
+}

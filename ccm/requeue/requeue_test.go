@@ -250,3 +250,46 @@ func TestRequeuer_Run(t *testing.T) {
 		t.Error("Run did not patch the denied Service")
 	}
 }
+
+// TestRequeuer_ClearStatus: the load balancer addresses leave the status through the status
+// subresource, with the UID as precondition; a Service that is gone is no error.
+func TestRequeuer_ClearStatus(t *testing.T) {
+	tests := []struct {
+		name   string
+		exists bool
+	}{
+		{"the addresses are removed", true},
+		{"a Service that is gone is no error", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := service("shop", "web")
+			svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}
+			var r *Requeuer
+			var client *fake.Clientset
+			if tc.exists {
+				r, client = newTest(t, svc.DeepCopy())
+			} else {
+				r, client = newTest(t)
+			}
+			if err := r.ClearStatus(context.Background(), svc); err != nil {
+				t.Fatalf("ClearStatus: %v", err)
+			}
+			if !tc.exists {
+				return
+			}
+			got, err := client.CoreV1().Services("shop").Get(context.Background(), "web", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Status.LoadBalancer.Ingress) != 0 {
+				t.Errorf("ingress %v after ClearStatus, want none", got.Status.LoadBalancer.Ingress)
+			}
+			for _, a := range client.Actions() {
+				if p, ok := a.(k8stesting.PatchAction); ok && (p.GetSubresource() != "status" || !strings.Contains(string(p.GetPatch()), `"uid":"shop-web"`)) {
+					t.Errorf("patch %s of subresource %q, want status with the UID", p.GetPatch(), p.GetSubresource())
+				}
+			}
+		})
+	}
+}
