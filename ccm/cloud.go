@@ -154,6 +154,8 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 		// Groups whose last member left while no CCM ran are deleted once the Services are
 		// known (the informers start when this CCM leads), then every GroupSweepInterval.
 		go c.lbs.SweepGroups(ctx, services.HasSynced, d.ClusterName, loadbalancer.GroupSweepInterval)
+		// Load balancers changed or deleted by hand are repaired within one drift period.
+		go c.lbs.RepairDrift(ctx, services.HasSynced, d.Options.LoadBalancerDriftInterval, c.cfg.ServerCache.BudgetPerHour)
 		go c.requeue.Run(ctx)
 	}
 	c.logStart(network)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 )
 
 // Options are the CCM's own command-line flags, next to the upstream cloud-provider flags.
@@ -37,6 +39,9 @@ type Options struct {
 	// NodeLabelResync is how often plugin labels are re-applied to every node (0 disables the
 	// periodic pass; changes to nodes still trigger it).
 	NodeLabelResync time.Duration
+	// LoadBalancerDriftInterval is the shortest time between two checks of every load balancer
+	// against the state the CCM left it in (loadbalancer.RepairDrift; 0 disables them).
+	LoadBalancerDriftInterval time.Duration
 }
 
 // NewOptions returns the defaults.
@@ -48,6 +53,8 @@ func NewOptions() *Options {
 		PolicyDecisionLogFile: "-",
 		PluginTimeout:         500 * time.Millisecond,
 		NodeLabelResync:       5 * time.Minute,
+
+		LoadBalancerDriftInterval: loadbalancer.DefaultDriftInterval,
 	}
 }
 
@@ -64,6 +71,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.PluginsOptional, "plugins-optional", o.PluginsOptional, "Start without a plugin that fails to load (logged as a warning) instead of exiting.")
 	fs.DurationVar(&o.PluginTimeout, "plugin-timeout", o.PluginTimeout, "Deadline of one plugin call; a plugin that takes longer falls back to the built-in behaviour.")
 	fs.DurationVar(&o.NodeLabelResync, "node-label-resync", o.NodeLabelResync, "How often the node label plugin is re-applied to every node; 0 disables the periodic pass.")
+	fs.DurationVar(&o.LoadBalancerDriftInterval, "load-balancer-drift-interval", o.LoadBalancerDriftInterval, "Shortest time between two checks of every load balancer against the state the CCM left it in (one list request per 50 load balancers; longer when that would spend more than half of HCLOUD_API_BUDGET_PER_HOUR); a load balancer changed or deleted by hand is repaired within one period. 0 disables the checks.")
 }
 
 // Validate reports every problem at once, naming the flag and the fix.
@@ -100,6 +108,9 @@ func (o *Options) Validate() error {
 	}
 	if o.NodeLabelResync < 0 {
 		errs = append(errs, fmt.Errorf("invalid value for --node-label-resync: %s (expect 0 or a positive duration such as 5m)", o.NodeLabelResync))
+	}
+	if o.LoadBalancerDriftInterval < 0 {
+		errs = append(errs, fmt.Errorf("invalid value for --load-balancer-drift-interval: %s (expect 0 or a positive duration such as 10m)", o.LoadBalancerDriftInterval))
 	}
 	return errors.Join(errs...)
 }

@@ -45,8 +45,9 @@ func TestOptions_Validate(t *testing.T) {
 				o.PolicyFailureMode = "maybe"
 				o.PluginTimeout = 0
 				o.NodeLabelResync = -time.Second
+				o.LoadBalancerDriftInterval = -time.Second
 			},
-			wantErr: []string{"--policy-failure-mode", "--plugin-timeout", "--node-label-resync"},
+			wantErr: []string{"--policy-failure-mode", "--plugin-timeout", "--node-label-resync", "--load-balancer-drift-interval"},
 		},
 	}
 	for _, tc := range tests {

@@ -41,6 +41,9 @@
 // back is seen after the max age, however often the CCM writes", holds this). The max age is
 // therefore the bound within which an UpdateLoadBalancer sees (and repairs) drift; it is also
 // kept by convention only in ccm/loadbalancer, which passes Put the time Get or Read returned.
+// Drift that no UpdateLoadBalancer comes to see (an idle cluster, or a hand edit just before a
+// node change whose Update answered from a fresh entry) is found by the periodic drift check
+// (loadbalancer.CheckDrift), which lists through [Cache.Refresh].
 package lbcache
 
 import (
@@ -414,4 +417,17 @@ func actuals(lbs []*hcloud.LoadBalancer) []*lbplan.Actual {
 		out = append(out, lbplan.NewActual(lb))
 	}
 	return out
+}
+
+// Refresh lists every load balancer carrying the UID label now (as a stale Get would: ⌈n/50⌉
+// requests, counted as one refresh of kind "list", shared with a list already in flight), keeps
+// it as the cache's snapshot, and returns it by Service UID with the time the list started.
+// The periodic drift check (loadbalancer.CheckDrift) calls it. The returned map and its
+// values MUST NOT be modified.
+func (c *Cache) Refresh(ctx context.Context) (map[string][]*lbplan.Actual, time.Time, error) {
+	snap, err := c.list(ctx)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("lbcache.Refresh: %w", err)
+	}
+	return snap.byUID, snap.at, nil
 }

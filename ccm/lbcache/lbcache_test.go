@@ -371,3 +371,49 @@ func TestCache_metrics(t *testing.T) {
 		}
 	}
 }
+
+// TestRefresh: Refresh lists now, even while the snapshot is fresh (⌈n/50⌉ pages), answers by
+// UID with the list's start, and the Gets after it answer from that list without a request.
+func TestRefresh(t *testing.T) {
+	tests := []struct {
+		name      string
+		n         int
+		wantPages int
+	}{
+		{"no load balancer is one page", 0, 1},
+		{"50 load balancers are one page", 50, 1},
+		{"51 load balancers are two pages", 51, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, tt.n, maxAge)
+			ctx := context.Background()
+			if tt.n > 0 {
+				e.get("uid-1") // a fresh snapshot: Refresh lists anyway
+			}
+			e.requests()
+			byUID, at, err := e.cache.Refresh(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(e.requests()); got != tt.wantPages {
+				t.Errorf("Refresh sent %d requests, want %d", got, tt.wantPages)
+			}
+			if len(byUID) != tt.n || !at.Equal(e.clock()) {
+				t.Errorf("Refresh = %d Services at %s, want %d at %s", len(byUID), at, tt.n, e.clock())
+			}
+			if tt.n > 0 {
+				e.want("Get after Refresh", e.get("uid-1"), e.lb("uid-1"))
+				e.wantRequests("Get after Refresh")
+			}
+		})
+	}
+}
+
+func TestRefresh_errorIsWrapped(t *testing.T) {
+	e := newEnv(t, 1, maxAge)
+	e.emu.AddFault(hcloudemu.Fault{Method: "GET", Pattern: "/v1/load_balancers", Status: 403, Code: "forbidden"})
+	if _, _, err := e.cache.Refresh(context.Background()); err == nil || !strings.Contains(err.Error(), "lbcache.Refresh") {
+		t.Errorf("Refresh with a failing list: err = %v, want it to name lbcache.Refresh", err)
+	}
+}

@@ -14,6 +14,10 @@
 // calls read it fresh. WatchGroups (group_watch.go) resyncs the members left when one leaves.
 // Every write of a group is a plan the executor gates too, with input.group set.
 //
+// RepairDrift (drift.go) checks every Service's load balancer against the state the CCM's last
+// successful plan left it in, with one labelled list per period, and syncs the Services whose
+// load balancer was changed or deleted by hand, so drift is repaired while the cluster is idle.
+//
 // Start with New.
 package loadbalancer
 
@@ -102,6 +106,9 @@ type LoadBalancers struct {
 	services corelisters.ServiceLister
 	// groupLocks serialise the reconciles of each load balancer group (group_watch.go).
 	groupLocks *groupLocks
+	// converged is the state each Service's last successful plan left its load balancer in,
+	// which CheckDrift compares with a fresh list (drift.go).
+	converged converged
 }
 
 // DenialTracker learns which Services the policy denied, to retry them when the policy input
@@ -319,6 +326,9 @@ func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	lb, d, err := l.reconcile(ctx, svc, nodes, name, rename, true)
 	l.denied.record(svc.UID, digest, err)
 	l.track(svc, err, true)
+	if errors.Is(err, policy.ErrDenied) {
+		l.clearIfGone(ctx, svc) // a denied re-create of a load balancer deleted by hand (drift.go)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -346,10 +356,14 @@ func (l *LoadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 		l.track(svc, err, false)
 		return err
 	}
-	_, _, err := l.reconcile(ctx, svc, nodes, name, rename, false)
+	lb, _, err := l.reconcile(ctx, svc, nodes, name, rename, false)
 	l.denied.record(svc.UID, digest, err)
-	// A missing load balancer is not reconciled here, so only a denial says something.
+	// A missing load balancer is not reconciled here, so only a denial says something; one
+	// deleted behind the CCM's back is recreated by an Ensure (drift.go).
 	l.track(svc, err, false)
+	if err == nil && lb == nil {
+		l.missingOnUpdate(svc)
+	}
 	return err
 }
 
@@ -438,6 +452,7 @@ func (l *LoadBalancers) stored(svc *corev1.Service, state *lbplan.Actual, readAt
 	switch {
 	case err == nil:
 		l.cache.Put(string(svc.UID), state, readAt)
+		l.converged.set(svc, state, time.Now())
 	case !errors.Is(err, policy.ErrDenied):
 		l.cache.Forget(string(svc.UID))
 	}

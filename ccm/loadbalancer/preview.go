@@ -80,6 +80,7 @@ func (l *LoadBalancers) quiet() *LoadBalancers {
 		services: l.services,
 		// Preview only reads: it takes no group lock, but shares them so the field is set.
 		groupLocks: l.groupLocks,
+		// converged stays empty: Preview runs nothing, so it converges nothing (drift.go).
 	}
 	q.network.Store(l.network.Load())
 	return q

@@ -258,6 +258,8 @@ func (r *Requeuer) next(ctx context.Context) bool {
 			klog.InfoS("Syncing a Service now: its load balancer group changed", "service", k, "cause", c.text)
 		case TriggerAction:
 			klog.InfoS("Retrying a Service now: its load balancer update failed after it was accepted", "service", k, "cause", c.text)
+		case TriggerDrift:
+			klog.InfoS("Syncing a Service now: its load balancer drifted behind the CCM's back", "service", k, "cause", c.text)
 		default:
 			klog.InfoS("Retrying a denied Service now: the policy input changed", "service", k, "cause", c.text)
 		}
@@ -307,4 +309,42 @@ func (r *Requeuer) patch(ctx context.Context, k types.NamespacedName, uid types.
 
 func keyOf(svc *corev1.Service) types.NamespacedName {
 	return types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
+}
+
+// TriggerDrift is a load balancer that drifted from the state the CCM left it in, or was
+// deleted, behind the CCM's back (ccm/loadbalancer CheckDrift).
+const TriggerDrift = "drift"
+
+// Drifted makes the service controller sync svcs now, for the reason text (trigger
+// TriggerDrift): their EnsureLoadBalancer reads the load balancer fresh and repairs or recreates
+// it (ccm/loadbalancer's DriftRequeuer).
+func (r *Requeuer) Drifted(svcs []*corev1.Service, text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, svc := range svcs {
+		k := keyOf(svc)
+		r.pending[k] = svc.UID
+		r.cause[k] = cause{TriggerDrift, text}
+		r.queue.Add(k)
+	}
+}
+
+// ClearStatus removes the load balancer addresses from the status of svc (a merge patch of
+// services/status with svc's UID as precondition): its load balancer was deleted behind the
+// CCM's back and the policy denied the create that would replace it, so the address it shows
+// leads nowhere (ccm/loadbalancer's StatusClearer). A Service that is gone or was replaced is
+// no error.
+func (r *Requeuer) ClearStatus(ctx context.Context, svc *corev1.Service) error {
+	body, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": svc.UID},
+		"status":   map[string]any{"loadBalancer": map[string]any{"ingress": nil}},
+	})
+	if err != nil {
+		return fmt.Errorf("requeue: clear status of %s: %w", keyOf(svc), err)
+	}
+	_, err = r.client.CoreV1().Services(svc.Namespace).Patch(ctx, svc.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status")
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("requeue: clear status of %s: %w", keyOf(svc), err)
+	}
+	return nil
 }

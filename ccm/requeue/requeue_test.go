@@ -127,6 +127,13 @@ func TestRequeuer_triggers(t *testing.T) {
 		},
 		want: []string{"shop/web=failed load balancer update (boom)" + at},
 	}, {
+		name:   "drift: the named Services, denied or not, once, with the reason",
+		denied: []*corev1.Service{service("shop", "web")},
+		trigger: func(r *Requeuer) {
+			r.Drifted([]*corev1.Service{service("other", "allowed")}, "load balancer deleted behind the CCM's back")
+		},
+		want: []string{"other/allowed=load balancer deleted behind the CCM's back" + at},
+	}, {
 		name: "a failed update is retried once: a later policy revision does not retry it again",
 		trigger: func(r *Requeuer) {
 			r.ActionFailed(service("other", "allowed"), errors.New("boom"))
@@ -241,5 +248,48 @@ func TestRequeuer_Run(t *testing.T) {
 	}
 	if len(marked(t, client)) != 1 {
 		t.Error("Run did not patch the denied Service")
+	}
+}
+
+// TestRequeuer_ClearStatus: the load balancer addresses leave the status through the status
+// subresource, with the UID as precondition; a Service that is gone is no error.
+func TestRequeuer_ClearStatus(t *testing.T) {
+	tests := []struct {
+		name   string
+		exists bool
+	}{
+		{"the addresses are removed", true},
+		{"a Service that is gone is no error", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := service("shop", "web")
+			svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}
+			var r *Requeuer
+			var client *fake.Clientset
+			if tc.exists {
+				r, client = newTest(t, svc.DeepCopy())
+			} else {
+				r, client = newTest(t)
+			}
+			if err := r.ClearStatus(context.Background(), svc); err != nil {
+				t.Fatalf("ClearStatus: %v", err)
+			}
+			if !tc.exists {
+				return
+			}
+			got, err := client.CoreV1().Services("shop").Get(context.Background(), "web", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Status.LoadBalancer.Ingress) != 0 {
+				t.Errorf("ingress %v after ClearStatus, want none", got.Status.LoadBalancer.Ingress)
+			}
+			for _, a := range client.Actions() {
+				if p, ok := a.(k8stesting.PatchAction); ok && (p.GetSubresource() != "status" || !strings.Contains(string(p.GetPatch()), `"uid":"shop-web"`)) {
+					t.Errorf("patch %s of subresource %q, want status with the UID", p.GetPatch(), p.GetSubresource())
+				}
+			}
+		})
 	}
 }
