@@ -372,3 +372,4 @@ func (c *Cloud) logStart(network *hcloud.Network) {
 // The requeuer retries a Service whose detached update failed (loadbalancer.runDetached finds
 // the method by this interface); the compiler keeps the method set matching.
 var _ loadbalancer.ActionFailureTracker = (*requeue.Requeuer)(nil)
+var _ loadbalancer.ActionRetryTracker = (*requeue.Requeuer)(nil)

@@ -82,8 +82,14 @@ type Input struct {
 type Group struct {
 	// Name is the group, the value of the load-balancer-group annotation.
 	Name string `json:"name"`
-	// Leader is the oldest member (by creation time, then namespace/name): its load-balancer-wide
-	// settings are in force.
+	// Namespace is the group's home namespace: the namespace of its oldest member when its load
+	// balancer was created, recorded on the load balancer (label
+	// hcloud-policy-ccm.io/group-namespace). Leadership never moves it. Compare a member's
+	// namespace with it, not with the leader's. "" only for a load balancer without the label
+	// and without members (the sweep of a group without members).
+	Namespace string `json:"namespace"`
+	// Leader is the oldest member in the home namespace (by creation time, then
+	// namespace/name), else the oldest member: its load-balancer-wide settings are in force.
 	Leader ServiceRef `json:"leader"`
 	// Members are the group's Services in all namespaces, oldest first.
 	Members []GroupMember `json:"members"`

@@ -186,6 +186,7 @@ func groupTerm(g *Group) *ast.Term {
 	}
 	return ast.ObjectTerm(
 		item("name", ast.StringTerm(g.Name)),
+		item("namespace", ast.StringTerm(g.Namespace)),
 		item("leader", ast.ObjectTerm(
 			item("namespace", ast.StringTerm(g.Leader.Namespace)),
 			item("name", ast.StringTerm(g.Leader.Name)),

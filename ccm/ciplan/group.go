@@ -55,7 +55,17 @@ func (g *groupState) plan(svc *corev1.Service, group string, gerr error, o Optio
 		return lbplan.Plan{}, err
 	}
 	res.Exists = actual != nil
-	leaderD, lists, err := memberListeners(svc, members, name, o)
+	home := lbplan.GroupHome(actual, members)
+	if l := lbplan.GroupLeader(members, home); l != leader { // the home's oldest member leads
+		leader = l
+		if n, err := annotation.LBName.NonEmptyString(leader); err == nil {
+			name = n
+		} else {
+			name = lbplan.GroupLoadBalancerName(cluster, group)
+		}
+		res.LoadBalancer = name
+	}
+	leaderD, lists, err := memberListeners(svc, lbplan.LeaderFirst(members, leader), name, o)
 	if err != nil {
 		return lbplan.Plan{}, err
 	}
@@ -65,11 +75,11 @@ func (g *groupState) plan(svc *corev1.Service, group string, gerr error, o Optio
 	}
 	limit := lbplan.TypeLimit{Name: typ, MaxServices: maxServices[typ]}
 	adm := lbplan.AdmitGroup(lists, limit.MaxServices)
-	plan, err := lbplan.Compute(lbplan.GroupDesired(leaderD, adm, name, lbplan.GroupLabels(group, cluster)), actual)
+	plan, err := lbplan.Compute(lbplan.GroupDesired(leaderD, adm, name, lbplan.GroupDesiredLabels(group, cluster, home)), actual)
 	if err != nil {
 		return lbplan.Plan{}, err
 	}
-	plan.Group = lbplan.GroupView(group, members, adm, limit)
+	plan.Group = lbplan.GroupView(group, home, members, adm, limit)
 	return plan, nil
 }
 

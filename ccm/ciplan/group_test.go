@@ -57,7 +57,7 @@ func TestRun_Group(t *testing.T) {
 	if !reflect.DeepEqual(ports, []int{80, 443, 8080}) {
 		t.Errorf("listeners %v, want the union of a's and b's (c is over lb11's 5)", ports)
 	}
-	want := &policy.Group{Name: "web", Leader: policy.ServiceRef{Namespace: "shop", Name: "a"}, Members: []policy.GroupMember{
+	want := &policy.Group{Name: "web", Namespace: "shop", Leader: policy.ServiceRef{Namespace: "shop", Name: "a"}, Members: []policy.GroupMember{
 		{Namespace: "shop", Name: "a", Ports: []int{80, 443}}, {Namespace: "shop", Name: "b", Ports: []int{8080}}, {Namespace: "shop", Name: "c", Ports: []int{}},
 	}, Capacity: policy.GroupCapacity{Type: "lb11", MaxServices: 5, Used: 3}}
 	if len(seen.groups) != 1 || !reflect.DeepEqual(seen.groups[0], want) {

@@ -336,7 +336,7 @@ func (s *sampleEnv) runGroup(t *testing.T, group string, svc *corev1.Service, me
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Group = lbplan.GroupView(group, members, adm, typ)
+	p.Group = lbplan.GroupView(group, members[0].Namespace, members, adm, typ)
 	s.decider.inputs = nil
 	if _, err := s.exec.Run(context.Background(), svc, p); err != nil {
 		t.Fatalf("%v: %v", p.Labels(), err)

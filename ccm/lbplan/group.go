@@ -23,12 +23,77 @@ const (
 	LabelCluster = "hcloud-policy-ccm.io/cluster"
 )
 
+// LabelGroupNamespace records the home namespace of a group on its load balancer: the namespace
+// of its oldest member when the load balancer was created (or, for a load balancer created
+// before this label existed, of its oldest member at the first sync that saw it without).
+// Leadership never moves it (issue 34 §2): the group's leader is its oldest member in this
+// namespace (GroupLeader), and input.group.namespace says it to the policy. It is no identity
+// label (the load balancer is found by LabelGroup and LabelCluster).
+//
+// It MUST not change: load balancers in the field carry it.
+const LabelGroupNamespace = "hcloud-policy-ccm.io/group-namespace"
+
 // maxNameLength is the longest load balancer name the CCM sends (plugins.ValidateLoadBalancerName).
 const maxNameLength = 128
 
 // GroupLabels are the identity labels of the load balancer of group in cluster.
 func GroupLabels(group, cluster string) map[string]string {
 	return map[string]string{LabelGroup: group, LabelCluster: cluster}
+}
+
+// GroupDesiredLabels are the labels the load balancer of group in cluster is given: the
+// identity labels and LabelGroupNamespace set to home.
+func GroupDesiredLabels(group, cluster, home string) map[string]string {
+	l := GroupLabels(group, cluster)
+	if home != "" {
+		l[LabelGroupNamespace] = home
+	}
+	return l
+}
+
+// GroupHome returns the home namespace of a group: the LabelGroupNamespace label of its load
+// balancer lb when set, else (no load balancer yet, or one created before the label existed)
+// the namespace of the oldest of members, which the next plan records on lb. "" without either.
+func GroupHome(lb *Actual, members []*corev1.Service) string {
+	if lb != nil && lb.Labels[LabelGroupNamespace] != "" {
+		return lb.Labels[LabelGroupNamespace]
+	}
+	if len(members) == 0 {
+		return ""
+	}
+	return members[0].Namespace
+}
+
+// GroupLeader returns the leader of a group among members (oldest first, GroupMembers): its
+// oldest member in the home namespace home, else its oldest member (a group whose members are
+// all outside its home: the policy decides whether they may share); nil without members. The
+// leader's load-balancer-wide settings are in force, so a member of another namespace never
+// takes them over by outliving the members of the home namespace.
+func GroupLeader(members []*corev1.Service, home string) *corev1.Service {
+	for _, m := range members {
+		if m.Namespace == home {
+			return m
+		}
+	}
+	if len(members) == 0 {
+		return nil
+	}
+	return members[0]
+}
+
+// LeaderFirst returns members (oldest first) with leader moved to the front, the others in
+// age order: the order in which listeners are admitted (AdmitGroup), the leader's first.
+func LeaderFirst(members []*corev1.Service, leader *corev1.Service) []*corev1.Service {
+	out := make([]*corev1.Service, 0, len(members))
+	if leader != nil {
+		out = append(out, leader)
+	}
+	for _, m := range members {
+		if m != leader {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // GroupSelector is the Hetzner label selector that finds the load balancer of group in cluster.
@@ -248,15 +313,16 @@ func GroupDesired(leader Desired, adm Admission, name string, labels map[string]
 	return d
 }
 
-// GroupView is the policy view of a group (input.group): members in member order with their
-// admitted ports, the type in force with its max_services, and the listeners after the plan.
-func GroupView(group string, members []*corev1.Service, adm Admission, typ TypeLimit) *policy.Group {
-	g := &policy.Group{Name: group, Members: make([]policy.GroupMember, 0, len(members)),
+// GroupView is the policy view of a group (input.group): its home namespace home (GroupHome),
+// its leader (GroupLeader), members in member order with their admitted ports, the type in
+// force with its max_services, and the listeners after the plan.
+func GroupView(group, home string, members []*corev1.Service, adm Admission, typ TypeLimit) *policy.Group {
+	g := &policy.Group{Name: group, Namespace: home, Members: make([]policy.GroupMember, 0, len(members)),
 		Capacity: policy.GroupCapacity{Type: typ.Name, MaxServices: typ.MaxServices, Used: len(adm.Listeners)}}
-	for i, m := range members {
-		if i == 0 {
-			g.Leader = policy.ServiceRef{Namespace: m.Namespace, Name: m.Name}
-		}
+	if leader := GroupLeader(members, home); leader != nil {
+		g.Leader = policy.ServiceRef{Namespace: leader.Namespace, Name: leader.Name}
+	}
+	for _, m := range members {
 		ports := slices.Clone(adm.Ports[Key(m)])
 		if ports == nil {
 			ports = []int{}

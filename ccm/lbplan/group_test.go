@@ -222,8 +222,8 @@ func TestGroupDesiredAndView(t *testing.T) {
 	if leader.Labels[lbplan.LabelServiceUID] != "uid-a" || len(leader.Services) != 1 {
 		t.Errorf("GroupDesired changed the leader's desired state: %+v", leader)
 	}
-	g := lbplan.GroupView("web", []*corev1.Service{a, b}, adm, lbplan.TypeLimit{Name: "lb11", MaxServices: 5})
-	want := &policy.Group{Name: "web", Leader: policy.ServiceRef{Namespace: "shop", Name: "a"},
+	g := lbplan.GroupView("web", "shop", []*corev1.Service{a, b}, adm, lbplan.TypeLimit{Name: "lb11", MaxServices: 5})
+	want := &policy.Group{Name: "web", Namespace: "shop", Leader: policy.ServiceRef{Namespace: "shop", Name: "a"},
 		Members:  []policy.GroupMember{{Namespace: "shop", Name: "a", Ports: []int{80}}, {Namespace: "shop", Name: "b", Ports: []int{8080}}},
 		Capacity: policy.GroupCapacity{Type: "lb11", MaxServices: 5, Used: 2}}
 	if !reflect.DeepEqual(g, want) {
@@ -294,6 +294,47 @@ func TestCompute_GroupIdentity(t *testing.T) {
 			_, err := lbplan.Compute(d, nil)
 			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Errorf("Compute() error = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestGroupHomeAndLeader: the home is the load balancer's label, else the oldest member's
+// namespace; the leader is the oldest member in the home, else the oldest member (issue 34 §2).
+func TestGroupHomeAndLeader(t *testing.T) {
+	at := func(ns, name string, sec int64) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.Unix(sec, 0)}}
+	}
+	labelled := func(home string) *lbplan.Actual {
+		return &lbplan.Actual{Labels: lbplan.GroupDesiredLabels("shop", "k8s", home)}
+	}
+	a1, v2, w3 := at("evil", "a1", 1), at("grp", "v2", 2), at("grp", "w3", 3)
+	tests := []struct {
+		name       string
+		lb         *lbplan.Actual
+		members    []*corev1.Service
+		wantHome   string
+		wantLeader *corev1.Service
+	}{
+		{"new group: the oldest member's namespace", nil, []*corev1.Service{v2, w3}, "grp", v2},
+		{"succession: the label keeps the home, the home's oldest leads", labelled("grp"), []*corev1.Service{a1, v2, w3}, "grp", v2},
+		{"no member left in the home: the oldest leads, the home stays", labelled("grp"), []*corev1.Service{a1}, "grp", a1},
+		{"load balancer made before the label: the oldest member's namespace", &lbplan.Actual{Labels: lbplan.GroupLabels("shop", "k8s")}, []*corev1.Service{a1, v2}, "evil", a1},
+		{"no members, no label", &lbplan.Actual{}, nil, "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			home := lbplan.GroupHome(tt.lb, tt.members)
+			if home != tt.wantHome {
+				t.Errorf("GroupHome = %q, want %q", home, tt.wantHome)
+			}
+			if got := lbplan.GroupLeader(tt.members, home); got != tt.wantLeader {
+				t.Errorf("GroupLeader = %v, want %v", got, tt.wantLeader)
+			}
+			if tt.wantLeader != nil {
+				if got := lbplan.LeaderFirst(tt.members, tt.wantLeader); got[0] != tt.wantLeader || len(got) != len(tt.members) {
+					t.Errorf("LeaderFirst = %v, want %v first of %d", got, tt.wantLeader, len(tt.members))
+				}
 			}
 		})
 	}

@@ -2,9 +2,12 @@ package loadbalancer_test
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -84,6 +87,92 @@ func TestUpdateLoadBalancer_detached(t *testing.T) {
 			}
 			if got := len(ev.onlyLB().Targets); got != 3 {
 				t.Errorf("targets = %d, want 3 (the failed add repeated)", got)
+			}
+		})
+	}
+}
+
+// retryTracker is a failureTracker that is also an ActionRetryTracker: a retry is scheduled
+// (due in an hour) while scheduled is set, and it records SyncFailed and Synced.
+type retryTracker struct {
+	failureTracker
+	scheduled bool
+	results   []string
+}
+
+func (r *retryTracker) RetryScheduled(*corev1.Service) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return time.Now().Add(time.Hour), r.scheduled
+}
+
+func (r *retryTracker) SyncFailed(svc *corev1.Service, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.results = append(r.results, "failed")
+}
+
+func (r *retryTracker) Synced(*corev1.Service) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.results = append(r.results, "synced")
+}
+
+// TestLoadBalancers_retryScheduled (issue 34 §1): while the retry of a failed update is
+// scheduled, UpdateLoadBalancer returns nil and EnsureLoadBalancer a *RetryScheduledError, both
+// without a request; otherwise both run, and an Ensure reports its result to the tracker.
+func TestLoadBalancers_retryScheduled(t *testing.T) {
+	tests := []struct {
+		name         string
+		scheduled    bool
+		fail         bool // the Ensure's add_target action fails
+		wantRequests bool
+		wantEnsure   string // "" (nil), "scheduled", "failed"
+		wantResults  []string
+	}{
+		{"retry scheduled: nothing sent", true, false, false, "scheduled", nil},
+		{"no retry scheduled: the sync runs and reports success", false, false, true, "", []string{"synced"}},
+		{"no retry scheduled: a failed sync is reported", false, true, true, "failed", []string{"failed"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tracker := &retryTracker{}
+			ev := newEnv(t, withServers(3), withLBOption(func(o *loadbalancer.Options) { o.DenialTracker = tracker }))
+			ctx := context.Background()
+			svc := newService("web", withPorts(80))
+			if _, err := ev.lbs.EnsureLoadBalancer(ctx, clusterName, svc, ev.nodes[:1]); err != nil {
+				t.Fatal(err)
+			}
+			tracker.results, tracker.scheduled = nil, tc.scheduled
+			if tc.fail {
+				ev.emu.AddFault(hcloudemu.Fault{Method: "POST", Pattern: "/v1/load_balancers/*/actions/add_target", FailAction: true})
+			}
+			ev.emu.ResetRequests()
+			if !tc.fail {
+				if err := ev.lbs.UpdateLoadBalancer(ctx, clusterName, svc, ev.nodes[:2]); err != nil {
+					t.Fatalf("UpdateLoadBalancer = %v, want nil", err)
+				}
+				if err := ev.exec.Settle(ctx, svc.UID); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := ev.lbs.EnsureLoadBalancer(ctx, clusterName, svc, ev.nodes)
+			var scheduled *loadbalancer.RetryScheduledError
+			got := ""
+			switch {
+			case errors.As(err, &scheduled):
+				got = "scheduled"
+			case err != nil:
+				got = "failed"
+			}
+			if got != tc.wantEnsure {
+				t.Errorf("EnsureLoadBalancer = %v, want %q", err, tc.wantEnsure)
+			}
+			if got := len(ev.emu.Requests()) > 0; got != tc.wantRequests {
+				t.Errorf("requests sent = %v, want %v (%d)", got, tc.wantRequests, len(ev.emu.Requests()))
+			}
+			if !slices.Equal(tracker.results, tc.wantResults) {
+				t.Errorf("tracker results %v, want %v", tracker.results, tc.wantResults)
 			}
 		})
 	}

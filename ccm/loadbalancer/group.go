@@ -177,7 +177,14 @@ func (l *LoadBalancers) planGroup(ctx context.Context, cluster, group string, sv
 	if err != nil || lb == nil && !create {
 		return gp, err
 	}
-	leaderD, lists, err := l.memberListeners(ctx, svc, group, members, nodes, name)
+	// The home namespace is the load balancer's label (the oldest member's namespace for a new
+	// one, or one made before the label): the leader is the oldest member there, never a
+	// member of another namespace that outlived the members of the home (issue 34 §2).
+	home := lbplan.GroupHome(lb, members)
+	if gp.leader = lbplan.GroupLeader(members, home); gp.leader != members[0] {
+		name = groupLBName(gp.leader, cluster, group)
+	}
+	leaderD, lists, err := l.memberListeners(ctx, svc, group, lbplan.LeaderFirst(members, gp.leader), nodes, name)
 	if err != nil {
 		return gp, err
 	}
@@ -189,7 +196,7 @@ func (l *LoadBalancers) planGroup(ctx context.Context, cluster, group string, sv
 	for {
 		kept := slices.DeleteFunc(slices.Clone(lists), func(m lbplan.MemberListeners) bool { return left[m.Member] })
 		gp.adm = lbplan.AdmitGroup(kept, gp.typ.MaxServices)
-		d := lbplan.GroupDesired(leaderD, gp.adm, name, lbplan.GroupLabels(group, cluster))
+		d := lbplan.GroupDesired(leaderD, gp.adm, name, lbplan.GroupDesiredLabels(group, cluster, home))
 		if err := l.checkType(ctx, gp.leader, &d, lb); err != nil {
 			return gp, err
 		}
@@ -197,7 +204,7 @@ func (l *LoadBalancers) planGroup(ctx context.Context, cluster, group string, sv
 		if err != nil {
 			return gp, l.invalid(svc, err)
 		}
-		plan.Group = lbplan.GroupView(group, members, gp.adm, gp.typ)
+		plan.Group = lbplan.GroupView(group, home, members, gp.adm, gp.typ)
 		gp.plan, gp.status = &plan, d.Status
 		if !gate {
 			return gp, nil
@@ -275,7 +282,7 @@ func (l *LoadBalancers) deniedOthers(ctx context.Context, svc *corev1.Service, p
 }
 
 // memberListeners builds the leader's desired state (with the nodes as targets) and every
-// member's listeners. An invalid annotation of svc or of the leader fails the reconcile; another
+// member's listeners; members are the group's with the leader first (lbplan.LeaderFirst). An invalid annotation of svc or of the leader fails the reconcile; another
 // member's invalid annotations leave it out (its own sync reports them).
 func (l *LoadBalancers) memberListeners(ctx context.Context, svc *corev1.Service, group string, members []*corev1.Service, nodes []*corev1.Node, name string) (lbplan.Desired, []lbplan.MemberListeners, error) {
 	leader := members[0]
@@ -522,7 +529,7 @@ func (l *LoadBalancers) planShrink(group string, svc *corev1.Service, members []
 			return plan, err
 		}
 	}
-	plan.Group = lbplan.GroupView(group, members, adm, lbplan.TypeLimit{Name: lb.Type})
+	plan.Group = lbplan.GroupView(group, lbplan.GroupHome(lb, members), members, adm, lbplan.TypeLimit{Name: lb.Type})
 	return plan, nil
 }
 
@@ -597,7 +604,7 @@ func (l *LoadBalancers) groupStatus(ctx context.Context, cluster, group string, 
 	}
 	leader := svc
 	if len(members) > 0 {
-		leader = members[0]
+		leader = lbplan.GroupLeader(members, lbplan.GroupHome(lb, members))
 	}
 	opts, err := lbplan.NewStatusOptions(leader, l.cfg)
 	if err != nil {

@@ -117,13 +117,13 @@ func TestGroup_ThreeMembersShareOneLoadBalancer(t *testing.T) {
 	g.add(a, b, c)
 	stA := g.mustEnsure(a)
 	lb := g.onlyLB()
-	if lb.Name != "kubernetes-group-web" || !reflect.DeepEqual(lb.Labels, lbplan.GroupLabels("web", clusterName)) {
-		t.Errorf("name %q labels %v, want the group's name and labels (never %s)", lb.Name, lb.Labels, lbplan.LabelServiceUID)
+	if lb.Name != "kubernetes-group-web" || !reflect.DeepEqual(lb.Labels, lbplan.GroupDesiredLabels("web", clusterName, "shop")) {
+		t.Errorf("name %q labels %v, want the group's name and labels with its home namespace (never %s)", lb.Name, lb.Labels, lbplan.LabelServiceUID)
 	}
 	if got := listenPortsOf(lb); !reflect.DeepEqual(got, []int{22, 80, 443, 8080}) || len(lb.Targets) != 2 {
 		t.Errorf("listeners %v targets %d, want the union of the members' ports and both nodes", got, len(lb.Targets))
 	}
-	want := &policy.Group{Name: "web", Leader: policy.ServiceRef{Namespace: "shop", Name: "a"},
+	want := &policy.Group{Name: "web", Namespace: "shop", Leader: policy.ServiceRef{Namespace: "shop", Name: "a"},
 		Members: []policy.GroupMember{
 			{Namespace: "shop", Name: "a", Ports: []int{80, 443}}, {Namespace: "shop", Name: "b", Ports: []int{8080}}, {Namespace: "shop", Name: "c", Ports: []int{22}},
 		}, Capacity: policy.GroupCapacity{Type: "lb11", MaxServices: 5, Used: 4}}

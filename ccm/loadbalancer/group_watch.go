@@ -323,7 +323,7 @@ func (l *LoadBalancers) sweepOrphan(ctx context.Context, cluster, group string) 
 	if err != nil || plan.Empty() {
 		return false, err
 	}
-	plan.Group = lbplan.GroupView(group, nil, lbplan.Admission{}, lbplan.TypeLimit{Name: lb.Type})
+	plan.Group = lbplan.GroupView(group, lbplan.GroupHome(lb, nil), nil, lbplan.Admission{}, lbplan.TypeLimit{Name: lb.Type})
 	klog.InfoS("Deleting the load balancer of a group without members", "group", group, "loadBalancer", lb.Name, "id", lb.ID)
 	state, err := l.exec.Run(ctx, nil, plan)
 	l.storedGroup(group, cluster, state, readAt, err)

@@ -306,15 +306,20 @@ func checkName(svc *corev1.Service) error {
 // modify them.
 //
 // A retry of a Service whose last call was denied, with unchanged inputs, returns the same
-// denial without a request (see denialCache).
+// denial without a request (see denialCache). While a failed update of the Service waits for
+// its scheduled retry (ActionRetryTracker), it returns a *RetryScheduledError without a request.
 func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (*corev1.LoadBalancerStatus, error) {
 	compatmetrics.Operation(compatmetrics.OpEnsureLoadBalancer)
+	if err := l.retryScheduled(svc); err != nil {
+		return nil, err
+	}
 	if group, err := l.group(svc); err != nil || group != "" {
 		var st *corev1.LoadBalancerStatus
 		if err == nil {
 			st, err = l.ensureGroup(ctx, clusterName, group, svc, nodes, true)
 		}
 		l.track(svc, err, true)
+		l.synced(svc, err)
 		return st, err
 	}
 	name, rename := l.name(ctx, clusterName, svc)
@@ -329,6 +334,7 @@ func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	if errors.Is(err, policy.ErrDenied) {
 		l.clearIfGone(ctx, svc) // a denied re-create of a load balancer deleted by hand (drift.go)
 	}
+	l.synced(svc, err)
 	if err != nil {
 		return nil, err
 	}
@@ -340,9 +346,14 @@ func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 // treat the *v1.Service and *v1.Node parameters as read-only and not modify them.
 //
 // Like EnsureLoadBalancer, an unchanged retry of a denied call costs no request; another node
-// set is a change.
+// set is a change. While a failed update of the Service waits for its scheduled retry
+// (ActionRetryTracker), it returns nil without a request: the retry, an EnsureLoadBalancer at
+// most requeue.ActionRetryMax later, syncs the node set of its time.
 func (l *LoadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) error {
 	compatmetrics.Operation(compatmetrics.OpUpdateLoadBalancer)
+	if l.retryScheduled(svc) != nil { // the retry syncs svc with the nodes of its time
+		return nil
+	}
 	if group, err := l.group(svc); err != nil || group != "" {
 		if err == nil {
 			_, err = l.ensureGroup(ctx, clusterName, group, svc, nodes, false)

@@ -21,6 +21,19 @@
 //
 // A retry of a failed update sets the same annotation: the service controller then syncs the
 // Service with EnsureLoadBalancer, which reads its load balancer fresh and repairs the targets.
+//
+// # Backoff of failed updates
+//
+// A failed update is not retried at once: that bypassed the service controller's backoff, and
+// a burst of failing actions became a retry storm (issue 34 §1). Each Service that failed has a
+// streak: its n-th failure schedules the retry ActionRetryBase·2ⁿ⁻¹ later, at most
+// ActionRetryMax (2, 4, 8, 16, 16, … s). While the retry is scheduled the load balancer code
+// sends nothing for the Service (RetryScheduled), so the syncs of a burst are the retries, not
+// the failures: during a burst of D seconds a Service is synced at most 1 + ⌊log₂(min(D,30 s)/2 s
+// + 1)⌋ + ⌊max(0, D−30 s)/16 s⌋ times (4 in 20 s, 8 in 90 s), each sync sending at most one request per
+// missing target. A failed retry (SyncFailed) schedules the next; a sync that succeeds (Synced)
+// ends the streak. The gap between a failure and the next retry is at most ActionRetryMax, so
+// every target is in place within ActionRetryMax (plus one sync) of the end of the burst.
 package requeue
 
 import (
@@ -54,6 +67,13 @@ const Annotation = "service.hcloud-policy-ccm.io/policy-retry"
 // backoff retries the Service anyway.
 const maxPatchRetries = 5
 
+// ActionRetryBase and ActionRetryMax are the backoff of failed updates: the n-th failure in a
+// row of a Service is retried ActionRetryBase·2ⁿ⁻¹ later, at most ActionRetryMax.
+const (
+	ActionRetryBase = 2 * time.Second
+	ActionRetryMax  = 16 * time.Second
+)
+
 // Triggers of a retry (the metric's trigger label).
 const (
 	TriggerPolicy    = "policy"
@@ -68,14 +88,14 @@ const (
 // retriesTotal counts annotation patches by trigger and result (success, error).
 var retriesTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 	Name:           "hcloud_ccm_policy_retries_total",
-	Help:           "Services retried at once: denied ones because the policy or their namespace's labels changed, others because their detached load balancer update failed; by trigger (policy, namespace, action) and result (success, error).",
+	Help:           "Services synced again by the CCM: denied ones because the policy or their namespace's labels changed, members of a load balancer group another member left, Services whose detached load balancer update failed (after a per-Service backoff) and Services whose load balancer drifted; by trigger (policy, namespace, group, action, drift) and result (success, error).",
 	StabilityLevel: metrics.ALPHA,
 }, []string{"trigger", "result"})
 
 var registerOnce sync.Once
 
-// Requeuer remembers the denied Services and retries them when the policy input changes. It is
-// safe for concurrent use.
+// Requeuer remembers the denied Services and retries them when the policy input changes, and
+// retries failed updates with backoff. It is safe for concurrent use.
 type Requeuer struct {
 	client kubernetes.Interface
 	queue  workqueue.TypedRateLimitingInterface[types.NamespacedName]
@@ -87,6 +107,16 @@ type Requeuer struct {
 	// patched once.
 	pending map[types.NamespacedName]types.UID
 	cause   map[types.NamespacedName]cause // why a queued Service is retried
+	// failing are the Services whose update failed and whose sync has not succeeded since.
+	failing map[types.NamespacedName]*streak
+	// base and max are ActionRetryBase and ActionRetryMax (tests shorten them).
+	base, max time.Duration
+}
+
+// streak is a run of failed updates of one Service.
+type streak struct {
+	failures int       // in a row
+	next     time.Time // when the scheduled retry is due
 }
 
 // cause is why a Service is retried.
@@ -105,6 +135,9 @@ func New(client kubernetes.Interface) *Requeuer {
 		denied:  map[types.NamespacedName]types.UID{},
 		pending: map[types.NamespacedName]types.UID{},
 		cause:   map[types.NamespacedName]cause{},
+		failing: map[types.NamespacedName]*streak{},
+		base:    ActionRetryBase,
+		max:     ActionRetryMax,
 	}
 }
 
@@ -123,20 +156,69 @@ func (r *Requeuer) Settled(svc *corev1.Service) {
 	delete(r.denied, keyOf(svc))
 }
 
-// ActionFailed retries svc at once: its detached load balancer update failed with err after
-// UpdateLoadBalancer returned (ccm/loadbalancer's ActionFailureTracker). Unlike a denial, it is
-// retried once, whatever Denied or Settled say meanwhile.
+// ActionFailed retries svc after the backoff of its streak of failures (see the package
+// documentation): its detached load balancer update failed with err after UpdateLoadBalancer
+// returned (ccm/loadbalancer's ActionFailureTracker). Unlike a denial, it is retried whatever
+// Denied or Settled say meanwhile. A failure while a retry is already scheduled (one that
+// started before it) changes nothing: the retry comes as scheduled.
 func (r *Requeuer) ActionFailed(svc *corev1.Service, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := keyOf(svc)
+	now := r.now()
+	st := r.failing[k]
+	if st == nil {
+		st = &streak{}
+		r.failing[k] = st
+	} else if now.Before(st.next) {
+		return
+	}
+	st.failures++
+	delay := r.max
+	if st.failures <= 30 {
+		delay = min(r.base<<(st.failures-1), r.max)
+	}
+	st.next = now.Add(delay)
 	r.pending[k] = svc.UID
 	text := "failed load balancer update"
 	if err != nil {
 		text += " (" + truncate.String(err.Error(), maxCauseError) + ")"
 	}
 	r.cause[k] = cause{TriggerAction, text}
-	r.queue.Add(k)
+	r.queue.AddAfter(k, delay)
+}
+
+// SyncFailed records that a sync of svc that was not denied failed with err: when svc is in a
+// streak of failed updates (its retry failed), the next retry is scheduled as by ActionFailed;
+// otherwise the service controller's backoff retries it, and nothing happens here.
+func (r *Requeuer) SyncFailed(svc *corev1.Service, err error) {
+	r.mu.Lock()
+	_, ok := r.failing[keyOf(svc)]
+	r.mu.Unlock()
+	if ok {
+		r.ActionFailed(svc, err)
+	}
+}
+
+// Synced records that a sync of svc (EnsureLoadBalancer) succeeded: its streak of failed
+// updates ends, and the next failure is retried after ActionRetryBase again.
+func (r *Requeuer) Synced(svc *corev1.Service) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.failing, keyOf(svc))
+}
+
+// RetryScheduled returns when the scheduled retry of svc's failed update is due, and whether
+// one is scheduled and not yet due. The load balancer code sends nothing for svc until then:
+// the retry syncs it with the Service and nodes of that time.
+func (r *Requeuer) RetryScheduled(svc *corev1.Service) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st, ok := r.failing[keyOf(svc)]
+	if !ok || !r.now().Before(st.next) {
+		return time.Time{}, false
+	}
+	return st.next, true
 }
 
 // maxCauseError bounds the error quoted in the annotation of a failed update's retry.
@@ -265,7 +347,9 @@ func (r *Requeuer) next(ctx context.Context) bool {
 		}
 		r.forget(k)
 	case apierrors.IsNotFound(err) || apierrors.IsConflict(err): // gone, or replaced by a new Service
-		r.Settled(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}})
+		gone := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}
+		r.Settled(gone)
+		r.Synced(gone)
 		r.forget(k)
 	default:
 		retriesTotal.WithLabelValues(c.trigger, "error").Inc()

@@ -31,6 +31,7 @@ func newTest(t *testing.T, svcs ...*corev1.Service) (*Requeuer, *fake.Clientset)
 	client := fake.NewClientset(objs...)
 	r := New(client)
 	r.now = func() time.Time { return time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC) }
+	r.base = 0 // failed updates are queued at once (TestRequeuer_actionBackoff tests the backoff)
 	t.Cleanup(r.queue.ShutDown)
 	return r, client
 }
@@ -288,6 +289,82 @@ func TestRequeuer_ClearStatus(t *testing.T) {
 			for _, a := range client.Actions() {
 				if p, ok := a.(k8stesting.PatchAction); ok && (p.GetSubresource() != "status" || !strings.Contains(string(p.GetPatch()), `"uid":"shop-web"`)) {
 					t.Errorf("patch %s of subresource %q, want status with the UID", p.GetPatch(), p.GetSubresource())
+				}
+			}
+		})
+	}
+}
+
+// TestRequeuer_actionBackoff: the retries of a Service's failed updates are 2, 4, 8, 16, 16 s
+// apart; a failure while the retry is scheduled changes nothing; SyncFailed goes on with the
+// streak only when there is one; Synced ends it.
+func TestRequeuer_actionBackoff(t *testing.T) {
+	type step struct {
+		advance time.Duration // the clock moves first
+		call    string        // "action", "sync-failed", "synced"
+		// wantDue is how long after the step's time the retry is due (0: none scheduled).
+		wantDue time.Duration
+	}
+	tests := []struct {
+		name  string
+		steps []step
+	}{{
+		name: "doubling up to the cap",
+		steps: []step{
+			{0, "action", 2 * time.Second},
+			{2 * time.Second, "sync-failed", 4 * time.Second},
+			{4 * time.Second, "sync-failed", 8 * time.Second},
+			{8 * time.Second, "action", 16 * time.Second},
+			{16 * time.Second, "sync-failed", 16 * time.Second},
+			{16 * time.Second, "sync-failed", 16 * time.Second},
+		},
+	}, {
+		name: "a failure while the retry is scheduled changes nothing",
+		steps: []step{
+			{0, "action", 2 * time.Second},
+			{time.Second, "action", time.Second},
+			{0, "sync-failed", time.Second},
+			{time.Second, "sync-failed", 4 * time.Second},
+		},
+	}, {
+		name: "a sync that fails outside a streak is the service controller's",
+		steps: []step{
+			{0, "sync-failed", 0},
+		},
+	}, {
+		name: "a sync that succeeds ends the streak",
+		steps: []step{
+			{0, "action", 2 * time.Second},
+			{2 * time.Second, "sync-failed", 4 * time.Second},
+			{4 * time.Second, "synced", 0},
+			{0, "sync-failed", 0},
+			{time.Minute, "action", 2 * time.Second},
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc := service("shop", "web")
+			r, _ := newTest(t, svc)
+			r.base = ActionRetryBase
+			now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+			r.now = func() time.Time { return now }
+			for i, s := range tt.steps {
+				now = now.Add(s.advance)
+				switch s.call {
+				case "action":
+					r.ActionFailed(svc, errors.New("boom"))
+				case "sync-failed":
+					r.SyncFailed(svc, errors.New("boom"))
+				case "synced":
+					r.Synced(svc)
+				}
+				due, ok := r.RetryScheduled(svc)
+				var got time.Duration
+				if ok {
+					got = due.Sub(now)
+				}
+				if got != s.wantDue {
+					t.Errorf("step %d (%s after %v): retry due in %v, want %v", i, s.call, s.advance, got, s.wantDue)
 				}
 			}
 		})

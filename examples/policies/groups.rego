@@ -1,9 +1,11 @@
 # Shared load balancers (annotation service.hcloud-policy-ccm.io/load-balancer-group,
 # docs/shared-load-balancers.md): who may share one load balancer.
 #
-# - A group lives in one namespace, the namespace of its leader (the oldest
-#   member, input.group.leader), unless the group's name is listed in
-#   data.config.cross_namespace_groups.
+# - A group lives in one namespace, its home (input.group.namespace: the
+#   namespace of its oldest member when its load balancer was created, recorded
+#   on the load balancer; leadership never moves it), unless the group's name is
+#   listed in data.config.cross_namespace_groups. A member of another namespace
+#   is refused whoever leads, also when it outlives the home's members.
 # - A group has at most data.config.max_group_members members; the oldest ones
 #   (input.group.members is ordered by age) are in, the newer ones are refused.
 #
@@ -25,11 +27,10 @@ deny contains {"msg": msg, "code": "group_cross_namespace"} if {
 	group_grows
 	some member in refused_members
 	member.reason == "cross_namespace"
-	msg := sprintf("Service %s/%s may not join load balancer group %q: the group lives in namespace %q (its oldest member %s/%s); list the group in data.config.cross_namespace_groups to share it across namespaces, or use a group name of its own", [
+	msg := sprintf("Service %s/%s may not join load balancer group %q: the group lives in namespace %q (recorded on its load balancer when it was created); list the group in data.config.cross_namespace_groups to share it across namespaces, or use a group name of its own", [
 		member.namespace, member.name,
 		input.group.name,
-		input.group.leader.namespace,
-		input.group.leader.namespace, input.group.leader.name,
+		input.group.namespace,
 	])
 }
 
@@ -59,7 +60,7 @@ group_grows if {
 # this step adds. A member can be refused for both reasons.
 refused_members contains object.union(member, {"reason": "cross_namespace"}) if {
 	some member in involved_members
-	member.namespace != input.group.leader.namespace
+	member.namespace != input.group.namespace
 	not input.group.name in data.config.cross_namespace_groups
 }
 

@@ -19,6 +19,7 @@ in_group(inp, ns, name, members) := object.union(inp, {
 	"service": {"namespace": ns, "name": name, "namespace_labels": {"hcloud-ccm/public": "true"}},
 	"group": {
 		"name": "web",
+		"namespace": "default",
 		"leader": {"namespace": members[0].namespace, "name": members[0].name},
 		"members": members,
 		"capacity": {"type": "lb11", "max_services": 5, "used": count(inp.load_balancer.services)},
@@ -47,7 +48,7 @@ test_no_group_no_group_rule if {
 test_member_in_other_namespace_denied if {
 	denials(in_group(add_443, "shop", "api", across)) == {{
 		"code": "group_cross_namespace",
-		"msg": `Service shop/api may not join load balancer group "web": the group lives in namespace "default" (its oldest member default/frontend); list the group in data.config.cross_namespace_groups to share it across namespaces, or use a group name of its own`,
+		"msg": `Service shop/api may not join load balancer group "web": the group lives in namespace "default" (recorded on its load balancer when it was created); list the group in data.config.cross_namespace_groups to share it across namespaces, or use a group name of its own`,
 	}}
 }
 
@@ -60,6 +61,15 @@ test_target_added_by_member_in_other_namespace_denied if {
 		"target": {"type": "server", "server_id": 42, "use_private_ip": false},
 	})
 	codes(target) == {"group_cross_namespace"}
+}
+
+# Succession (issue 34 §2): the home's members are gone and shop/api, the oldest
+# member left, leads. The group still lives in "default" (input.group.namespace,
+# recorded on its load balancer): shop/api is refused as before.
+test_member_in_other_namespace_denied_when_it_leads if {
+	inp := in_group(add_443, "shop", "api", [member("shop", "api", [443])])
+	inp.group.leader == {"namespace": "shop", "name": "api"}
+	codes(inp) == {"group_cross_namespace"}
 }
 
 test_listed_group_shared_across_namespaces if {
