@@ -152,8 +152,10 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 			return nil, fmt.Errorf("ccm.New: %w", err)
 		}
 		// Groups whose last member left while no CCM ran are deleted once the Services are
-		// known (the informers start when this CCM leads), then every GroupSweepInterval.
-		go c.lbs.SweepGroups(ctx, services.HasSynced, d.ClusterName, loadbalancer.GroupSweepInterval)
+		// known (the informers start when this CCM leads), then every sweep interval.
+		if d.Options.LoadBalancerGroupSweepInterval > 0 {
+			go c.lbs.SweepGroups(ctx, services.HasSynced, d.ClusterName, d.Options.LoadBalancerGroupSweepInterval)
+		}
 		// Load balancers changed or deleted by hand are repaired within one drift period.
 		go c.lbs.RepairDrift(ctx, services.HasSynced, d.Options.LoadBalancerDriftInterval, c.cfg.ServerCache.BudgetPerHour)
 		go c.requeue.Run(ctx)

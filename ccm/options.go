@@ -42,6 +42,10 @@ type Options struct {
 	// LoadBalancerDriftInterval is the shortest time between two checks of every load balancer
 	// against the state the CCM left it in (loadbalancer.RepairDrift; 0 disables them).
 	LoadBalancerDriftInterval time.Duration
+	// LoadBalancerGroupSweepInterval is how often the load balancers of groups without members
+	// are deleted (loadbalancer.SweepGroups; also once at start); 0 disables the sweep, at start
+	// too.
+	LoadBalancerGroupSweepInterval time.Duration
 }
 
 // NewOptions returns the defaults.
@@ -54,7 +58,8 @@ func NewOptions() *Options {
 		PluginTimeout:         500 * time.Millisecond,
 		NodeLabelResync:       5 * time.Minute,
 
-		LoadBalancerDriftInterval: loadbalancer.DefaultDriftInterval,
+		LoadBalancerDriftInterval:      loadbalancer.DefaultDriftInterval,
+		LoadBalancerGroupSweepInterval: loadbalancer.GroupSweepInterval,
 	}
 }
 
@@ -72,6 +77,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.PluginTimeout, "plugin-timeout", o.PluginTimeout, "Deadline of one plugin call; a plugin that takes longer falls back to the built-in behaviour.")
 	fs.DurationVar(&o.NodeLabelResync, "node-label-resync", o.NodeLabelResync, "How often the node label plugin is re-applied to every node; 0 disables the periodic pass.")
 	fs.DurationVar(&o.LoadBalancerDriftInterval, "load-balancer-drift-interval", o.LoadBalancerDriftInterval, "Shortest time between two checks of every load balancer against the state the CCM left it in (one list request per 50 load balancers; longer when that would spend more than half of HCLOUD_API_BUDGET_PER_HOUR); a load balancer changed or deleted by hand is repaired within one period. 0 disables the checks.")
+	fs.DurationVar(&o.LoadBalancerGroupSweepInterval, "load-balancer-group-sweep-interval", o.LoadBalancerGroupSweepInterval, "How often the load balancers of groups without members (the last member left while no CCM ran) are deleted, through the policy gate; the sweep also runs once at start (one list request per 50 group load balancers). 0 disables the sweep.")
 }
 
 // Validate reports every problem at once, naming the flag and the fix.
@@ -108,6 +114,9 @@ func (o *Options) Validate() error {
 	}
 	if o.NodeLabelResync < 0 {
 		errs = append(errs, fmt.Errorf("invalid value for --node-label-resync: %s (expect 0 or a positive duration such as 5m)", o.NodeLabelResync))
+	}
+	if o.LoadBalancerGroupSweepInterval < 0 {
+		errs = append(errs, fmt.Errorf("invalid value for --load-balancer-group-sweep-interval: %s (expect 0 or a positive duration such as 10m)", o.LoadBalancerGroupSweepInterval))
 	}
 	if o.LoadBalancerDriftInterval < 0 {
 		errs = append(errs, fmt.Errorf("invalid value for --load-balancer-drift-interval: %s (expect 0 or a positive duration such as 10m)", o.LoadBalancerDriftInterval))

@@ -52,6 +52,8 @@ func newRouteCloud(tb testing.TB, n int) *routeCloud {
 	vars["HCLOUD_NETWORK"] = "k8s"
 	vars["HCLOUD_NETWORK_DISABLE_ATTACHED_CHECK"] = "true" // a simulation: this process is no server
 	o := ccm.NewOptions()
+	// The start-up sweep of group load balancers (one list) would race the counts.
+	o.LoadBalancerGroupSweepInterval = 0
 	o.PolicyDir = "../examples/policies"
 	kube := fake.NewClientset()
 	inf := informers.NewSharedInformerFactory(kube, 0)
