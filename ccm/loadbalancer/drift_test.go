@@ -76,7 +76,7 @@ func TestCheckDrift(t *testing.T) {
 		{
 			name: "a load balancer deleted by hand is synced",
 			edit: func(t *testing.T, ev *env, lb *hcloud.LoadBalancer) {
-				if _, err := ev.client.LoadBalancer.Delete(context.Background(), lb); err != nil {
+				if _, _, err := ev.client.LoadBalancer.DeleteWithResult(context.Background(), lb); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -156,7 +156,7 @@ func TestCheckDrift_lister(t *testing.T) {
 	}
 	for _, lb := range ev.emu.LoadBalancers() {
 		if lb.Labels["hcloud-ccm/service-uid"] == string(gone.UID) {
-			if _, err := ev.client.LoadBalancer.Delete(ctx, &hcloud.LoadBalancer{ID: lb.ID}); err != nil {
+			if _, _, err := ev.client.LoadBalancer.DeleteWithResult(ctx, &hcloud.LoadBalancer{ID: lb.ID}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -182,7 +182,7 @@ func TestUpdateLoadBalancer_deletedByHand(t *testing.T) {
 	if _, err := ev.lbs.EnsureLoadBalancer(ctx, clusterName, svc, ev.nodes); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ev.client.LoadBalancer.Delete(ctx, ev.onlyLB()); err != nil {
+	if _, _, err := ev.client.LoadBalancer.DeleteWithResult(ctx, ev.onlyLB()); err != nil {
 		t.Fatal(err)
 	}
 	ev.emu.ResetRequests()
@@ -291,7 +291,7 @@ func TestEnsureLoadBalancer_deniedRecreateClearsStatus(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.deleteByHand {
-				if _, err := ev.client.LoadBalancer.Delete(ctx, ev.onlyLB()); err != nil {
+				if _, _, err := ev.client.LoadBalancer.DeleteWithResult(ctx, ev.onlyLB()); err != nil {
 					t.Fatal(err)
 				}
 			}

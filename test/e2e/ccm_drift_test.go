@@ -71,9 +71,9 @@ func wantLBState(listenersWant []string, ids ...int64) func(schema.LoadBalancer)
 // its listener) and its address.
 func driftService(t *testing.T, c *harness.Cluster, ccm *harness.Process, emu *hcloudemu.Emulator, id int64) (types.UID, []string, schema.LoadBalancer) {
 	t.Helper()
-	svc := createService(t, c, loadBalancerService("default", "web"))
+	createService(t, c, loadBalancerService("default", "web"))
 	waitIngress(t, c, ccm, "default", "web")
-	svc = getService(t, c, "default", "web")
+	svc := getService(t, c, "default", "web")
 	want := wantListeners(svc)
 	lb := waitLB(t, ccm, emu, svc.UID, time.Minute, wantLBState(want, id))
 	return svc.UID, want, lb
@@ -163,7 +163,7 @@ func TestCCMDeletedLoadBalancerRecreated(t *testing.T) {
 	uid, want, old := driftService(t, c, ccm, emu, id1)
 
 	client := handClient(emu, endpoint)
-	if _, err := client.LoadBalancer.Delete(context.Background(), &hcloud.LoadBalancer{ID: old.ID}); err != nil {
+	if _, _, err := client.LoadBalancer.DeleteWithResult(context.Background(), &hcloud.LoadBalancer{ID: old.ID}); err != nil {
 		t.Fatalf("hand delete of load balancer %d: %v", old.ID, err)
 	}
 	emu.ResetRequests()
