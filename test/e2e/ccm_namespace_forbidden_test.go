@@ -18,9 +18,10 @@ import (
 
 // TestCCMForbiddenNamespaceReadDenies: with RBAC that does not let the CCM read namespaces,
 // the policy input cannot carry the namespace's labels. The decision is then an evaluation
-// error under --policy-failure-mode (closed in deploy/), so a Service the policy would allow
-// is denied with a message naming the namespace, instead of being decided with
-// namespace_labels null (which would skip every rule keyed on a namespace label).
+// error under --policy-failure-mode (closed in deploy/), so in enforce mode a Service the policy
+// would allow is denied with a message naming the namespace, instead of being decided with
+// namespace_labels null (which would skip every rule keyed on a namespace label). In deploy/'s
+// dry run the same error never blocks (TestCCMDryRunEvaluationErrorDoesNotBlock).
 func TestCCMForbiddenNamespaceReadDenies(t *testing.T) {
 	t.Parallel()
 	c := harness.Start(t)
@@ -43,7 +44,7 @@ func TestCCMForbiddenNamespaceReadDenies(t *testing.T) {
 	emu, endpoint := hcloudemu.NewTestServer(t)
 	id := addServer(t, emu, hcloudemu.ServerSpec{Name: "worker-1"})
 	c.CreateNode(t, "worker-1", "10.244.1.0/24")
-	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: lbEnv, forbidden: "namespaces"})
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: lbEnv, args: []string{enforce}, forbidden: "namespaces"})
 	waitInitialised(t, c, ccm, "worker-1", id)
 	emu.ResetRequests()
 
