@@ -281,12 +281,17 @@ func (r *Requeuer) WatchNamespaces(informer cache.SharedIndexInformer) error {
 // Requeue makes the service controller sync svcs now (whether denied or not), for the reason
 // text (trigger TriggerGroup): the members of a load balancer group when another member left it.
 func (r *Requeuer) Requeue(svcs []*corev1.Service, text string) {
+	r.syncNow(svcs, cause{TriggerGroup, text})
+}
+
+// syncNow queues svcs (whether denied or not) for a sync now, for c.
+func (r *Requeuer) syncNow(svcs []*corev1.Service, c cause) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, svc := range svcs {
 		k := keyOf(svc)
 		r.pending[k] = svc.UID
-		r.cause[k] = cause{TriggerGroup, text}
+		r.cause[k] = c
 		r.queue.Add(k)
 	}
 }
@@ -403,14 +408,7 @@ const TriggerDrift = "drift"
 // TriggerDrift): their EnsureLoadBalancer reads the load balancer fresh and repairs or recreates
 // it (ccm/loadbalancer's DriftRequeuer).
 func (r *Requeuer) Drifted(svcs []*corev1.Service, text string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, svc := range svcs {
-		k := keyOf(svc)
-		r.pending[k] = svc.UID
-		r.cause[k] = cause{TriggerDrift, text}
-		r.queue.Add(k)
-	}
+	r.syncNow(svcs, cause{TriggerDrift, text})
 }
 
 // ClearStatus removes the load balancer addresses from the status of svc (a merge patch of
