@@ -195,7 +195,8 @@ func (l *LoadBalancers) CheckDrift(ctx context.Context) (pages, synced int, err 
 	}
 	var todo []found
 	live := l.liveServices()
-	for uid, st := range l.converged.all() {
+	recorded := l.converged.all()
+	for uid, st := range recorded {
 		if st.at.After(listedAt) {
 			continue
 		}
@@ -209,12 +210,13 @@ func (l *LoadBalancers) CheckDrift(ctx context.Context) (pages, synced int, err 
 		switch lbs := byUID[string(uid)]; {
 		case len(lbs) == 0:
 			todo = append(todo, found{svc, "load balancer deleted behind the CCM's back"})
-		case len(lbs) == 1 && driftFingerprint(lbs[0]) != st.fp:
-			todo = append(todo, found{svc, fmt.Sprintf("load balancer %s drifted (%s, want %s)", lbs[0].Name, driftFingerprint(lbs[0]), st.fp)})
+		case len(lbs) == 1:
+			if fp := driftFingerprint(lbs[0]); fp != st.fp {
+				todo = append(todo, found{svc, fmt.Sprintf("load balancer %s drifted (%s, want %s)", lbs[0].Name, fp, st.fp)})
+			}
 		}
 	}
-	recorded := l.converged.all()
-	for uid, svc := range live {
+	for uid, svc := range live { // a dropped entry was not live: it is not among these
 		if _, ok := recorded[uid]; ok || len(byUID[string(uid)]) > 0 || !lostLoadBalancer(svc) {
 			continue
 		}

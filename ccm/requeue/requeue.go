@@ -78,11 +78,14 @@ const (
 const (
 	TriggerPolicy    = "policy"
 	TriggerNamespace = "namespace"
-	// TriggerGroup: a member left a load balancer group or was deleted; the other members
-	// resync the group's load balancer (ccm/loadbalancer WatchGroups).
+	// TriggerGroup: a member left a load balancer group or was deleted; the members the leave
+	// changes something for resync the group's load balancer (ccm/loadbalancer WatchGroups).
 	TriggerGroup = "group"
 	// TriggerAction is a detached load balancer update that failed (ActionFailed).
 	TriggerAction = "action"
+	// TriggerDrift is a load balancer that drifted from the state the CCM left it in, or was
+	// deleted, behind the CCM's back (ccm/loadbalancer CheckDrift).
+	TriggerDrift = "drift"
 )
 
 // retriesTotal counts annotation patches by trigger and result (success, error).
@@ -399,10 +402,6 @@ func (r *Requeuer) patch(ctx context.Context, k types.NamespacedName, uid types.
 func keyOf(svc *corev1.Service) types.NamespacedName {
 	return types.NamespacedName{Namespace: svc.Namespace, Name: svc.Name}
 }
-
-// TriggerDrift is a load balancer that drifted from the state the CCM left it in, or was
-// deleted, behind the CCM's back (ccm/loadbalancer CheckDrift).
-const TriggerDrift = "drift"
 
 // Drifted makes the service controller sync svcs now, for the reason text (trigger
 // TriggerDrift): their EnsureLoadBalancer reads the load balancer fresh and repairs or recreates
