@@ -103,7 +103,8 @@ func (l *LoadBalancers) groupLeft(ctx context.Context, synced cache.InformerSync
 		return
 	}
 	if len(members) > 0 {
-		if resync := toResync(leaver, members, byAnnotation); requeue != nil && len(resync) > 0 {
+		home := l.groupHomeAfterLeave(ctx, cluster, group, leaver, members)
+		if resync := toResync(leaver, members, home, byAnnotation); requeue != nil && len(resync) > 0 {
 			requeue(resync, fmt.Sprintf("%s left load balancer group %s", lbplan.Key(leaver), group))
 		}
 		return
@@ -123,18 +124,20 @@ func (l *LoadBalancers) groupLeft(ctx context.Context, synced cache.InformerSync
 //   - every member that claims a port the leaver held (an older claim passes to it), and every
 //     member without an address in its status (refused for capacity, every port held by older
 //     members, or denied): the leave may have made room for it;
-//   - the new leader, when the leaver led and their load-balancer-wide settings differ (the
-//     leader's are in force; leaderChange), or when the leaver left by its annotation (its
+//   - the new leader (lbplan.GroupLeader: the oldest member in the group's home namespace
+//     home), when the leaver led and their load-balancer-wide settings differ (the leader's
+//     are in force), or when the leaver left by its annotation (its
 //     listeners are still on the group's load balancer, and any member's sync takes them off).
 //
 // A served member gains nothing from a deleted member's leave otherwise: its
 // EnsureLoadBalancerDeleted already took the leaver's listeners off. Requeueing every member at
 // every leave made a group's delete read its load balancer once per member and leave
 // (TestGroup_DeleteRequeuesOnlyWhatChanges, issue 33). It is pure.
-func toResync(leaver *corev1.Service, members []*corev1.Service, byAnnotation bool) []*corev1.Service {
+func toResync(leaver *corev1.Service, members []*corev1.Service, home string, byAnnotation bool) []*corev1.Service {
 	before := membersBefore(leaver, members)
+	led := lbplan.GroupLeader(before, home)
 	held := map[string]bool{} // members that claim a port the leaver held
-	for _, c := range lbplan.AdmitGroup(declaredLists(before), 0).Conflicts {
+	for _, c := range lbplan.AdmitGroup(declaredLists(lbplan.LeaderFirst(before, led)), 0).Conflicts {
 		if c.Owner == lbplan.Key(leaver) {
 			held[c.Member] = true
 		}
@@ -145,14 +148,26 @@ func toResync(leaver *corev1.Service, members []*corev1.Service, byAnnotation bo
 			out = append(out, m)
 		}
 	}
-	lead := members[0]
+	lead := lbplan.GroupLeader(members, home)
 	if slices.Contains(out, lead) {
 		return out
 	}
-	if byAnnotation || lbplan.Key(before[0]) == lbplan.Key(leaver) && leaderSettingsDiffer(leaver, lead) {
+	if byAnnotation || lbplan.Key(led) == lbplan.Key(leaver) && leaderSettingsDiffer(leaver, lead) {
 		out = append([]*corev1.Service{lead}, out...)
 	}
 	return out
+}
+
+// groupHomeAfterLeave returns the home namespace of group (lbplan.GroupHome) as its load
+// balancer records it, read through the cache (the leaver's own sync has just stored it: no
+// request), else the namespace of its oldest member before leaver left.
+func (l *LoadBalancers) groupHomeAfterLeave(ctx context.Context, cluster, group string, leaver *corev1.Service, members []*corev1.Service) string {
+	lb, _, err := l.groupLB(ctx, group, cluster, true)
+	if err != nil {
+		klog.V(2).InfoS("Load balancer group's home read from its oldest member: its load balancer could not be read", "group", group, "err", err)
+		lb = nil
+	}
+	return lbplan.GroupHome(lb, membersBefore(leaver, members))
 }
 
 // membersBefore returns the members of the group before leaver left (members and leaver, oldest

@@ -34,6 +34,12 @@ func member(name string, age int, served bool, ports []int32, ann map[annotation
 	return svc
 }
 
+// inNamespace moves svc to namespace ns.
+func inNamespace(ns string, svc *corev1.Service) *corev1.Service {
+	svc.Namespace = ns
+	return svc
+}
+
 // deleted is svc as the informer's DeleteFunc hands it over: deletionTimestamp set.
 func deleted(svc *corev1.Service) *corev1.Service {
 	d := svc.DeepCopy()
@@ -53,39 +59,49 @@ func TestToResync(t *testing.T) {
 		members      []*corev1.Service
 		byAnnotation bool
 		want         []string
+		home         string // "" means shop, the namespace of every member but where set
 	}{
 		{"the leader is deleted, the new one has its settings: nobody",
 			deleted(member("a", 0, true, []int32{80}, nil)),
-			[]*corev1.Service{member("b", 1, true, []int32{81}, nil), member("c", 2, true, []int32{82}, nil)}, false, nil},
+			[]*corev1.Service{member("b", 1, true, []int32{81}, nil), member("c", 2, true, []int32{82}, nil)}, false, nil, ""},
 		{"the leader is deleted, the new one sets another type: the new leader",
 			deleted(member("a", 0, true, []int32{80}, nil)),
-			[]*corev1.Service{member("b", 1, true, []int32{81}, lb21), member("c", 2, true, []int32{82}, nil)}, false, []string{"shop/b"}},
+			[]*corev1.Service{member("b", 1, true, []int32{81}, lb21), member("c", 2, true, []int32{82}, nil)}, false, []string{"shop/b"}, ""},
 		{"the leader with a type is deleted, the new one sets none: the new leader",
 			deleted(member("a", 0, true, []int32{80}, lb21)),
-			[]*corev1.Service{member("b", 1, true, []int32{81}, nil)}, false, []string{"shop/b"}},
+			[]*corev1.Service{member("b", 1, true, []int32{81}, nil)}, false, []string{"shop/b"}, ""},
 		{"the leader with a managed certificate is deleted: the new leader",
 			deleted(member("a", 0, true, []int32{80}, map[annotation.Name]string{annotation.LBSvcHTTPCertificateType: "managed"})),
-			[]*corev1.Service{member("b", 1, true, []int32{81}, nil)}, false, []string{"shop/b"}},
+			[]*corev1.Service{member("b", 1, true, []int32{81}, nil)}, false, []string{"shop/b"}, ""},
 		{"a member that is not the leader is deleted, with other settings: nobody",
 			deleted(member("b", 1, true, []int32{81}, lb21)),
-			[]*corev1.Service{member("a", 0, true, []int32{80}, nil), member("c", 2, true, []int32{82}, nil)}, false, nil},
+			[]*corev1.Service{member("a", 0, true, []int32{80}, nil), member("c", 2, true, []int32{82}, nil)}, false, nil, ""},
 		{"a served member claims a port the leaver held: it",
 			deleted(member("b", 1, true, []int32{81}, nil)),
-			[]*corev1.Service{member("a", 0, true, []int32{80}, nil), member("c", 2, true, []int32{82, 81}, nil)}, false, []string{"shop/c"}},
+			[]*corev1.Service{member("a", 0, true, []int32{80}, nil), member("c", 2, true, []int32{82, 81}, nil)}, false, []string{"shop/c"}, ""},
 		{"a member without an address (refused or denied): it",
 			deleted(member("b", 1, true, []int32{81}, nil)),
-			[]*corev1.Service{member("a", 0, true, []int32{80}, nil), member("c", 2, false, []int32{82}, nil)}, false, []string{"shop/c"}},
+			[]*corev1.Service{member("a", 0, true, []int32{80}, nil), member("c", 2, false, []int32{82}, nil)}, false, []string{"shop/c"}, ""},
 		{"left by its annotation: the leader takes its listeners off",
 			member("c", 2, true, []int32{82}, nil),
-			[]*corev1.Service{member("a", 0, true, []int32{80}, nil), member("b", 1, true, []int32{81}, nil)}, true, []string{"shop/a"}},
+			[]*corev1.Service{member("a", 0, true, []int32{80}, nil), member("b", 1, true, []int32{81}, nil)}, true, []string{"shop/a"}, ""},
 		{"left by its annotation, the leader unserved: once",
 			member("c", 2, true, []int32{82}, nil),
-			[]*corev1.Service{member("a", 0, false, []int32{80}, nil), member("b", 1, true, []int32{81}, nil)}, true, []string{"shop/a"}},
+			[]*corev1.Service{member("a", 0, false, []int32{80}, nil), member("b", 1, true, []int32{81}, nil)}, true, []string{"shop/a"}, ""},
+		{name: "the home's leader is deleted, an older member of another namespace stays: the home's next member leads",
+			leaver: deleted(inNamespace("grp", member("v1", 0, true, []int32{80}, nil))),
+			members: []*corev1.Service{inNamespace("evil", member("a1", 1, true, []int32{81}, map[annotation.Name]string{annotation.LBNodeSelector: "x=y"})),
+				inNamespace("grp", member("v2", 2, true, []int32{82}, lb21))},
+			home: "grp", want: []string{"grp/v2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, m := range toResync(tt.leaver, tt.members, tt.byAnnotation) {
+			home := tt.home
+			if home == "" {
+				home = "shop"
+			}
+			for _, m := range toResync(tt.leaver, tt.members, home, tt.byAnnotation) {
 				got = append(got, lbplan.Key(m))
 			}
 			if !reflect.DeepEqual(got, tt.want) {
