@@ -133,7 +133,8 @@ const (
 //   - tests run with strict built-in errors, the revision's data, and data.inputs as the CCM
 //     builds it (the shipped samples merged with the revision's own data.inputs).
 //
-// The report goes to w in opa test's format (or its JSON coverage report). When failing tests
+// The report goes to w in opa test's format (or its JSON coverage report), once every test has
+// run, with the tests grouped by file (files in name order, tests in line order). When failing tests
 // read data the revision does not define, a note after the report names the data, the files
 // that were not loaded, and the fix. TestRunTests_likeTheCCM shows that a revision passes here
 // exactly when the CCM accepts it.
@@ -188,26 +189,24 @@ func RunTests(ctx context.Context, paths []string, w io.Writer, o TestOptions) (
 	if cov != nil {
 		reporter = tester.JSONCoverageReporter{Cover: cov, Modules: rt.modules, Output: w, Threshold: o.Threshold, Verbose: o.Verbose}
 	}
-	total := 0
+	results := byFile(ch)
+	total := len(results)
 	var undefined []string
-	counted := make(chan *tester.Result)
-	go func() {
-		defer close(counted)
-		for r := range ch {
-			total++
-			if r.Fail || r.Error != nil {
-				failed++
-				undefined = append(undefined, rt.undefinedData(r.Package, r.Name)...)
-			}
-			switch o.Explain {
-			case ExplainFails:
-				r.Trace = lineage.Fails(r.Trace)
-			case ExplainFull:
-				r.Trace = lineage.Full(r.Trace)
-			}
-			counted <- r
+	counted := make(chan *tester.Result, len(results))
+	for _, r := range results {
+		if r.Fail || r.Error != nil {
+			failed++
+			undefined = append(undefined, rt.undefinedData(r.Package, r.Name)...)
 		}
-	}()
+		switch o.Explain {
+		case ExplainFails:
+			r.Trace = lineage.Fails(r.Trace)
+		case ExplainFull:
+			r.Trace = lineage.Full(r.Trace)
+		}
+		counted <- r
+	}
+	close(counted)
 	reportErr := reporter.Report(counted)
 	for range counted { // the coverage reporter stops at the first erroneous test
 	}
@@ -228,6 +227,36 @@ func RunTests(ctx context.Context, paths []string, w io.Writer, o TestOptions) (
 		fmt.Fprintf(w, "no coverage report: %v\n", reportErr)
 	}
 	return failed, nil
+}
+
+// byFile drains the results of a test run and returns them sorted by file, then line, then
+// name: the runner reports tests in no fixed order, so the report (and -v's list) would
+// interleave the tests of different files. TestRunTests_verboseGroupedByFile checks the order.
+func byFile(ch <-chan *tester.Result) []*tester.Result {
+	var results []*tester.Result
+	for r := range ch {
+		results = append(results, r)
+	}
+	slices.SortStableFunc(results, func(a, b *tester.Result) int {
+		fa, ra := resultPlace(a)
+		fb, rb := resultPlace(b)
+		if c := strings.Compare(fa, fb); c != 0 {
+			return c
+		}
+		if ra != rb {
+			return ra - rb
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return results
+}
+
+// resultPlace returns the file and line of a test result ("", 0 when unknown).
+func resultPlace(r *tester.Result) (string, int) {
+	if r.Location == nil {
+		return "", 0
+	}
+	return r.Location.File, r.Location.Row
 }
 
 // skippedNote lists files that opa test would load and policy test does not, for messages.

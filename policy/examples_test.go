@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -212,6 +214,42 @@ func TestRunTests(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRunTests_verboseGroupedByFile: `policy test -v` lists the tests of each file together, in
+// line order, and the files in name order (the runner reports tests in no fixed order). The
+// example policies have tests in several files.
+func TestRunTests_verboseGroupedByFile(t *testing.T) {
+	var out bytes.Buffer
+	if failed, err := policy.RunTests(context.Background(), []string{examplesDir}, &out, policy.TestOptions{Verbose: true}); failed != 0 || err != nil {
+		t.Fatalf("RunTests = %d, %v\n%s", failed, err, out.String())
+	}
+	type place struct {
+		file string
+		row  int
+	}
+	var places []place
+	for _, m := range regexp.MustCompile(`(?m)^(\S+_test\.rego):(\d+):$`).FindAllStringSubmatch(out.String(), -1) {
+		row, err := strconv.Atoi(m[2])
+		if err != nil {
+			t.Fatal(err)
+		}
+		places = append(places, place{m[1], row})
+	}
+	files := map[string]bool{}
+	for _, p := range places {
+		files[p.file] = true
+	}
+	if len(files) < 3 {
+		t.Fatalf("the report names %d test files, want at least 3 (the examples have more):\n%s", len(files), out.String())
+	}
+	for i := 1; i < len(places); i++ {
+		prev, cur := places[i-1], places[i]
+		if cur.file < prev.file || cur.file == prev.file && cur.row < prev.row {
+			t.Fatalf("%s:%d is listed after %s:%d; want the tests grouped by file, in file and line order:\n%s",
+				cur.file, cur.row, prev.file, prev.row, out.String())
+		}
 	}
 }
 
