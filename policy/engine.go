@@ -356,6 +356,11 @@ func (e *Engine) compile(ctx context.Context, rev string, policies, data map[str
 		rego.EnablePrintStatements(true),
 		rego.PrintHook(printHook{revision: rev}),
 	}
+	keySchema, err := objectGetSchema()
+	if err != nil {
+		return nil, []Problem{{Code: "ccm_schema_error", Message: err.Error()}}
+	}
+	var keyProblems []Problem // literal object.get keys on input that the schema lacks (objectget.go)
 	hasCCM := false
 	for _, name := range sortedKeys(policies) {
 		m, err := ast.ParseModuleWithOpts(name, string(policies[name]), ast.ParserOptions{RegoVersion: ast.RegoV1})
@@ -371,6 +376,7 @@ func (e *Engine) compile(ctx context.Context, rev string, policies, data map[str
 				Message: "package ccm_gate is reserved for the CCM's wrapper module: rename the package"})
 			continue
 		}
+		keyProblems = append(keyProblems, objectGetKeyProblems(m, keySchema)...)
 		opts = append(opts, rego.ParsedModule(m))
 	}
 	if !hasCCM && len(problems) == 0 {
@@ -383,7 +389,8 @@ func (e *Engine) compile(ctx context.Context, rev string, policies, data map[str
 		return nil, problems
 	}
 	// Type check against the input schema (typecheck.go): a misspelt input field is a
-	// rego_type_error that rejects the revision, like a parse error.
+	// rego_type_error that rejects the revision, like a parse error; a misspelt literal key of
+	// object.get on input is a ccm_type_error (objectget.go).
 	schema, err := inputSchema()
 	if err != nil {
 		return nil, []Problem{{Code: "ccm_schema_error", Message: err.Error()}}
@@ -391,7 +398,10 @@ func (e *Engine) compile(ctx context.Context, rev string, policies, data map[str
 	opts = append(opts, rego.Data(doc), rego.Schemas(schema))
 	pq, err := rego.New(opts...).PrepareForEval(ctx)
 	if err != nil {
-		return nil, problemsFrom(err)
+		return nil, sortProblems(append(problemsFrom(err), keyProblems...))
+	}
+	if len(keyProblems) > 0 {
+		return nil, keyProblems
 	}
 	// The same modules with the deny-only query, to tell a failing warn rule from a failing
 	// deny rule (see Engine.eval). The compiler copies the parsed modules, so sharing them is

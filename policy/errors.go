@@ -17,6 +17,7 @@ type Problem struct {
 	Row, Col int
 	// Code is OPA's error code (e.g. "rego_type_error", "rego_parse_error") or one of the CCM's:
 	// "ccm_missing_package", "ccm_data_error", "ccm_options_error", "ccm_schema_error",
+	// "ccm_type_error" (a literal object.get key on input that the input schema lacks),
 	// "ccm_sample_error", "ccm_test_failed", "ccm_test_error", "ccm_test_data_undefined".
 	Code string
 	// Message says what is wrong and, where the CCM knows it, how to fix it.

@@ -78,3 +78,78 @@ func TestSchema_lastGoodStays(t *testing.T) {
 		t.Errorf("revision in force = %q, want %q", e.Revision(), good)
 	}
 }
+
+// TestSchema_objectGetKeys: a literal key (or path of keys) of object.get on an input reference
+// is checked against the input schema, as a field in a reference is: a key the input does not
+// have rejects the revision with file, line, column and the field it could have meant; a key it
+// has, a key of a map, and keys the check cannot tell load.
+func TestSchema_objectGetKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		body string   // the body of a deny rule, from line 4 column 5 of lb.rego
+		want []string // substrings of the single problem; nil: the revision loads
+	}{
+		{"typo in the key", `object.get(input.load_balancer, "locaton", "") == "x"`,
+			[]string{"lb.rego:4:37", "ccm_type_error", `object.get key "locaton": input.load_balancer has no field "locaton"; did you mean "location"?`}},
+		{"correct key", "input.load_balancer != null\n    object.get(input.load_balancer, \"location\", \"\") == \"x\"", nil},
+		{"typo at the top of input", `object.get(input, "acton", "") == "x"`,
+			[]string{"lb.rego:4:23", `input has no field "acton"; did you mean "action"?`}},
+		{"typo in a path", `object.get(input.cluster, ["network", "ip_rang"], "") == "x"`,
+			[]string{`input.cluster.network has no field "ip_rang"; did you mean "ip_range"?`}},
+		{"correct path", `object.get(input.cluster, ["network", "ip_range"], "") == "x"`, nil},
+		{"typo below an array element", `object.get(input.load_balancer.services[0], "listen_prot", 0) == 22`,
+			[]string{`input.load_balancer.services[0] has no field "listen_prot"; did you mean "listen_port"?`}},
+		{"typo below an iterated element", `object.get(input.load_balancer.targets[_], "server", 0) == 1`,
+			[]string{`has no field "server"; did you mean "server_id"?`}},
+		{"a key that exists nowhere: every field listed, no guess", `object.get(input.route, "listeners", "") == "x"`,
+			[]string{`input.route has no field "listeners" (fields of input.route, closest first:`, "destination", "gateway"}},
+		{"as an expression with an output", "object.get(input.route, \"gatway\", \"\", gw)\n    gw == \"x\"",
+			[]string{`input.route has no field "gatway"; did you mean "gateway"?`}},
+		{"inside a rule's value", "x := {\"loc\": object.get(input.load_balancer, \"locaton\", \"\")}\n    x.loc == \"y\"",
+			[]string{`did you mean "location"?`}},
+		{"map of labels takes any key", `object.get(input.service.annotations, "anything", "") == "x"`, nil},
+		{"map path takes any key", "input.service != null\n    object.get(input.service, [\"namespace_labels\", \"team\"], \"\") == \"x\"", nil},
+		{"an object not read from input is not checked", `object.get({"a": 1}, "b", 0) == 1`, nil},
+		{"a variable key is not checked", "input.load_balancer != null\n    some k in [\"locaton\"]\n    object.get(input.load_balancer, k, \"\") == \"x\"", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "package ccm\n\ndeny contains \"x\" if {\n    " + tt.body + "\n}\n"
+			e := policy.NewEngine(policy.Options{})
+			_, err := e.Load(context.Background(), files("lb.rego", src), policy.Source{Name: "test"})
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Load: %v", err)
+				}
+				return
+			}
+			var lerr *policy.LoadError
+			if !errors.As(err, &lerr) {
+				t.Fatalf("Load error = %v, want a *LoadError", err)
+			}
+			if len(lerr.Problems) != 1 {
+				t.Fatalf("problems = %v, want one", lerr.Problems)
+			}
+			got := lerr.Problems[0].String()
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("problem %q\nlacks %q", got, w)
+				}
+			}
+		})
+	}
+}
+
+// TestSchema_objectGetKeysWithCompileErrors: a misspelt object.get key is reported with the
+// compiler's errors, in file and line order.
+func TestSchema_objectGetKeysWithCompileErrors(t *testing.T) {
+	src := "package ccm\n\ndeny contains \"x\" if input.route.destinaton == \"x\"\n\ndeny contains \"y\" if object.get(input.route, \"gatway\", \"\") == \"x\"\n" //nolint:misspell // the misspellings are what is tested
+	_, err := policy.NewEngine(policy.Options{}).Load(context.Background(), files("a.rego", src), policy.Source{Name: "test"})
+	var lerr *policy.LoadError
+	if !errors.As(err, &lerr) || len(lerr.Problems) != 2 {
+		t.Fatalf("Load = %v, want two problems", err)
+	}
+	if p := lerr.Problems; p[0].Row != 3 || p[0].Code != "rego_type_error" || p[1].Row != 5 || p[1].Code != "ccm_type_error" {
+		t.Errorf("problems = %v, want the type error of line 3, then the object.get key of line 5", p)
+	}
+}
