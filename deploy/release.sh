@@ -7,7 +7,9 @@
 # build tag grpcnotrace, VERSION stamped into ccm.Version as deploy/Dockerfile does),
 # capabilities.json (`policy capabilities`: the Rego built-ins the CCM's engine offers, for
 # `opa check --capabilities`), policy-input.schema.json (docs/policy-input.schema.json, for
-# `opa check --schema`) and SHA256SUMS over all of them.
+# `opa check --schema`), policy-samples.tar.gz (`policy samples --out policy-samples`: the sample
+# inputs as policy-samples/inputs/NAME.json, for `opa test policies/ policy-samples/`; see
+# docs/policy.md § With bare opa) and SHA256SUMS over all of them.
 #
 # Checks run here, so an inconsistent set is never written silently: the binary of the build
 # machine's architecture (built for the purpose if ARCH does not include it) must print VERSION
@@ -40,6 +42,8 @@ build() { # build GOOS GOARCH OUTPUT
 
 rm -rf "$out"
 mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 hostarch=$(go env GOHOSTARCH)
 native=
 for arch in "$@"; do
@@ -49,8 +53,6 @@ for arch in "$@"; do
 	fi
 done
 if [ -z "$native" ]; then
-	tmp=$(mktemp -d)
-	trap 'rm -rf "$tmp"' EXIT
 	build "$(go env GOHOSTOS)" "$hostarch" "$tmp/hcloud-policy-ccm"
 	native=$tmp/hcloud-policy-ccm
 fi
@@ -63,6 +65,9 @@ fi
 "$native" version > "$out/VERSIONS.txt"
 "$native" policy capabilities > "$out/capabilities.json"
 cp docs/policy-input.schema.json "$out/policy-input.schema.json"
+# The same bytes for the same samples: sorted names, no owners or times, gzip without a name.
+"$native" policy samples --out "$tmp/policy-samples" > /dev/null
+tar -C "$tmp" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf - policy-samples | gzip -n > "$out/policy-samples.tar.gz"
 
 (cd "$out" && sha256sum -- * > SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS && sha256sum --quiet -c SHA256SUMS)
 echo "release: $out"

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,8 +9,6 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/util"
-
-	"github.com/policy-ccm/hcloud-policy-ccm/policy/internal/inputdoc"
 )
 
 // The type check of OPA's compiler (typecheck.go) sees input.load_balancer.locaton, but not the
@@ -20,9 +19,9 @@ import (
 // objectGetSchema is the input schema as a JSON document, for objectGetKeyProblems: its own copy,
 // built once, as the compiler's (inputSchema) is handed to OPA.
 var objectGetSchema = sync.OnceValues(func() (*schemaDoc, error) {
-	_, raw, err := inputdoc.Generate(inputSource, Operations)
+	raw, err := InputSchema()
 	if err != nil {
-		return nil, fmt.Errorf("build the policy input schema: %w", err)
+		return nil, err
 	}
 	var doc map[string]any
 	if err := util.UnmarshalJSON(raw, &doc); err != nil {
@@ -32,7 +31,7 @@ var objectGetSchema = sync.OnceValues(func() (*schemaDoc, error) {
 	s := &schemaDoc{defs: defs}
 	s.root = s.resolve(doc)
 	if s.root == nil {
-		return nil, fmt.Errorf("build the policy input schema: no root object")
+		return nil, errors.New("build the policy input schema: no root object")
 	}
 	return s, nil
 })

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 
@@ -14,8 +15,8 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
-// newPolicyCommand returns "policy eval", "policy test" and "policy capabilities": the tools an
-// operator runs on policies before shipping them.
+// newPolicyCommand returns "policy eval", "policy test", "policy capabilities", "policy samples"
+// and "policy schema": the tools an operator runs on policies before shipping them.
 func newPolicyCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "policy",
@@ -98,8 +99,57 @@ It exits non-zero when the revision would be rejected, a test fails, or no test 
 			return enc.Encode(policy.Capabilities())
 		},
 	}
-	cmd.AddCommand(eval, test, caps)
+	cmd.AddCommand(eval, test, caps, newSamplesCommand(), newSchemaCommand())
 	return cmd
+}
+
+// newSamplesCommand returns "policy samples": write the shipped sample inputs for bare opa.
+func newSamplesCommand() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "samples --out DIR",
+		Short: "Write the shipped sample inputs to DIR/inputs, for opa test policies/ DIR (data.inputs.NAME, as the CCM gives its tests)",
+		Long: `Write the sample inputs built into this binary (the files of examples/policies/inputs) to
+DIR/inputs/NAME.json. opa loads them as data.inputs.NAME, which the CCM gives the Rego tests
+of every revision, so that tests starting from data.inputs.NAME pass with bare opa too.
+Keep DIR apart from the policy directory: the CCM does not load subdirectories.`,
+		Example: `  hcloud-policy-ccm policy samples --out policy-samples/
+  opa test --capabilities capabilities.json policies/ policy-samples/`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return errors.New("policy samples: --out is required (for example --out policy-samples/)")
+			}
+			written, err := policy.WriteSamples(out)
+			if err != nil {
+				return fmt.Errorf("policy samples: %w", err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %d sample inputs to %s (data.inputs.NAME for opa test POLICY_DIR %s)\n",
+				len(written), filepath.Join(out, policy.SamplesSubdir), out)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "directory to write to; the samples go to DIR/inputs/NAME.json")
+	return cmd
+}
+
+// newSchemaCommand returns "policy schema": print the input's JSON Schema for opa check --schema.
+func newSchemaCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "schema",
+		Short: "Print the JSON Schema of the policy input (docs/policy-input.schema.json), for opa check --schema FILE",
+		Example: `  hcloud-policy-ccm policy schema > policy-input.schema.json
+  opa check --strict --schema policy-input.schema.json policies/`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			raw, err := policy.InputSchema()
+			if err != nil {
+				return fmt.Errorf("policy schema: %w", err)
+			}
+			_, err = cmd.OutOrStdout().Write(raw)
+			return err
+		},
+	}
 }
 
 // newPluginCommand returns "plugin run": call one hook of a wasm module with a JSON input.

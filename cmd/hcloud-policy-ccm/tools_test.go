@@ -25,7 +25,9 @@ func TestToolHelp(t *testing.T) {
 		{[]string{"policy", "eval", "--help"}, []string{"--policies", "--input", "--mode", "--failure-mode"}},
 		{[]string{"policy", "test", "--help"}, []string{"-v, --verbose", "--coverage", "--threshold", "--explain", "flat"}},
 		{[]string{"policy", "capabilities", "--help"}, []string{"opa check --strict --capabilities capabilities.json"}},
-		{[]string{"policy", "--help"}, []string{"eval", "test", "capabilities"}},
+		{[]string{"policy", "--help"}, []string{"eval", "test", "capabilities", "samples", "schema"}},
+		{[]string{"policy", "samples", "--help"}, []string{"--out", "opa test --capabilities capabilities.json policies/ policy-samples/"}},
+		{[]string{"policy", "schema", "--help"}, []string{"opa check --strict --schema policy-input.schema.json"}},
 		{[]string{"plugin", "run", "--help"}, []string{"--module", "--hook", "--input"}},
 		{[]string{"help", "policy", "eval"}, []string{"--policies", "--input"}},
 		{[]string{"plan", "--help"}, []string{"-f, --filename", "--policies", "--env-file", "--state", "-o, --output", "Exit status: 0 allowed, 1 denied, 2 bad input"}},
@@ -146,6 +148,9 @@ func TestDocCommands(t *testing.T) {
 				// The doc's line file comes from a running CCM: make one the same way.
 				args[replay+1] = decisionLogLine(t)
 			}
+			if out := slices.Index(args, "--out"); out >= 0 && out+1 < len(args) {
+				args[out+1] = t.TempDir() // not into the repository (TestDocBareOpa runs it where the docs do)
+			}
 			var out bytes.Buffer
 			err := runTool(newToolsCommand(), args, &out)
 			var exit *exitError
@@ -159,7 +164,7 @@ func TestDocCommands(t *testing.T) {
 				}
 				return
 			}
-			if c.args[1] == "eval" || c.args[1] == "capabilities" {
+			if c.args[1] == "eval" || c.args[1] == "capabilities" || c.args[1] == "schema" {
 				var v any
 				if err := json.Unmarshal(out.Bytes(), &v); err != nil {
 					t.Errorf("output is not JSON: %v\n%s", err, out.String())
