@@ -122,12 +122,13 @@ func (s *schemaDoc) at(ref ast.Ref) map[string]any {
 // key, an object that is not read straight from input, or one the schema cannot tell is not
 // checked.
 func objectGetKeyProblems(m *ast.Module, s *schemaDoc) []Problem {
+	imports := inputImports(m)
 	var problems []Problem
 	check := func(op *ast.Term, args []*ast.Term) {
 		if len(args) < 2 || !op.Equal(objectGetRef) {
 			return
 		}
-		ref, ok := inputRef(args[0])
+		ref, ok := inputRef(args[0], imports)
 		if !ok {
 			return
 		}
@@ -153,12 +154,33 @@ func objectGetKeyProblems(m *ast.Module, s *schemaDoc) []Problem {
 // objectGetRef is the reference of the object.get built-in, as a call's operator.
 var objectGetRef = ast.NewTerm(ast.ObjectGet.Ref())
 
-// inputRef returns the term as a reference rooted at input (input alone included).
-func inputRef(t *ast.Term) (ast.Ref, bool) {
+// inputImports maps the names of the module's imports of input (import input.load_balancer,
+// import input.route as r) to the references they stand for.
+func inputImports(m *ast.Module) map[ast.Var]ast.Ref {
+	out := map[ast.Var]ast.Ref{}
+	for _, imp := range m.Imports {
+		if ref, ok := imp.Path.Value.(ast.Ref); ok && ref[0].Equal(ast.InputRootDocument) {
+			out[imp.Name()] = ref
+		}
+	}
+	return out
+}
+
+// inputRef returns the term as a reference rooted at input (input alone included), with an
+// imported name replaced by what it imports.
+func inputRef(t *ast.Term, imports map[ast.Var]ast.Ref) (ast.Ref, bool) {
 	switch v := t.Value.(type) {
 	case ast.Var:
+		if ref, ok := imports[v]; ok {
+			return ref, true
+		}
 		return ast.Ref{t}, v.Equal(ast.InputRootDocument.Value)
 	case ast.Ref:
+		if head, ok := v[0].Value.(ast.Var); ok {
+			if ref, ok := imports[head]; ok {
+				return ref.Concat(v[1:]), true
+			}
+		}
 		return v, v[0].Equal(ast.InputRootDocument)
 	}
 	return nil, false

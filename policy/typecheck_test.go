@@ -108,6 +108,8 @@ func TestSchema_objectGetKeys(t *testing.T) {
 		{"inside a rule's value", "x := {\"loc\": object.get(input.load_balancer, \"locaton\", \"\")}\n    x.loc == \"y\"",
 			[]string{`did you mean "location"?`}},
 		{"map of labels takes any key", `object.get(input.service.annotations, "anything", "") == "x"`, nil},
+		{"through an import of input", `object.get(lb, "locaton", "") == "x"`, []string{`input.load_balancer has no field "locaton"; did you mean "location"?`}},
+		{"through an import below it", `object.get(lb.network, "ip_rang", "") == "x"`, []string{`input.load_balancer.network has no field "ip_rang"`}},
 		{"map path takes any key", "input.service != null\n    object.get(input.service, [\"namespace_labels\", \"team\"], \"\") == \"x\"", nil},
 		{"an object not read from input is not checked", `object.get({"a": 1}, "b", 0) == 1`, nil},
 		{"a variable key is not checked", "input.load_balancer != null\n    some k in [\"locaton\"]\n    object.get(input.load_balancer, k, \"\") == \"x\"", nil},
@@ -115,6 +117,9 @@ func TestSchema_objectGetKeys(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			src := "package ccm\n\ndeny contains \"x\" if {\n    " + tt.body + "\n}\n"
+			if strings.Contains(tt.body, "object.get(lb") { // the import rows (strict mode: an unused import is an error)
+				src += "\nimport input.load_balancer as lb\n" // after the rule, which Rego allows: the rule's lines stay
+			}
 			e := policy.NewEngine(policy.Options{})
 			_, err := e.Load(context.Background(), files("lb.rego", src), policy.Source{Name: "test"})
 			if tt.want == nil {
