@@ -304,7 +304,8 @@ func run(r *runner, cfg config, out io.Writer) (bool, *harness.Process) {
 	ccm, metricsAddr := startCCM(r, c, cfg, plugins, endpoint, emu.Token(), robot)
 	r.Logf("started hcloud-policy-ccm (log %s)", ccm.LogPath)
 
-	// 5. The Services.
+	// 5. The Services, once the CCM has initialised the nodes (see waitInitialised).
+	waitInitialised(r, c, ccm, nodes, cfg.timeout)
 	services := createServices(r, c)
 
 	// 6. Convergence, then the report.

@@ -36,6 +36,8 @@ type state struct {
 	robotRequests map[string]int
 	// pending says what has not converged yet; empty when the demo converged.
 	pending []string
+	// nodeWarnings sums up the Warning events on the Nodes (summarizeNodeWarnings).
+	nodeWarnings []string
 }
 
 type nodeState struct {
@@ -201,15 +203,16 @@ func collect(c *harness.Cluster, emu *hcloudemu.Emulator, nodes []string, servic
 				ns.addresses = append(ns.addresses, a.Address)
 			}
 		}
-		tainted := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == harness.TaintUninitialized })
 		switch {
-		case ns.providerID == "" || tainted:
+		case !initialised(n):
 			st.pending = append(st.pending, fmt.Sprintf("node %s is not initialised (providerID %q)", name, ns.providerID))
 		case examples && len(ns.pluginLabels) == 0 && n.Labels["instance.hetzner.cloud/provided-by"] != "robot": // the plugin serves cloud servers
 			st.pending = append(st.pending, fmt.Sprintf("node %s has no %s* labels from the node-labels plugin", name, pluginLabelPrefix))
 		}
 		st.nodes = append(st.nodes, ns)
 	}
+
+	st.nodeWarnings = summarizeNodeWarnings(listNodeWarnings(ctx, c))
 
 	lbs := emu.LoadBalancers()
 	for _, s := range services {
@@ -283,6 +286,83 @@ func listServiceEvents(ctx context.Context, c *harness.Cluster, s demoService) [
 		return nil
 	}
 	return events.Items
+}
+
+// initialised reports whether the CCM has initialised the node: a provider ID, and no
+// uninitialized taint.
+func initialised(n *corev1.Node) bool {
+	tainted := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == harness.TaintUninitialized })
+	return n.Spec.ProviderID != "" && !tainted
+}
+
+// waitInitialised waits until the CCM has initialised every node, or timeout passes (then the
+// report says which node is not). It ends the demo with the CCM's log if the CCM exits.
+//
+// # Why wait before creating the Services?
+//
+// The upstream service controller passes every Node to the CCM, initialised or not, and the CCM
+// (like the official one, internal/hcops/load_balancer.go) warns UnknownProviderIDPrefix on each
+// node without a provider ID at every sync: Services created while the CCM initialises the
+// nodes got about 12 such events in the demo (docs/reference/differences.md). In a cluster the
+// nodes are initialised long before workloads arrive; the demo now starts the same way.
+func waitInitialised(r *runner, c *harness.Cluster, ccm *harness.Process, nodes []string, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for {
+		if exited, err := ccm.Exited(); exited {
+			r.Fatalf("hcloud-policy-ccm exited (%v); its log is %s", err, ccm.LogPath)
+		}
+		if allInitialised(c, nodes) || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// allInitialised reports whether every node is initialised (false if one cannot be read).
+func allInitialised(c *harness.Cluster, nodes []string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, name := range nodes {
+		n, err := c.Client().CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil || !initialised(n) {
+			return false
+		}
+	}
+	return true
+}
+
+// listNodeWarnings returns the Warning events on Nodes (none if the list fails: the next collect
+// tries again). Events on a Node are recorded in the default namespace.
+func listNodeWarnings(ctx context.Context, c *harness.Cluster) []corev1.Event {
+	events, err := c.Client().CoreV1().Events(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.Set{"involvedObject.kind": "Node", "type": corev1.EventTypeWarning}.String(),
+	})
+	if err != nil {
+		return nil
+	}
+	return events.Items
+}
+
+// summarizeNodeWarnings returns one line per node and reason, sorted: "worker-1:
+// UnknownProviderIDPrefix (3x): MESSAGE" with the number of occurrences (an event's count, the
+// API server folds repeats into one event) and the latest message.
+func summarizeNodeWarnings(events []corev1.Event) []string {
+	type key struct{ node, reason string }
+	counts := map[key]int32{}
+	latest := map[key]corev1.Event{}
+	for _, e := range events {
+		k := key{e.InvolvedObject.Name, e.Reason}
+		counts[k] += max(e.Count, 1)
+		if prev, ok := latest[k]; !ok || prev.LastTimestamp.Before(&e.LastTimestamp) {
+			latest[k] = e
+		}
+	}
+	lines := make([]string, 0, len(counts))
+	for k, n := range counts {
+		lines = append(lines, fmt.Sprintf("%s: %s (%dx): %s", k.node, k.reason, n, latest[k].Message))
+	}
+	slices.Sort(lines)
+	return lines
 }
 
 // wellKnownLabel reports whether a Node label key belongs to Kubernetes or the CCM itself
@@ -437,6 +517,12 @@ func writeReport(out io.Writer, st state, converged bool, took time.Duration, en
 			dash(strings.Join(n.pluginLabels, ",")), dash(strings.Join(n.addresses, ",")))
 	}
 	_ = w.Flush()
+	if len(st.nodeWarnings) > 0 {
+		p("  Warning events on the nodes:")
+		for _, line := range st.nodeWarnings {
+			p("    %s", line)
+		}
+	}
 
 	if !env.examples {
 		writeServices(out, st.services)

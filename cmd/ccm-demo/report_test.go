@@ -196,6 +196,7 @@ func TestWriteReport(t *testing.T) {
 		converged bool
 		services  []serviceState
 		pending   []string
+		warnings  []string // nodeWarnings
 		want      []string // lines (substrings) the report must have
 		wantNot   []string
 	}{
@@ -253,13 +254,20 @@ func TestWriteReport(t *testing.T) {
 				"Denied by policy (PolicyDenied event on shop/web; nothing was changed in the cloud):",
 				"kubectl label namespace shop hcloud-ccm/public=true",
 			},
-			wantNot: []string{"Ran with", "plan applied"},
+			wantNot: []string{"Ran with", "plan applied", "Warning events on the nodes"},
+		},
+		{
+			name:     "Warning events on nodes are listed below the nodes",
+			examples: true, converged: true,
+			services: []serviceState{allowed},
+			warnings: []string{`worker-1: UnknownProviderIDPrefix (2x): Node could not be added`},
+			want:     []string{"  Warning events on the nodes:\n    worker-1: UnknownProviderIDPrefix (2x): Node could not be added\n"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			env := exploreEnv{examples: tc.examples, setup: "policies from /p, --policy-mode=dryrun, no plugins, routes off", endpoint: "http://127.0.0.1:1/v1"}
-			writeReport(&buf, state{nodes: nodes, services: tc.services, pending: tc.pending}, tc.converged, time.Second, env, true)
+			writeReport(&buf, state{nodes: nodes, services: tc.services, pending: tc.pending, nodeWarnings: tc.warnings}, tc.converged, time.Second, env, true)
 			report := buf.String()
 			for _, w := range tc.want {
 				if !strings.Contains(report, w) {
@@ -272,5 +280,31 @@ func TestWriteReport(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestSummarizeNodeWarnings(t *testing.T) {
+	onNode := func(node string, sec int, reason, msg string, count int32) corev1.Event {
+		e := ev(sec, reason, msg)
+		e.InvolvedObject = corev1.ObjectReference{Kind: "Node", Name: node}
+		e.Count = count
+		return e
+	}
+	got := summarizeNodeWarnings([]corev1.Event{
+		onNode("worker-2", 1, "UnknownProviderIDPrefix", `for service web: invalid provider ID ""`, 2),
+		onNode("worker-1", 2, "UnknownProviderIDPrefix", `for service api: invalid provider ID ""`, 1),
+		onNode("worker-1", 1, "UnknownProviderIDPrefix", `for service web: invalid provider ID ""`, 0), // count unset: once
+		onNode("worker-1", 3, "MaxTargetsReached", "full", 1),
+	})
+	want := []string{
+		"worker-1: MaxTargetsReached (1x): full",
+		`worker-1: UnknownProviderIDPrefix (2x): for service api: invalid provider ID ""`,
+		`worker-2: UnknownProviderIDPrefix (2x): for service web: invalid provider ID ""`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("summarizeNodeWarnings mismatch (-want +got):\n%s", diff)
+	}
+	if got := summarizeNodeWarnings(nil); len(got) != 0 {
+		t.Errorf("summarizeNodeWarnings(nil) = %q, want none", got)
 	}
 }
