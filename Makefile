@@ -58,7 +58,8 @@ build:
 	go build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
 # Release artefacts under bin/release/$(VERSION)/ (deploy/release.sh): static linux binaries for
-# RELEASE_ARCHES, capabilities.json, policy-input.schema.json, VERSIONS.txt and SHA256SUMS. Not
+# RELEASE_ARCHES, capabilities.json, policy-input.schema.json, policy-samples.tar.gz (the sample
+# inputs, for opa test), VERSIONS.txt and SHA256SUMS. Not
 # part of `make test`. VERSION defaults to `git describe`; a -dirty one is refused.
 RELEASE_ARCHES ?= amd64 arm64
 release:
