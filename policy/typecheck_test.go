@@ -148,7 +148,7 @@ func TestSchema_objectGetKeys(t *testing.T) {
 // TestSchema_objectGetKeysWithCompileErrors: a misspelt object.get key is reported with the
 // compiler's errors, in file and line order.
 func TestSchema_objectGetKeysWithCompileErrors(t *testing.T) {
-	src := "package ccm\n\ndeny contains \"x\" if input.route.destinaton == \"x\"\n\ndeny contains \"y\" if object.get(input.route, \"gatway\", \"\") == \"x\"\n" //nolint:misspell // the misspellings are what is tested
+	src := "package ccm\n\ndeny contains \"x\" if input.route.destinaton == \"x\"\n\ndeny contains \"y\" if object.get(input.route, \"gatway\", \"\") == \"x\"\n"
 	_, err := policy.NewEngine(policy.Options{}).Load(context.Background(), files("a.rego", src), policy.Source{Name: "test"})
 	var lerr *policy.LoadError
 	if !errors.As(err, &lerr) || len(lerr.Problems) != 2 {
