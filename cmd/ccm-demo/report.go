@@ -311,7 +311,11 @@ func waitInitialised(r *runner, c *harness.Cluster, ccm *harness.Process, nodes 
 		if exited, err := ccm.Exited(); exited {
 			r.Fatalf("hcloud-policy-ccm exited (%v); its log is %s", err, ccm.LogPath)
 		}
-		if allInitialised(c, nodes) || time.Now().After(deadline) {
+		if allInitialised(c, nodes) {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.Logf("the CCM has not initialised every node after %s; creating the Services anyway (the report says which node is missing)", timeout)
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
