@@ -51,10 +51,10 @@ func (p *planner) AuditPlans(_ context.Context, _ string, _ []*corev1.Node, _ lo
 	return out, nil
 }
 
-// routes is a RoutePlanner over fixed routes to node-1.
-type routes []string
+// fixedRoutes is a RoutePlanner over fixed routes to node-1.
+type fixedRoutes []string
 
-func (r routes) AuditPlans(context.Context) ([]routeplan.Plan, error) {
+func (r fixedRoutes) AuditPlans(context.Context) ([]routeplan.Plan, error) {
 	var out []routeplan.Plan
 	for _, dest := range r {
 		out = append(out, routeplan.Ensure(nil, routeplan.Route{Destination: netip.MustParsePrefix(dest), Gateway: netip.MustParseAddr("10.0.0.2")}, "node-1"))
@@ -124,7 +124,7 @@ func newEnv(t *testing.T, svcs ...*corev1.Service) *env {
 	e := &env{p: &planner{t: t, svcs: svcs}, rules: &rules{}, recorder: record.NewFakeRecorder(100), dyn: newFakeDynamic()}
 	var err error
 	e.a, err = audit.New(audit.Options{
-		LoadBalancers: e.p, Routes: routes{"10.244.1.0/24", "192.168.0.0/24"}, Decider: e.rules,
+		LoadBalancers: e.p, Routes: fixedRoutes{"10.244.1.0/24", "192.168.0.0/24"}, Decider: e.rules,
 		Cluster: policy.Cluster{Name: "k"}, ClusterName: "k", Recorder: e.recorder, Reports: audit.Reports{Client: e.dyn},
 	})
 	if err != nil {
