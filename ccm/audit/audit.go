@@ -9,8 +9,10 @@
 // ClusterPolicyReport objects (Reports), a Warning event PolicyViolation on the Service (or
 // Node) when its set of violations changes, metrics and the decision log.
 //
-// The audit has no executor and no writing client: it cannot change the cloud (the compiler
-// keeps that; the e2e test TestAudit_ReportsExistingViolations counts 0 mutating requests).
+// The audit holds no executor: the load balancer plans come from the quiet copy of Preview,
+// which has none (TestQuiet_CopiesEveryField), and decisions send nothing. The e2e tests
+// TestCCMAuditReportsExistingLoadBalancers and TestCCMAuditGroupLimitLowered count 0 mutating
+// requests.
 package audit
 
 import (
