@@ -123,7 +123,7 @@ func newAuditScale(b *testing.B) *auditScale {
 // loadBalancers returns load balancers with fresh caches.
 func (s *auditScale) loadBalancers(b *testing.B) *loadbalancer.LoadBalancers {
 	lbs, err := loadbalancer.New(loadbalancer.Options{
-		Readers: loadbalancer.Readers{LoadBalancers: s.conn.LoadBalancers(), Networks: s.conn.Networks(), Certificates: s.conn.Certificates(), Types: s.conn.LoadBalancerTypes()},
+		Readers:  loadbalancer.Readers{LoadBalancers: s.conn.LoadBalancers(), Networks: s.conn.Networks(), Certificates: s.conn.Certificates(), Types: s.conn.LoadBalancerTypes()},
 		Executor: s.exec, Config: config.LoadBalancer{Location: "fsn1", Type: "lb11"}, Network: s.network, Services: s.services,
 	})
 	if err != nil {

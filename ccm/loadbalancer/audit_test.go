@@ -20,7 +20,9 @@ import (
 // spec (Preview against an emulator without the load balancer), also after the Service changed
 // since its load balancer was made; and the audit sends no mutating request.
 func TestAuditPlans_EqualsCreate(t *testing.T) {
-	web := func(name string, age int, ports ...int32) *corev1.Service { return groupMember(name, age, "web", ports) }
+	web := func(name string, age int, ports ...int32) *corev1.Service {
+		return groupMember(name, age, "web", ports)
+	}
 	tests := []struct {
 		name string
 		svcs []*corev1.Service

@@ -578,7 +578,10 @@ func TestRoutes_operationsCounted(t *testing.T) {
 func TestRoutes_AuditPlans(t *testing.T) {
 	e := newEnv(t)
 	var created []policy.Input
-	e.decide = func(in policy.Input) policy.Decision { created = append(created, in); return policy.Decision{Allowed: true} }
+	e.decide = func(in policy.Input) policy.Decision {
+		created = append(created, in)
+		return policy.Decision{Allowed: true}
+	}
 	route := &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"}
 	if err := e.routes.CreateRoute(t.Context(), "c", "", route); err != nil {
 		t.Fatal(err)

@@ -30,10 +30,8 @@ import (
 
 const auditInterval = "--policy-audit-interval=2s"
 
-var (
-	policyReportsGVR        = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"}
-	clusterPolicyReportsGVR = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "clusterpolicyreports"}
-)
+// policyReportsGVR is the resource of the audit's PolicyReports.
+var policyReportsGVR = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"}
 
 // auditRun runs the CCM with the settings of lbEnv, an audit every 2 s and the unauthenticated
 // metrics on a free port, which it returns.
@@ -125,8 +123,11 @@ func waitMetric(t *testing.T, ccm *harness.Process, port int, series string, wan
 	t.Helper()
 	waitCCM(t, ccm, time.Minute, func() (bool, error) {
 		got, err := metric(port, series)
-		if err != nil || got != want {
-			return false, fmt.Errorf("%s = %v (%v), want %v", series, got, err, want)
+		if err != nil {
+			return false, fmt.Errorf("scrape %s: %w", series, err)
+		}
+		if got != want {
+			return false, fmt.Errorf("%s = %v, want %v", series, got, want)
 		}
 		return true, nil
 	})
