@@ -115,7 +115,7 @@ func (v Violation) Rule() string {
 
 // Summary is the outcome of one audit.
 type Summary struct {
-	// Violations are sorted by subject, result, code and message, and merged (Merge).
+	// Violations are sorted by subject, result, code and message, and merged (merge).
 	Violations []Violation
 	// LoadBalancers and Routes are how many were judged.
 	LoadBalancers, Routes int
@@ -161,20 +161,19 @@ func New(o Options) (*Auditor, error) {
 //
 // # Errors
 //
-// A failed listing (Services, nodes, load balancers, routes) or report write, wrapped; what
-// could be judged is still reported by the other channels.
+// A failed listing (Services, nodes, load balancers, routes), wrapped: nothing is reported
+// then, so the reports, events and metrics of the last audit stay (a transient API error
+// never makes a violation disappear). A failed report write, wrapped, after the events and
+// metrics are reported.
 func (a *Auditor) Audit(ctx context.Context) (Summary, error) {
 	a.run.Lock()
 	defer a.run.Unlock()
 	s := Summary{Started: time.Now()}
+	if err := errors.Join(a.judgeLoadBalancers(ctx, &s), a.judgeRoutes(ctx, &s)); err != nil {
+		return s, err
+	}
 	var errs []error
-	if err := a.judgeLoadBalancers(ctx, &s); err != nil {
-		errs = append(errs, err)
-	}
-	if err := a.judgeRoutes(ctx, &s); err != nil {
-		errs = append(errs, err)
-	}
-	s.Violations = Merge(sortViolations(s.Violations))
+	s.Violations = merge(sortViolations(s.Violations))
 	s.Duration = time.Since(s.Started)
 	a.events(s.Violations)
 	observe(s)
@@ -329,9 +328,9 @@ func sortKey(v Violation) string {
 	return subjectKey(v) + "\x00" + v.Result + "\x00" + v.Code + "\x00" + v.Message
 }
 
-// Merge returns vs (sorted) with the violations of one subject that have the same result, code
+// merge returns vs (sorted) with the violations of one subject that have the same result, code
 // and message merged into one, listing every step.
-func Merge(vs []Violation) []Violation {
+func merge(vs []Violation) []Violation {
 	var out []Violation
 	for _, v := range vs {
 		if n := len(out); n > 0 && sortKey(out[n-1]) == sortKey(v) {
@@ -413,11 +412,11 @@ func (a *Auditor) Run(ctx context.Context, synced func() bool, trigger <-chan st
 	default:
 	}
 	for {
-		s, err := a.Audit(ctx)
-		if err != nil {
-			klog.ErrorS(err, "Policy audit failed in part; tried again at the next audit", "nextIn", interval)
+		if s, err := a.Audit(ctx); err != nil {
+			klog.ErrorS(err, "Policy audit failed; tried again at the next audit", "nextIn", interval)
+		} else {
+			klog.InfoS("Policy audit done", "loadBalancers", s.LoadBalancers, "routes", s.Routes, "violations", len(s.Violations), "failed", s.Failed, "duration", s.Duration)
 		}
-		klog.InfoS("Policy audit done", "loadBalancers", s.LoadBalancers, "routes", s.Routes, "violations", len(s.Violations), "failed", s.Failed, "duration", s.Duration)
 		select {
 		case <-ctx.Done():
 			return

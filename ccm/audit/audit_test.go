@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"context"
+	"errors"
 	"net/netip"
 	"strings"
 	"sync"
@@ -231,5 +232,32 @@ func TestAudit_WithoutPolicyReportAPI(t *testing.T) {
 	s := e.audit(t)
 	if len(s.Violations) != 2 || len(testutil.Events(e.recorder)) != 2 {
 		t.Errorf("without the CRDs: %d violations, want 2, and an event each", len(s.Violations))
+	}
+}
+
+// failingRoutes is a RoutePlanner whose listing fails.
+type failingRoutes struct{}
+
+func (failingRoutes) AuditPlans(context.Context) ([]routeplan.Plan, error) {
+	return nil, errors.New("reading network 1: connection refused")
+}
+
+// TestAudit_FailedListingKeepsTheReports: an audit whose listing fails reports nothing, so the
+// results of the last audit stay; the next good audit reports again.
+func TestAudit_FailedListingKeepsTheReports(t *testing.T) {
+	e := newEnv(t, service("shop", "web", "lb31", 80))
+	e.audit(t)
+	want := e.results(t)
+	broken, err := audit.New(audit.Options{
+		LoadBalancers: &planner{t: t}, Routes: failingRoutes{}, Decider: e.rules, Recorder: e.recorder, Reports: audit.Reports{Client: e.dyn},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := broken.Audit(context.Background()); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("Audit() with a failing listing = %v, want its error", err)
+	}
+	if diff := cmp.Diff(want, e.results(t)); diff != "" || len(want) != 2 {
+		t.Errorf("results after a failed audit (-before +after):\n%s", diff)
 	}
 }
