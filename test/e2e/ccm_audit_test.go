@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
 )
 
@@ -30,8 +31,11 @@ import (
 
 const auditInterval = "--policy-audit-interval=2s"
 
-// policyReportsGVR is the resource of the audit's PolicyReports.
-var policyReportsGVR = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"}
+// The resources of the audit's reports.
+var (
+	policyReportsGVR        = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"}
+	clusterPolicyReportsGVR = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "clusterpolicyreports"}
+)
 
 // auditRun runs the CCM with the settings of lbEnv, an audit every 2 s and the unauthenticated
 // metrics on a free port, which it returns.
@@ -224,6 +228,98 @@ func TestCCMAuditGroupLimitLowered(t *testing.T) {
 	if exited, err := ccm.Exited(); exited {
 		t.Errorf("the CCM exited without the CRDs: %v", err)
 	}
+}
+
+// TestCCMAuditReportsExistingRoutes runs with HCLOUD_NETWORK and routes (deploy/networks, dry
+// run). Two nodes have their routes; a revision that freezes worker-2's pod CIDR is loaded:
+// within one audit the ClusterPolicyReport lists exactly that route (code frozen_route, the
+// Node as the resource, the route in properties.route), with 0 mutating requests; the revision
+// removed, the report goes.
+func TestCCMAuditReportsExistingRoutes(t *testing.T) {
+	t.Parallel()
+	c := harness.Start(t)
+	c.ApplyKustomize(t, deployDir+"/networks")
+	installPolicyReportCRDs(t, c)
+	emu, endpoint := hcloudemu.NewTestServer(t)
+	netID, err := emu.AddNetwork(hcloudemu.NetworkSpec{Name: "k8s", IPRange: "10.0.0.0/8",
+		Subnets: []hcloudemu.SubnetSpec{{IPRange: "10.0.0.0/16", NetworkZone: "eu-central"}}})
+	if err != nil {
+		t.Fatalf("add network: %v", err)
+	}
+	gateways := map[string]string{"worker-1": "10.0.0.2", "worker-2": "10.0.0.3"}
+	for name, ip := range gateways {
+		if _, err := emu.AddServer(hcloudemu.ServerSpec{Name: name, Networks: []hcloudemu.ServerNetwork{{NetworkID: netID, IP: ip}}}); err != nil {
+			t.Fatalf("add server %s: %v", name, err)
+		}
+	}
+	c.CreateNode(t, "worker-1", "10.244.1.0/24", harness.WithInternalIP(gateways["worker-1"]))
+	c.CreateNode(t, "worker-2", "10.244.2.0/24", harness.WithInternalIP(gateways["worker-2"]))
+	run, metricsPort := auditRun(t)
+	run.deploy, run.env = deployDir+"/networks", append(run.env, "HCLOUD_NETWORK=k8s")
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), run)
+	waitCCM(t, ccm, 2*time.Minute, func() (bool, error) {
+		network, _ := emu.Network(netID)
+		if len(network.Routes) != 2 {
+			return false, fmt.Errorf("routes %+v, want one per node", network.Routes)
+		}
+		return true, nil
+	})
+	waitMetric(t, ccm, metricsPort, "hcloud_ccm_policy_audit_routes", 2)
+	emu.ResetRequests()
+
+	updatePolicies(t, c, ccm, func(data map[string]string) {
+		data["freeze.rego"] = `package ccm
+
+deny contains {"msg": "worker-2's pod CIDR is frozen", "code": "frozen_route"} if {
+	input.action == "route.create"
+	input.route.destination == "10.244.2.0/24"
+}
+`
+	})
+	want := "frozen_route|fail|Node/worker-2|10.244.2.0/24 via 10.0.0.3"
+	waitCCM(t, ccm, time.Minute, func() (bool, error) {
+		got, err := clusterResults(dyn(t, c))
+		if err != nil || !slices.Equal(got, []string{want}) {
+			return false, fmt.Errorf("ClusterPolicyReport results %q (%v), want %q", got, err, want)
+		}
+		return true, nil
+	})
+	if n := emu.MutatingRequests(); n != 0 {
+		t.Errorf("%d mutating requests after the revision and its audits, want 0: %v", n, emu.Counts())
+	}
+
+	updatePolicies(t, c, ccm, func(data map[string]string) { delete(data, "freeze.rego") })
+	waitCCM(t, ccm, time.Minute, func() (bool, error) {
+		got, err := clusterResults(dyn(t, c))
+		if err != nil || len(got) != 0 {
+			return false, fmt.Errorf("ClusterPolicyReport results %q (%v), want none", got, err)
+		}
+		return true, nil
+	})
+}
+
+// clusterResults returns the results of the ClusterPolicyReports as "policy|result|kind/name of
+// the resource|route".
+func clusterResults(d dynamic.Interface) ([]string, error) {
+	list, err := d.Resource(clusterPolicyReportsGVR).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, item := range list.Items {
+		results, _, _ := unstructured.NestedSlice(item.Object, "results")
+		for _, r := range results {
+			m, _ := r.(map[string]any)
+			res, _ := m["resources"].([]any)
+			props, _ := m["properties"].(map[string]any)
+			if len(res) != 1 {
+				return nil, fmt.Errorf("result %v: want one resource", m)
+			}
+			node, _ := res[0].(map[string]any)
+			out = append(out, fmt.Sprintf("%v|%v|%v/%v|%v", m["policy"], m["result"], node["kind"], node["name"], props["route"]))
+		}
+	}
+	return out, nil
 }
 
 // dyn is a dynamic client of the cluster admin.
