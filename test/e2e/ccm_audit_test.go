@@ -279,8 +279,11 @@ deny contains {"msg": "worker-2's pod CIDR is frozen", "code": "frozen_route"} i
 	want := "frozen_route|fail|Node/worker-2|10.244.2.0/24 via 10.0.0.3"
 	waitCCM(t, ccm, time.Minute, func() (bool, error) {
 		got, err := clusterResults(dyn(t, c))
-		if err != nil || !slices.Equal(got, []string{want}) {
-			return false, fmt.Errorf("ClusterPolicyReport results %q (%v), want %q", got, err, want)
+		if err != nil {
+			return false, err
+		}
+		if !slices.Equal(got, []string{want}) {
+			return false, fmt.Errorf("ClusterPolicyReport results %q, want %q", got, want)
 		}
 		return true, nil
 	})
@@ -291,8 +294,11 @@ deny contains {"msg": "worker-2's pod CIDR is frozen", "code": "frozen_route"} i
 	updatePolicies(t, c, ccm, func(data map[string]string) { delete(data, "freeze.rego") })
 	waitCCM(t, ccm, time.Minute, func() (bool, error) {
 		got, err := clusterResults(dyn(t, c))
-		if err != nil || len(got) != 0 {
-			return false, fmt.Errorf("ClusterPolicyReport results %q (%v), want none", got, err)
+		if err != nil {
+			return false, err
+		}
+		if len(got) != 0 {
+			return false, fmt.Errorf("ClusterPolicyReport results %q, want none", got)
 		}
 		return true, nil
 	})
