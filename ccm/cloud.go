@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/record"
@@ -68,6 +69,8 @@ type Deps struct {
 	Recorder record.EventRecorder
 	// ClusterName is --cluster-name; ClusterCIDR is --cluster-cidr (may be empty).
 	ClusterName, ClusterCIDR string
+	// Dynamic writes the policy audit's PolicyReports (ccm/audit); nil writes none.
+	Dynamic dynamic.Interface
 }
 
 // Cloud implements cloudprovider.Interface for Hetzner Cloud.
@@ -132,6 +135,7 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 		c.requeue = requeue.New(d.Kube)
 		onLoad = c.requeue.PolicyLoaded
 	}
+	auditNow, onLoad := auditTrigger(onLoad)
 	if c.decider, err = startPolicy(ctx, d, onLoad); err != nil {
 		return nil, err
 	}
@@ -159,6 +163,9 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 		// Load balancers changed or deleted by hand are repaired within one drift period.
 		go c.lbs.RepairDrift(ctx, services.HasSynced, d.Options.LoadBalancerDriftInterval, c.cfg.ServerCache.BudgetPerHour)
 		go c.requeue.Run(ctx)
+	}
+	if err := c.startAudit(ctx, d, auditNow); err != nil {
+		return nil, err
 	}
 	c.logStart(network)
 	return c, nil

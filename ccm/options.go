@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/audit"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 )
 
@@ -46,6 +47,9 @@ type Options struct {
 	// are deleted (loadbalancer.SweepGroups; also once at start); 0 disables the sweep, at start
 	// too.
 	LoadBalancerGroupSweepInterval time.Duration
+	// PolicyAuditInterval is how often the policy audit judges every load balancer and route
+	// (ccm/audit; also after every policy revision put in force); 0 disables the audit.
+	PolicyAuditInterval time.Duration
 }
 
 // NewOptions returns the defaults.
@@ -60,6 +64,7 @@ func NewOptions() *Options {
 
 		LoadBalancerDriftInterval:      loadbalancer.DefaultDriftInterval,
 		LoadBalancerGroupSweepInterval: loadbalancer.GroupSweepInterval,
+		PolicyAuditInterval:            audit.DefaultInterval,
 	}
 }
 
@@ -77,6 +82,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.PluginTimeout, "plugin-timeout", o.PluginTimeout, "Deadline of one plugin call; a plugin that takes longer falls back to the built-in behaviour.")
 	fs.DurationVar(&o.NodeLabelResync, "node-label-resync", o.NodeLabelResync, "How often the node label plugin is re-applied to every node; 0 disables the periodic pass.")
 	fs.DurationVar(&o.LoadBalancerDriftInterval, "load-balancer-drift-interval", o.LoadBalancerDriftInterval, "Shortest time between two checks of every load balancer against the state the CCM left it in (one list request per 50 load balancers; longer when that would spend more than half of HCLOUD_API_BUDGET_PER_HOUR); a load balancer changed or deleted by hand is repaired within one period. 0 disables the checks.")
+	fs.DurationVar(&o.PolicyAuditInterval, "policy-audit-interval", o.PolicyAuditInterval, "How often the policy audit judges every existing load balancer and route and reports what enforcing would refuse (PolicyReport, PolicyViolation events, metrics; never enforced); it also runs after every policy revision put in force. Reads the caches the CCM keeps. 0 disables the audit.")
 	fs.DurationVar(&o.LoadBalancerGroupSweepInterval, "load-balancer-group-sweep-interval", o.LoadBalancerGroupSweepInterval, "How often the load balancers of groups without members (the last member left while no CCM ran) are deleted, through the policy gate; the sweep also runs once at start (one list request per 50 group load balancers). 0 disables the sweep.")
 }
 
@@ -117,6 +123,9 @@ func (o *Options) Validate() error {
 	}
 	if o.LoadBalancerGroupSweepInterval < 0 {
 		errs = append(errs, fmt.Errorf("invalid value for --load-balancer-group-sweep-interval: %s (expect 0 or a positive duration such as 10m)", o.LoadBalancerGroupSweepInterval))
+	}
+	if o.PolicyAuditInterval < 0 {
+		errs = append(errs, fmt.Errorf("invalid value for --policy-audit-interval: %s (expect 0 or a positive duration such as 10m)", o.PolicyAuditInterval))
 	}
 	if o.LoadBalancerDriftInterval < 0 {
 		errs = append(errs, fmt.Errorf("invalid value for --load-balancer-drift-interval: %s (expect 0 or a positive duration such as 10m)", o.LoadBalancerDriftInterval))

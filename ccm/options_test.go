@@ -40,6 +40,11 @@ func TestOptions_Validate(t *testing.T) {
 			wantErr: []string{"--policy-decision-log-file: empty (expect a file path, or - for stdout)"},
 		},
 		{
+			name:    "a negative audit interval is rejected with the fix",
+			tweak:   func(o *ccm.Options) { o.PolicyAuditInterval = -time.Minute },
+			wantErr: []string{"invalid value for --policy-audit-interval: -1m0s (expect 0 or a positive duration such as 10m)"},
+		},
+		{
 			name: "every problem is reported at once",
 			tweak: func(o *ccm.Options) {
 				o.PolicyFailureMode = "maybe"

@@ -292,6 +292,9 @@ func subject(in Input) string {
 func logDecision(in Input, d Decision, result string, elapsed time.Duration) {
 	kv := []any{"action", in.Action, "operation", in.Operation, "subject", subject(in),
 		"revision", d.Revision, "result", result, "duration", elapsed}
+	if in.Audit { // the policy audit's decision: nothing is sent either way
+		kv = append(kv, "audit", true)
+	}
 	switch result {
 	case resultError:
 		if d.Err != nil {

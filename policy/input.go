@@ -76,6 +76,12 @@ type Input struct {
 	// members unless it is being deleted or leaves. Null for a Service without the annotation
 	// and for routes (additive: the schema stays v1).
 	Group *Group `json:"group"`
+	// Audit is true when the decision is the policy audit's (docs/policy.md, Audit): an existing
+	// load balancer shown as the create that would build it today, or an existing route as its
+	// add_route. Such a decision is reported (PolicyReport, event PolicyViolation, metrics),
+	// never enforced, and nothing is sent. Absent (not false) for every real request, so the
+	// schema stays v1: `not input.audit` holds for real requests.
+	Audit bool `json:"audit,omitempty"`
 }
 
 // Group is a load balancer group: the Services that share one load balancer.

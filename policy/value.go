@@ -35,6 +35,9 @@ func inputValue(in Input) (ast.Value, error) {
 			item("labels", stringMapTerm(c.Labels)),
 		)))
 	}
+	if in.Audit { // omitempty
+		items = append(items, item("audit", ast.BooleanTerm(true)))
+	}
 	return ast.NewObject(items...), nil
 }
 

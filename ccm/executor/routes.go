@@ -40,13 +40,10 @@ func (x *Executor) RunRoutes(ctx context.Context, network *hcloud.Network, plan 
 	if plan.Empty() {
 		return nil
 	}
-	items := make([]gateItem, 0, len(plan.Mutations))
-	for _, m := range plan.Mutations {
-		r := m.Route()
-		items = append(items, gateItem{label: m.Label(), input: policy.Input{
-			Version: policy.InputVersion, Action: m.Action(), Operation: m.Operation(), Cluster: x.cluster,
-			Route: &policy.Route{Destination: r.Destination.String(), Gateway: r.Gateway.String(), Node: plan.Node},
-		}})
+	steps := RouteInputs(plan, x.cluster)
+	items := make([]gateItem, 0, len(steps))
+	for _, st := range steps {
+		items = append(items, gateItem{label: st.Label, input: st.Input})
 	}
 	if err := x.decideAll(ctx, nodeRef(plan.Node), items); err != nil {
 		return err
@@ -60,6 +57,21 @@ func (x *Executor) RunRoutes(ctx context.Context, network *hcloud.Network, plan 
 		countMutation(m.Action(), m.Operation(), resultSuccess)
 	}
 	return nil
+}
+
+// RouteInputs returns the policy input of every mutation of plan in cluster, in order. It is
+// pure; the gate of RunRoutes decides exactly these inputs, and the policy audit (ccm/audit)
+// judges an existing route by the input of its add_route.
+func RouteInputs(plan routeplan.Plan, cluster policy.Cluster) []StepInput {
+	out := make([]StepInput, 0, len(plan.Mutations))
+	for _, m := range plan.Mutations {
+		r := m.Route()
+		out = append(out, StepInput{Label: m.Label(), Input: policy.Input{
+			Version: policy.InputVersion, Action: m.Action(), Operation: m.Operation(), Cluster: cluster,
+			Route: &policy.Route{Destination: r.Destination.String(), Gateway: r.Gateway.String(), Node: plan.Node},
+		}})
+	}
+	return out
 }
 
 // runRoute sends the request of m on network (m.Request) and waits for its action with the

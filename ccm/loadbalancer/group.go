@@ -188,7 +188,7 @@ func (l *LoadBalancers) planGroup(ctx context.Context, cluster, group string, sv
 	if err != nil {
 		return gp, err
 	}
-	if gp.typ, err = l.typeInForce(ctx, leaderD, lb); err != nil {
+	if gp.typ, err = l.typeInForce(ctx, leaderD, l.basis(lb)); err != nil {
 		return gp, err
 	}
 	left := map[string]bool{}
@@ -197,10 +197,10 @@ func (l *LoadBalancers) planGroup(ctx context.Context, cluster, group string, sv
 		kept := slices.DeleteFunc(slices.Clone(lists), func(m lbplan.MemberListeners) bool { return left[m.Member] })
 		gp.adm = lbplan.AdmitGroup(kept, gp.typ.MaxServices)
 		d := lbplan.GroupDesired(leaderD, gp.adm, name, lbplan.GroupDesiredLabels(group, cluster, home))
-		if err := l.checkType(ctx, gp.leader, &d, lb); err != nil {
+		if err := l.checkType(ctx, gp.leader, &d, l.basis(lb)); err != nil {
 			return gp, err
 		}
-		plan, err := lbplan.Compute(d, lb)
+		plan, err := lbplan.Compute(d, l.basis(lb))
 		if err != nil {
 			return gp, l.invalid(svc, err)
 		}
@@ -268,7 +268,7 @@ func (l *LoadBalancers) deniedOthers(ctx context.Context, svc *corev1.Service, p
 	if !touches {
 		return nil, false
 	}
-	for _, i := range l.exec.DeniedSteps(ctx, svc, plan) {
+	for _, i := range l.deniedSteps(ctx, svc, plan) {
 		if len(others[i]) == 0 {
 			return nil, true
 		}

@@ -109,6 +109,9 @@ type LoadBalancers struct {
 	// converged is the state each Service's last successful plan left its load balancer in,
 	// which CheckDrift compares with a fresh list (drift.go).
 	converged converged
+	// auditDenied is set only on the audit's copy (audit.go): plans are creates (basis) and
+	// its "would deny" replaces the executor's DeniedSteps.
+	auditDenied StepDenier
 }
 
 // DenialTracker learns which Services the policy denied, to retry them when the policy input
@@ -545,10 +548,10 @@ func (l *LoadBalancers) planWith(ctx context.Context, svc *corev1.Service, nodes
 		return nil, d, l.invalid(svc, err)
 	}
 	l.advisoryWarnings(svc, create, phaseNone, unknown)
-	if err := l.checkType(ctx, svc, &d, lb); err != nil {
+	if err := l.checkType(ctx, svc, &d, l.basis(lb)); err != nil {
 		return nil, d, err
 	}
-	plan, err := lbplan.Compute(d, lb)
+	plan, err := lbplan.Compute(d, l.basis(lb))
 	if err != nil {
 		return nil, d, l.invalid(svc, err)
 	}

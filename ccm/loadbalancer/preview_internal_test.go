@@ -21,7 +21,7 @@ import (
 // l is set in quiet(l), or named here as left out. A field added to LoadBalancers and not
 // copied in quiet is zero there, and this test names it.
 func TestQuiet_CopiesEveryField(t *testing.T) {
-	leftOut := map[string]bool{"exec": true, "denials": true, "converged": true}
+	leftOut := map[string]bool{"exec": true, "denials": true, "converged": true, "auditDenied": true}
 	conn, err := hcloudclient.New(hcloudclient.Options{Config: config.HCloud{Endpoint: "http://127.0.0.1:1/v1", Token: "t", PollInterval: time.Second, RetryInterval: time.Second, Timeout: time.Second}})
 	if err != nil {
 		t.Fatal(err)

@@ -141,19 +141,9 @@ func New(o Options) (*Routes, error) {
 func (r *Routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Route, error) {
 	const op = "routes.ListRoutes"
 	compatmetrics.Operation(compatmetrics.OpListRoutes)
-	routes, err := r.networkRoutes(ctx)
+	routes, byIP, err := r.routesAndServers(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	servers, err := r.o.Servers.All(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", op, err)
-	}
-	byIP := make(map[netip.Addr]*hcloud.Server, len(servers))
-	for _, s := range servers {
-		if ip, ok := r.privateIP(s); ok {
-			byIP[ip] = s
-		}
 	}
 	out := make([]*cloudprovider.Route, 0, len(routes))
 	for _, nr := range routes {
@@ -167,6 +157,50 @@ func (r *Routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rou
 			route.Blackhole = true
 		}
 		out = append(out, route)
+	}
+	return out, nil
+}
+
+// routesAndServers returns the network's routes (networkRoutes) and the servers of the server
+// cache by their private IP in the network.
+func (r *Routes) routesAndServers(ctx context.Context) ([]routeplan.Route, map[netip.Addr]*hcloud.Server, error) {
+	routes, err := r.networkRoutes(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	servers, err := r.o.Servers.All(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	byIP := make(map[netip.Addr]*hcloud.Server, len(servers))
+	for _, s := range servers {
+		if ip, ok := r.privateIP(s); ok {
+			byIP[ip] = s
+		}
+	}
+	return routes, byIP, nil
+}
+
+// AuditPlans returns, for every route of the network that leads to a node (as ListRoutes finds
+// it: the network as last read, at most NetworkMaxAge old, and the server cache), the plan that
+// would add it today: routeplan.Ensure against a network without it, for that node. The policy
+// audit (ccm/audit) judges each by its add_route. Blackholes (a gateway of no server) are the
+// route controller's to delete and are not judged. It never writes and costs what ListRoutes
+// costs.
+//
+// # Errors
+//
+// The read of the network or of the servers, wrapped.
+func (r *Routes) AuditPlans(ctx context.Context) ([]routeplan.Plan, error) {
+	routes, byIP, err := r.routesAndServers(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("audit routes: %w", err)
+	}
+	out := make([]routeplan.Plan, 0, len(routes))
+	for _, nr := range routes {
+		if s, ok := byIP[nr.Gateway]; ok {
+			out = append(out, routeplan.Ensure(nil, nr, s.Name))
+		}
 	}
 	return out, nil
 }

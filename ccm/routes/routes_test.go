@@ -571,3 +571,39 @@ func TestRoutes_operationsCounted(t *testing.T) {
 		})
 	}
 }
+
+// TestRoutes_AuditPlans: an existing route is judged as the add_route CreateRoute decides for
+// its node (the same input), a blackhole is not judged, and after ListRoutes the audit costs
+// no request.
+func TestRoutes_AuditPlans(t *testing.T) {
+	e := newEnv(t)
+	var created []policy.Input
+	e.decide = func(in policy.Input) policy.Decision {
+		created = append(created, in)
+		return policy.Decision{Allowed: true}
+	}
+	route := &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"}
+	if err := e.routes.CreateRoute(t.Context(), "c", "", route); err != nil {
+		t.Fatal(err)
+	}
+	e.seedRoute(t, "10.244.9.0/24", "10.0.0.99")
+	fresh := e.newRoutes(t, "10.244.0.0/16")
+	if _, err := fresh.ListRoutes(t.Context(), "c"); err != nil {
+		t.Fatal(err)
+	}
+	e.emu.ResetRequests()
+	plans, err := fresh.AuditPlans(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plans) != 1 || len(created) != 1 {
+		t.Fatalf("AuditPlans() = %v (CreateRoute decided %d inputs), want the one route to node-1", plans, len(created))
+	}
+	got := executor.RouteInputs(plans[0], policy.Cluster{Name: "c"})
+	if diff := cmp.Diff([]policy.Input{created[0]}, []policy.Input{got[0].Input}); diff != "" {
+		t.Errorf("audit input differs from CreateRoute's (-create +audit):\n%s", diff)
+	}
+	if n := len(e.emu.Counts()); n != 0 {
+		t.Errorf("AuditPlans after ListRoutes sent requests %v, want none", e.emu.Counts())
+	}
+}

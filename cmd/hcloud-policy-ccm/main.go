@@ -29,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -260,7 +261,12 @@ func mustNewCloud(c *cloudconfig.CompletedConfig, o *ccm.Options) *ccm.Cloud {
 	}
 	c.SharedInformers = newInformerFactory(c)
 	shared := c.ComponentConfig.KubeCloudShared
+	dyn, err := dynamic.NewForConfig(c.Kubeconfig)
+	if err != nil {
+		klog.Fatalf("hcloud-policy-ccm cannot start: a client for PolicyReports: %v", err)
+	}
 	cloud, err := ccm.New(context.Background(), ccm.Deps{
+		Dynamic:     dyn,
 		Options:     o,
 		Env:         os.LookupEnv,
 		Kube:        c.Client,

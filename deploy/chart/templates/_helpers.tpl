@@ -88,7 +88,7 @@ message that names the value and the fix, instead of a CCM that exits at start-u
 {{- if not .Values.policy.configMap.name -}}
 {{- fail "policy.configMap.name: empty; name the ConfigMap of policies (default hcloud-ccm-policies)" -}}
 {{- end -}}
-{{- range $flag, $value := dict "leader-elect" "leaderElect" "policy-configmap" "policy.configMap.name" "policy-dir" "policy.configMap" "policy-mode" "policy.mode" "policy-failure-mode" "policy.failureMode" "plugin-node-labels" "plugins.nodeLabels" "plugin-load-balancer-name" "plugins.loadBalancerName" "plugin-timeout" "plugins.timeout" "plugins-optional" "plugins.optional" "node-label-resync" "plugins.nodeLabelResync" -}}
+{{- range $flag, $value := dict "leader-elect" "leaderElect" "policy-configmap" "policy.configMap.name" "policy-dir" "policy.configMap" "policy-mode" "policy.mode" "policy-failure-mode" "policy.failureMode" "plugin-node-labels" "plugins.nodeLabels" "plugin-load-balancer-name" "plugins.loadBalancerName" "plugin-timeout" "plugins.timeout" "plugins-optional" "plugins.optional" "node-label-resync" "plugins.nodeLabelResync" "policy-audit-interval" "policy.auditInterval" -}}
 {{- if not (kindIs "invalid" (index $.Values.args $flag)) -}}
 {{- fail (printf "args.%s: the chart sets --%s; use %s instead" $flag $flag $value) -}}
 {{- end -}}
@@ -197,6 +197,9 @@ spec:
         {{- end }}
         {{- with .Values.plugins.nodeLabelResync }}
         - {{ printf "--node-label-resync=%s" . | quote }}
+        {{- end }}
+        {{- with .Values.policy.auditInterval }}
+        - {{ printf "--policy-audit-interval=%s" . | quote }}
         {{- end }}
         {{- if .Values.plugins.optional }}
         - "--plugins-optional=true"

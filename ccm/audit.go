@@ -1,0 +1,70 @@
+package ccm
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/klog/v2"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/admission"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/audit"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+)
+
+// auditTrigger returns the channel that starts an audit after a policy revision is put in
+// force, and the function the policy engine calls then (chained after next, if not nil).
+func auditTrigger(next func(string)) (chan struct{}, func(string)) {
+	trigger := make(chan struct{}, 1)
+	return trigger, func(revision string) {
+		if next != nil {
+			next(revision)
+		}
+		select {
+		case trigger <- struct{}{}:
+		default: // an audit is already due
+		}
+	}
+}
+
+// startAudit starts the policy audit (ccm/audit) when there is something to audit with: a
+// policy engine, the informers and an interval above 0. It judges the load balancers (unless
+// HCLOUD_LOAD_BALANCERS_ENABLED=false) and the routes (when they run) with the planner, the
+// cluster view, the namespace labels and the nodes the gate and the webhook use, and writes
+// PolicyReports with d.Dynamic (none when nil). It runs on the leader only: the informers
+// start when this CCM leads.
+func (c *Cloud) startAudit(ctx context.Context, d Deps, trigger <-chan struct{}) error {
+	if _, ok := c.decider.(*policy.Engine); !ok || d.Informers == nil || d.Options.PolicyAuditInterval <= 0 {
+		return nil
+	}
+	nodes := d.Informers.Core().V1().Nodes()
+	services := d.Informers.Core().V1().Services().Informer()
+	namespaces := d.Informers.Core().V1().Namespaces().Informer()
+	nodeInformer, nodeLister := nodes.Informer(), nodes.Lister()
+	o := audit.Options{
+		Decider: c.decider, Cluster: c.admission.cluster, ClusterName: d.ClusterName, Recorder: d.Recorder,
+		NamespaceLabels: c.admission.exec.NamespaceLabels,
+		Nodes: func() ([]*corev1.Node, error) {
+			all, err := nodeLister.List(labels.Everything())
+			return admission.LoadBalancerNodes(all), err
+		},
+	}
+	if c.cfg.LoadBalancer.Enabled {
+		o.LoadBalancers = c.lbs
+	}
+	if c.routes != nil {
+		o.Routes = c.routes
+	}
+	if d.Dynamic != nil {
+		o.Reports = audit.Reports{Client: d.Dynamic}
+	}
+	a, err := audit.New(o)
+	if err != nil {
+		return fmt.Errorf("ccm.New: %w", err)
+	}
+	synced := func() bool { return services.HasSynced() && nodeInformer.HasSynced() && namespaces.HasSynced() }
+	klog.InfoS("Policy audit enabled", "interval", d.Options.PolicyAuditInterval, "policyReports", d.Dynamic != nil)
+	go a.Run(ctx, synced, trigger, d.Options.PolicyAuditInterval)
+	return nil
+}

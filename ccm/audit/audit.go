@@ -1,0 +1,427 @@
+// Package audit is the policy audit (docs/policy.md § Audit): it judges every load balancer and
+// route the CCM manages as it exists now and reports the violations, never enforcing them.
+//
+// A load balancer is shown to the policy as the create that would build it today
+// (loadbalancer.LoadBalancers.AuditPlans: the planner code of a real create), a route as its
+// add_route (routes.Routes.AuditPlans); each decision's input has audit: true. Every deny
+// message (whatever --policy-mode and the message's enforcement) is a violation with result
+// "fail", every warning one with result "warn". The audit reports them as PolicyReport and
+// ClusterPolicyReport objects (Reports), a Warning event PolicyViolation on the Service (or
+// Node) when its set of violations changes, metrics and the decision log.
+//
+// The audit holds no executor: the load balancer plans come from the quiet copy of Preview,
+// which has none (TestQuiet_CopiesEveryField), and decisions send nothing. The e2e tests
+// TestCCMAuditReportsExistingLoadBalancers and TestCCMAuditGroupLimitLowered count 0 mutating
+// requests.
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+)
+
+// DefaultInterval is the default of --policy-audit-interval.
+const DefaultInterval = 10 * time.Minute
+
+// ReasonPolicyViolation is the Warning event on a Service (a Node for a route) whose set of
+// violations changed in an audit. It MUST not change: operators alert on it.
+const ReasonPolicyViolation = "PolicyViolation"
+
+// Results of a violation, as in a PolicyReport result.
+const (
+	ResultFail = "fail" // a deny message: enforcing would refuse the create
+	ResultWarn = "warn" // a warning
+)
+
+// LoadBalancerPlanner makes the creates that would build the existing load balancers today
+// (*loadbalancer.LoadBalancers).
+type LoadBalancerPlanner interface {
+	AuditPlans(ctx context.Context, clusterName string, nodes []*corev1.Node, denied loadbalancer.StepDenier) ([]loadbalancer.AuditPlan, error)
+}
+
+// RoutePlanner makes the add_route of every existing route (*routes.Routes).
+type RoutePlanner interface {
+	AuditPlans(ctx context.Context) ([]routeplan.Plan, error)
+}
+
+// Options configure [New]. Decider is required.
+type Options struct {
+	// LoadBalancers plans the load balancers; nil: none are judged.
+	LoadBalancers LoadBalancerPlanner
+	// Routes plans the routes; nil: none are judged.
+	Routes RoutePlanner
+	// Decider is the CCM's policy engine.
+	Decider policy.Decider
+	// Cluster is the cluster of the policy input, as the executor has it.
+	Cluster policy.Cluster
+	// ClusterName is --cluster-name.
+	ClusterName string
+	// NamespaceLabels returns the labels of a namespace as the gate reads them
+	// (executor.Executor.NamespaceLabels); nil: namespace_labels null.
+	NamespaceLabels func(namespace string) (map[string]string, error)
+	// Nodes returns the cluster's nodes (the node informer's cache); the audit keeps those the
+	// service controller passes (admission.LoadBalancerNodes is applied by the caller). nil:
+	// no nodes.
+	Nodes func() ([]*corev1.Node, error)
+	// Recorder receives the PolicyViolation events; nil drops them.
+	Recorder record.EventRecorder
+	// Reports writes the PolicyReports; nil writes none.
+	Reports ReportWriter
+}
+
+// Violation is one violated rule for one Service or route.
+type Violation struct {
+	// Service is the Service whose load balancer violates the rule; nil for a route.
+	Service *corev1.Service
+	// Node and Route name the route ("10.244.1.0/24 via 10.0.0.3") and its node; "" for a
+	// load balancer.
+	Node, Route string
+	// Result is ResultFail or ResultWarn.
+	Result string
+	// Code is the message's code ("" when the rule gave none); Message its text.
+	Code, Message string
+	// Steps are the labels of the steps the message came from.
+	Steps []string
+}
+
+// Rule is the policy and rule name of v in a report: its code, else "deny" or "warn".
+func (v Violation) Rule() string {
+	switch {
+	case v.Code != "":
+		return v.Code
+	case v.Result == ResultFail:
+		return "deny"
+	}
+	return "warn"
+}
+
+// Summary is the outcome of one audit.
+type Summary struct {
+	// Violations are sorted by subject, result, code and message, and merged (merge).
+	Violations []Violation
+	// LoadBalancers and Routes are how many were judged.
+	LoadBalancers, Routes int
+	// Failed counts the Services and routes that could not be planned (logged).
+	Failed int
+	// Started and Duration time the audit.
+	Started  time.Time
+	Duration time.Duration
+}
+
+// Auditor runs audits. It is safe for concurrent use; audits run one at a time.
+type Auditor struct {
+	o   Options
+	run sync.Mutex // one audit at a time
+
+	mu sync.Mutex
+	// seen is each subject's set of violations in the last audit (eventKey), for the
+	// PolicyViolation event.
+	seen map[string]string
+	// crdMissing is logged once (Reports returned ErrNoPolicyReportAPI).
+	crdMissing sync.Once
+}
+
+// New returns an Auditor.
+//
+// # Errors
+//
+// A nil Decider.
+func New(o Options) (*Auditor, error) {
+	if o.Decider == nil {
+		return nil, errors.New("audit.New: Options.Decider is required: pass the CCM's policy engine")
+	}
+	if o.Recorder == nil {
+		o.Recorder = &record.FakeRecorder{}
+	}
+	registerMetrics()
+	return &Auditor{o: o, seen: map[string]string{}}, nil
+}
+
+// Audit judges every load balancer and route once and reports the violations (events,
+// metrics, reports). It sends no mutating request. A Service or route that cannot be planned
+// is logged and counted in Summary.Failed; the others are judged.
+//
+// # Errors
+//
+// A failed listing (Services, nodes, load balancers, routes), wrapped: nothing is reported
+// then, so the reports, events and metrics of the last audit stay (a transient API error
+// never makes a violation disappear). A failed report write, wrapped, after the events and
+// metrics are reported.
+func (a *Auditor) Audit(ctx context.Context) (Summary, error) {
+	a.run.Lock()
+	defer a.run.Unlock()
+	s := Summary{Started: time.Now()}
+	if err := errors.Join(a.judgeLoadBalancers(ctx, &s), a.judgeRoutes(ctx, &s)); err != nil {
+		return s, err
+	}
+	var errs []error
+	s.Violations = merge(sortViolations(s.Violations))
+	s.Duration = time.Since(s.Started)
+	a.events(s.Violations)
+	observe(s)
+	if a.o.Reports != nil {
+		if err := a.o.Reports.Write(ctx, s.Violations); err != nil {
+			if errors.Is(err, ErrNoPolicyReportAPI) {
+				a.crdMissing.Do(func() {
+					klog.InfoS("PolicyReports are not written: the API server does not serve them (install the CRDs with the chart value policyReports.enabled=true, and allow the CCM to manage policyreports and clusterpolicyreports); the audit reports by events, metrics and the decision log", "err", err)
+				})
+			} else {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return s, errors.Join(errs...)
+}
+
+// judgeLoadBalancers adds the violations of every load balancer to s.
+func (a *Auditor) judgeLoadBalancers(ctx context.Context, s *Summary) error {
+	if a.o.LoadBalancers == nil {
+		return nil
+	}
+	var nodes []*corev1.Node
+	if a.o.Nodes != nil {
+		var err error
+		if nodes, err = a.o.Nodes(); err != nil {
+			return fmt.Errorf("audit: list nodes: %w", err)
+		}
+	}
+	plans, err := a.o.LoadBalancers.AuditPlans(ctx, a.o.ClusterName, nodes, a.deniedSteps)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	for _, p := range plans {
+		if p.Err != nil {
+			s.Failed++
+			klog.InfoS("Policy audit could not plan the load balancer of a Service; judged again at the next audit", "service", klog.KObj(p.Service), "err", p.Err)
+			continue
+		}
+		s.LoadBalancers++
+		for _, d := range a.decideLoadBalancer(ctx, p.Service, p.Plan) {
+			s.Violations = append(s.Violations, violations(d, Violation{Service: p.Service})...)
+		}
+	}
+	return nil
+}
+
+// judgeRoutes adds the violations of every route to s.
+func (a *Auditor) judgeRoutes(ctx context.Context, s *Summary) error {
+	if a.o.Routes == nil {
+		return nil
+	}
+	plans, err := a.o.Routes.AuditPlans(ctx)
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	for _, p := range plans {
+		s.Routes++
+		for _, st := range executor.RouteInputs(p, a.o.Cluster) {
+			st.Input.Audit = true
+			d := decided{label: st.Label, Decision: a.o.Decider.Decide(ctx, st.Input)}
+			route := st.Input.Route.Destination + " via " + st.Input.Route.Gateway
+			s.Violations = append(s.Violations, violations(d, Violation{Node: p.Node, Route: route})...)
+		}
+	}
+	return nil
+}
+
+// decided is one step's decision with its label.
+type decided struct {
+	label string
+	policy.Decision
+}
+
+// decideLoadBalancer decides every step of plan for svc as the gate would (executor.Inputs),
+// with input.audit true.
+func (a *Auditor) decideLoadBalancer(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) []decided {
+	var nsLabels map[string]string
+	var inputErr error
+	if a.o.NamespaceLabels != nil {
+		nsLabels, inputErr = a.o.NamespaceLabels(svc.Namespace)
+	}
+	steps := executor.Inputs(plan, a.o.Cluster, executor.PolicyService(svc, nsLabels))
+	out := make([]decided, 0, len(steps))
+	for _, st := range steps {
+		st.Input.Audit = true
+		out = append(out, decided{label: st.Label, Decision: a.decide(ctx, st.Input, inputErr)})
+	}
+	return out
+}
+
+// decide decides in as the gate does: an incomplete input is a failed evaluation when the
+// decider can fail one.
+func (a *Auditor) decide(ctx context.Context, in policy.Input, inputErr error) policy.Decision {
+	if f, ok := a.o.Decider.(policy.InputFailer); ok && inputErr != nil {
+		return f.DecideFailed(ctx, in, inputErr)
+	}
+	return a.o.Decider.Decide(ctx, in)
+}
+
+// deniedSteps is the audit's loadbalancer.StepDenier: the steps enforcing would deny.
+func (a *Auditor) deniedSteps(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) []int {
+	var out []int
+	for i, d := range a.decideLoadBalancer(ctx, svc, plan) {
+		if len(denials(d.Decision)) > 0 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// denials are the messages of d that enforcing would refuse on: every deny message (enforced
+// or not), and an evaluation failure the failure mode does not allow.
+func denials(d policy.Decision) []policy.Message {
+	out := slices.Clone(d.Deny)
+	if d.Err != nil && (!d.Allowed || d.DryRun) {
+		out = append(out, policy.Message{Msg: policy.EvaluationFailedPrefix + d.Err.Error()})
+	}
+	return out
+}
+
+// violations are the violations of decision d for the subject base.
+func violations(d decided, base Violation) []Violation {
+	var out []Violation
+	add := func(result string, msgs []policy.Message) {
+		for _, m := range msgs {
+			v := base
+			v.Result, v.Code, v.Message, v.Steps = result, m.Code, m.Msg, []string{d.label}
+			out = append(out, v)
+		}
+	}
+	add(ResultFail, denials(d.Decision))
+	add(ResultWarn, executor.DecisionWarnings(d.Decision))
+	return out
+}
+
+// sortViolations sorts vs by subject, result, code and message.
+func sortViolations(vs []Violation) []Violation {
+	slices.SortStableFunc(vs, func(x, y Violation) int { return strings.Compare(sortKey(x), sortKey(y)) })
+	return vs
+}
+
+// subjectKey names the subject of v: "service/<ns>/<name>" or "route/<node>/<route>".
+func subjectKey(v Violation) string {
+	if v.Service != nil {
+		return "service/" + v.Service.Namespace + "/" + v.Service.Name
+	}
+	return "route/" + v.Node + "/" + v.Route
+}
+
+func sortKey(v Violation) string {
+	return subjectKey(v) + "\x00" + v.Result + "\x00" + v.Code + "\x00" + v.Message
+}
+
+// merge returns vs (sorted) with the violations of one subject that have the same result, code
+// and message merged into one, listing every step.
+func merge(vs []Violation) []Violation {
+	var out []Violation
+	for _, v := range vs {
+		if n := len(out); n > 0 && sortKey(out[n-1]) == sortKey(v) {
+			if !slices.Contains(out[n-1].Steps, v.Steps[0]) {
+				out[n-1].Steps = append(out[n-1].Steps, v.Steps...)
+			}
+			continue
+		}
+		v.Steps = slices.Clone(v.Steps)
+		out = append(out, v)
+	}
+	return out
+}
+
+// events puts a Warning event PolicyViolation on each subject whose set of violations changed
+// since the last audit (a new subject with violations included); a subject whose violations
+// are gone is forgotten without an event. An unchanged set gives no event, however many audits
+// run.
+func (a *Auditor) events(vs []Violation) {
+	now := map[string][]Violation{}
+	for _, v := range vs {
+		now[subjectKey(v)] = append(now[subjectKey(v)], v)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for key, list := range now {
+		text := eventMessage(list)
+		if a.seen[key] == text {
+			continue
+		}
+		a.seen[key] = text
+		a.o.Recorder.Event(eventObject(list[0]), corev1.EventTypeWarning, ReasonPolicyViolation, text)
+	}
+	for key := range a.seen {
+		if _, ok := now[key]; !ok {
+			delete(a.seen, key)
+		}
+	}
+}
+
+// eventMessage lists the violations of one subject.
+func eventMessage(list []Violation) string {
+	parts := make([]string, 0, len(list))
+	for _, v := range list {
+		parts = append(parts, fmt.Sprintf("%s %s: %s", v.Result, v.Rule(), v.Message))
+	}
+	what := "the load balancer as it exists"
+	if list[0].Service == nil {
+		what = "route " + list[0].Route
+	}
+	return truncate.String("policy audit: "+what+" violates the policy (reported, not enforced): "+strings.Join(parts, "; "), truncate.EventMessage)
+}
+
+// eventObject is the object the event of v sits on: its Service, or the route's Node.
+func eventObject(v Violation) runtime.Object {
+	if v.Service != nil {
+		return v.Service
+	}
+	return &corev1.ObjectReference{Kind: "Node", Name: v.Node, UID: types.UID(v.Node)}
+}
+
+// Run audits once trigger fires and every interval, until ctx ends; interval 0 or less
+// disables the audit (Run returns at once). synced must report true before the first audit
+// (the informers of Services and nodes; a standby's never start, so it never audits). A
+// failed audit is logged and tried again at the next. It blocks: run it in a goroutine.
+func (a *Auditor) Run(ctx context.Context, synced func() bool, trigger <-chan struct{}, interval time.Duration) {
+	if interval <= 0 {
+		return
+	}
+	for !synced() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	select { // the first audit covers the revisions put in force so far
+	case <-trigger:
+	default:
+	}
+	for {
+		if s, err := a.Audit(ctx); err != nil {
+			klog.ErrorS(err, "Policy audit failed; tried again at the next audit", "nextIn", interval)
+		} else {
+			klog.InfoS("Policy audit done", "loadBalancers", s.LoadBalancers, "routes", s.Routes, "violations", len(s.Violations), "failed", s.Failed, "duration", s.Duration)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-trigger:
+		case <-time.After(interval):
+		}
+	}
+}

@@ -1,0 +1,175 @@
+package loadbalancer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+)
+
+// The policy audit (ccm/audit, docs/policy.md § Audit) judges every existing load balancer as
+// the create that would build it today. AuditPlans makes those creates with the code of a real
+// reconcile (plan, planWith, planGroup): the audit's copy of LoadBalancers (audit) differs from
+// Preview's only in that its plans start from no load balancer (basis) and that a group's
+// "leave out a member the policy refuses" step asks the audit's StepDenier ("would deny",
+// whatever the mode) instead of the executor's gate. TestAuditPlans_EqualsCreate holds the
+// audit input of an existing load balancer equal to the create input of a fresh Service.
+
+// StepDenier returns the indices, in plan.Steps() order, of the steps of plan the policy would
+// deny for svc.
+type StepDenier func(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) []int
+
+// AuditPlan is one Service's load balancer as the audit shows it to the policy.
+type AuditPlan struct {
+	// Service is the Service (for a member of a load balancer group, the acting member).
+	Service *corev1.Service
+	// Plan is the create that would build the load balancer today (Plan.Group set for a
+	// member of a group); empty when Err is set.
+	Plan lbplan.Plan
+	// Err is set when the Service's load balancer could not be planned (a bad annotation, a
+	// failed read); the audit logs it and judges the others.
+	Err error
+}
+
+// AuditPlans returns, for every Service of type LoadBalancer (no loadBalancerClass, not being
+// deleted) whose load balancer exists, the create that would build that load balancer today
+// for the nodes given (the nodes the service controller passes: admission.LoadBalancerNodes),
+// ordered by namespace/name. denied is the StepDenier a group's plan leaves refused members out
+// with, as a sync does with the gate.
+//
+// It never writes and records no event (the quiet copy of Preview). Its reads are the caches':
+// each Service's load balancer through lbcache.Cache.Get (one list of every load balancer,
+// ⌈n/50⌉ requests, when the cache is older than its max age), the groups' with one
+// lbcache.Cache.ListGroups (⌈groups/50⌉ requests, only when a Service has the group
+// annotation), servers through the server cache and types through the type cache. Certificates
+// named by name in load-balancer.hetzner.cloud/http-certificates, and managed certificates, are
+// looked up as a sync does (one request each).
+//
+// # Errors
+//
+// Without a Service lister, or when the group list fails; a Service that cannot be planned is
+// an AuditPlan with Err.
+func (l *LoadBalancers) AuditPlans(ctx context.Context, clusterName string, nodes []*corev1.Node, denied StepDenier) ([]AuditPlan, error) {
+	if l.services == nil {
+		return nil, errors.New("audit load balancers: this CCM runs without the Service informer (loadbalancer.Options.Services)")
+	}
+	all, err := l.services.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("audit load balancers: list Services: %w", err)
+	}
+	a := l.audit(denied)
+	svcs := managedServices(all)
+	groups, err := a.existingGroups(ctx, clusterName, svcs)
+	if err != nil {
+		return nil, err
+	}
+	var out []AuditPlan
+	for _, svc := range svcs {
+		plan, ok, err := a.auditPlan(ctx, clusterName, svc, nodes, groups)
+		switch {
+		case err != nil:
+			out = append(out, AuditPlan{Service: svc, Err: err})
+		case ok:
+			out = append(out, AuditPlan{Service: svc, Plan: plan})
+		}
+	}
+	return out, nil
+}
+
+// audit returns the audit's copy of l: Preview's quiet copy whose plans start from no load
+// balancer and whose groups leave members out by denied.
+func (l *LoadBalancers) audit(denied StepDenier) *LoadBalancers {
+	a := l.quiet()
+	a.auditDenied = denied
+	return a
+}
+
+// auditPlan is AuditPlans for one Service: ok is false when it has no load balancer.
+func (l *LoadBalancers) auditPlan(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, groups map[string]bool) (lbplan.Plan, bool, error) {
+	group, err := l.group(svc)
+	if err != nil {
+		return lbplan.Plan{}, false, err
+	}
+	if group != "" {
+		if !groups[group] {
+			return lbplan.Plan{}, false, nil
+		}
+		plan, err := l.auditGroupPlan(ctx, clusterName, group, svc, nodes)
+		return plan, err == nil, err
+	}
+	lb, _, err := l.byUID(ctx, svc, true)
+	if err != nil || lb == nil {
+		return lbplan.Plan{}, false, err
+	}
+	name, rename := l.name(ctx, clusterName, svc)
+	plan, _, _, err := l.plan(ctx, svc, nodes, name, rename, false)
+	if err != nil || plan == nil {
+		return lbplan.Plan{}, false, err
+	}
+	return *plan, true, nil
+}
+
+// auditGroupPlan is the one call site of the group planning the audit uses: the plan the sync
+// of member svc would decide (planGroup with the gate: members the policy refuses, other than
+// svc, are left out as the sync leaves them out).
+func (l *LoadBalancers) auditGroupPlan(ctx context.Context, clusterName, group string, svc *corev1.Service, nodes []*corev1.Node) (lbplan.Plan, error) {
+	gp, err := l.planGroup(ctx, clusterName, group, svc, nodes, false, true)
+	if err != nil || gp.plan == nil {
+		return lbplan.Plan{}, err
+	}
+	return *gp.plan, nil
+}
+
+// existingGroups returns the load balancer groups of cluster that have a load balancer, listing
+// them once (lbcache.Cache.ListGroups, which also refreshes the entries planGroup reads) when
+// one of svcs has the group annotation; nil otherwise.
+func (l *LoadBalancers) existingGroups(ctx context.Context, clusterName string, svcs []*corev1.Service) (map[string]bool, error) {
+	if !slices.ContainsFunc(svcs, func(s *corev1.Service) bool { g, err := l.group(s); return err == nil && g != "" }) {
+		return nil, nil
+	}
+	lbs, _, err := l.cache.ListGroups(ctx, clusterName)
+	if err != nil {
+		return nil, fmt.Errorf("audit load balancers: list the load balancers of groups: %w", err)
+	}
+	out := map[string]bool{}
+	for _, lb := range lbs {
+		out[lb.Labels[lbplan.LabelGroup]] = true
+	}
+	return out, nil
+}
+
+// managedServices returns the Services of all the CCM manages a load balancer for, by
+// namespace/name.
+func managedServices(all []*corev1.Service) []*corev1.Service {
+	out := make([]*corev1.Service, 0, len(all))
+	for _, s := range all {
+		if s == nil || s.Spec.Type != corev1.ServiceTypeLoadBalancer || s.Spec.LoadBalancerClass != nil || s.DeletionTimestamp != nil {
+			continue
+		}
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b *corev1.Service) int { return strings.Compare(lbplan.Key(a), lbplan.Key(b)) })
+	return out
+}
+
+// basis is the load balancer a plan starts from: lb, or none (a create) on the audit's copy.
+func (l *LoadBalancers) basis(lb *lbplan.Actual) *lbplan.Actual {
+	if l.auditDenied != nil {
+		return nil
+	}
+	return lb
+}
+
+// deniedSteps is the executor's DeniedSteps, or the audit's StepDenier on the audit's copy.
+func (l *LoadBalancers) deniedSteps(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) []int {
+	if l.auditDenied != nil {
+		return l.auditDenied(ctx, svc, plan)
+	}
+	return l.exec.DeniedSteps(ctx, svc, plan)
+}
