@@ -8,7 +8,8 @@
 //     Prometheus loads one (promql_test.go, through test/tools/promql, a module of its own so
 //     that Prometheus never enters the product's go.mod);
 //   - every metric they name is declared by a package linked into the CCM binary
-//     (exported_test.go), but for the audit's metrics listed in pendingAudit;
+//     (exported_test.go), but for the audit's metrics listed in pendingAudit, and every label
+//     their selectors match on is one of its metric's (metrics_test.go);
 //   - the panels and alerts that docs/monitoring.md promises are there and read the metrics
 //     they are about (dashboard_test.go, rules_test.go).
 package monitoring

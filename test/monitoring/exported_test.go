@@ -6,13 +6,18 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // ccmMain is the package of the CCM binary whose linked packages declare the exported metrics.
@@ -26,15 +31,25 @@ var optsTypes = map[string]bool{"CounterOpts": false, "GaugeOpts": false, "Histo
 // histogramSuffixes are the series a histogram or summary adds to its name.
 var histogramSuffixes = []string{"_bucket", "_sum", "_count"}
 
+// metricDecl is what a declaration says about one metric (one series name).
+type metricDecl struct {
+	// labels are the label names of its series (a histogram's _bucket series has le too);
+	// valid only when labelsKnown.
+	labels map[string]bool
+	// labelsKnown is false when the declaration's label names are not constant strings in the
+	// call that declares it.
+	labelsKnown bool
+}
+
 var (
 	exportedOnce sync.Once
-	exported     map[string]bool
+	exported     map[string]metricDecl
 	exportedErr  error
 )
 
-// exportedMetrics returns the names of the metrics that the packages linked into the CCM binary
-// declare (see declaredMetrics), computed once per test binary.
-func exportedMetrics(t *testing.T) map[string]bool {
+// exportedMetrics returns the metrics that the packages linked into the CCM binary declare, by
+// name (see declaredMetrics), computed once per test binary.
+func exportedMetrics(t *testing.T) map[string]metricDecl {
 	t.Helper()
 	exportedOnce.Do(func() {
 		var pkgs map[string]*goPackage
@@ -84,44 +99,99 @@ func linkedPackages(root, main string) (map[string]*goPackage, error) {
 	return pkgs, nil
 }
 
-// declaredMetrics returns the metric names declared in pkgs: every composite literal of an
-// optsTypes type whose Namespace, Subsystem and Name fields are constant strings (literals,
-// constants of the package or of a package it imports, and their concatenations), joined as
-// prometheus.BuildFQName joins them; a histogram's or summary's also with its
-// histogramSuffixes. A declaration whose name does not resolve is left out, so a metric declared
-// that way reads as missing: the check errs on the side of failing.
-func declaredMetrics(pkgs map[string]*goPackage) map[string]bool {
-	names := map[string]bool{}
+// declaredMetrics returns the metrics declared in pkgs: every composite literal of an optsTypes
+// type whose Namespace, Subsystem and Name fields are constant strings (literals, constants of
+// the package or of a package it imports, and their concatenations), joined as
+// prometheus.BuildFQName joins them; a histogram's or summary's also with its histogramSuffixes.
+// Its label names are known when the literal is the first argument of a call (NewCounterVec
+// and the like) whose second argument is a []string of constant strings, or the only argument.
+// A declaration whose name does not resolve is left out, so a metric declared that way reads as
+// missing: the check errs on the side of failing.
+func declaredMetrics(pkgs map[string]*goPackage) map[string]metricDecl {
+	decls := map[string]metricDecl{}
 	for _, p := range pkgs {
 		if !p.mayDeclareMetrics() {
 			continue
 		}
 		p.parse()
 		for _, f := range p.asts {
+			labelsOf := map[*ast.CompositeLit][]string{} // opts literal -> label names, when known
 			ast.Inspect(f, func(n ast.Node) bool {
-				lit, ok := n.(*ast.CompositeLit)
-				if !ok {
-					return true
-				}
-				histogram, ok := optsTypes[typeName(lit.Type)]
-				if !ok {
-					return true
-				}
-				name, ok := fqName(pkgs, p, f, lit)
-				if !ok {
-					return true
-				}
-				names[name] = true
-				if histogram {
-					for _, s := range histogramSuffixes {
-						names[name+s] = true
+				switch n := n.(type) {
+				case *ast.CallExpr:
+					if lit, labels, ok := labelsOfCall(pkgs, p, f, n); ok {
+						labelsOf[lit] = labels
+					}
+				case *ast.CompositeLit:
+					histogram, ok := optsTypes[typeName(n.Type)]
+					if !ok {
+						return true
+					}
+					name, ok := fqName(pkgs, p, f, n)
+					if !ok {
+						return true
+					}
+					labels, known := labelsOf[n]
+					decls[name] = newDecl(labels, known)
+					if histogram {
+						for _, s := range histogramSuffixes {
+							decls[name+s] = newDecl(labels, known)
+						}
+						if known {
+							decls[name+"_bucket"].labels["le"] = true
+						}
 					}
 				}
 				return true
 			})
 		}
 	}
-	return names
+	return decls
+}
+
+// newDecl is the declaration of a metric with labels (valid when known).
+func newDecl(labels []string, known bool) metricDecl {
+	d := metricDecl{labels: map[string]bool{}, labelsKnown: known}
+	for _, l := range labels {
+		d.labels[l] = true
+	}
+	return d
+}
+
+// labelsOfCall recognises call(opts) and call(opts, []string{labels...}) in file f of p, with
+// opts an optsTypes literal (or its address) and constant label names, and returns the literal
+// and the label names.
+func labelsOfCall(pkgs map[string]*goPackage, p *goPackage, f *ast.File, call *ast.CallExpr) (*ast.CompositeLit, []string, bool) {
+	if len(call.Args) == 0 || len(call.Args) > 2 {
+		return nil, nil, false
+	}
+	first := call.Args[0]
+	if u, ok := first.(*ast.UnaryExpr); ok && u.Op == token.AND {
+		first = u.X
+	}
+	lit, ok := first.(*ast.CompositeLit)
+	if !ok {
+		return nil, nil, false
+	}
+	if _, ok := optsTypes[typeName(lit.Type)]; !ok {
+		return nil, nil, false
+	}
+	if len(call.Args) == 1 {
+		return lit, nil, true
+	}
+	list, ok := call.Args[1].(*ast.CompositeLit)
+	if !ok {
+		return nil, nil, false
+	}
+	labels := make([]string, 0, len(list.Elts))
+	for _, e := range list.Elts {
+		v, ok := evalString(e, importedConst(pkgs, f), p.consts)
+		if !ok {
+			return nil, nil, false
+		}
+		labels = append(labels, v)
+	}
+	return lit, labels, true
 }
 
 // mayDeclareMetrics reports whether a file of p mentions an optsTypes type: only those packages
@@ -197,9 +267,9 @@ func typeName(e ast.Expr) string {
 	return ""
 }
 
-// fqName resolves the name of the metric lit declares in file f of p.
-func fqName(pkgs map[string]*goPackage, p *goPackage, f *ast.File, lit *ast.CompositeLit) (string, bool) {
-	imported := func(sel *ast.SelectorExpr) (string, bool) {
+// importedConst resolves pkg.Const in file f: a string constant of a package f imports.
+func importedConst(pkgs map[string]*goPackage, f *ast.File) func(*ast.SelectorExpr) (string, bool) {
+	return func(sel *ast.SelectorExpr) (string, bool) {
 		x, ok := sel.X.(*ast.Ident)
 		if !ok {
 			return "", false
@@ -212,6 +282,11 @@ func fqName(pkgs map[string]*goPackage, p *goPackage, f *ast.File, lit *ast.Comp
 		v, ok := dep.consts[sel.Sel.Name]
 		return v, ok
 	}
+}
+
+// fqName resolves the name of the metric lit declares in file f of p.
+func fqName(pkgs map[string]*goPackage, p *goPackage, f *ast.File, lit *ast.CompositeLit) (string, bool) {
+	imported := importedConst(pkgs, f)
 	parts := map[string]string{}
 	for _, elt := range lit.Elts {
 		kv, ok := elt.(*ast.KeyValueExpr)
@@ -305,22 +380,36 @@ func TestDeclaredMetrics(t *testing.T) {
 		name   string
 		metric string
 		want   bool
+		labels []string // the declared label names, when want
 	}{
-		{name: "Namespace, Subsystem and Name literals (policy)", metric: "hcloud_ccm_policy_decisions_total", want: true},
-		{name: "a histogram's bucket series (policy)", metric: "hcloud_ccm_policy_decision_duration_seconds_bucket", want: true},
-		{name: "a Name literal (ccm/executor)", metric: "hcloud_ccm_mutations_total", want: true},
-		{name: "prometheus.CounterOpts (plugins)", metric: "hcloud_ccm_plugin_failures_total", want: true},
-		{name: "a histogram of prometheus.HistogramOpts (plugins)", metric: "hcloud_ccm_plugin_call_duration_seconds_count", want: true},
-		{name: "constants of the package (client-go workqueue metrics of component-base)", metric: "workqueue_retries_total", want: true},
-		{name: "a Subsystem constant (cloud-provider's service controller)", metric: "service_controller_nodesync_error_total", want: true},
-		{name: "cloud-provider's route controller", metric: "route_controller_route_sync_total", want: true},
+		{name: "Namespace, Subsystem and Name literals (policy)", metric: "hcloud_ccm_policy_decisions_total", want: true, labels: []string{"action", "result"}},
+		{name: "a histogram's bucket series (policy)", metric: "hcloud_ccm_policy_decision_duration_seconds_bucket", want: true, labels: []string{"action", "le"}},
+		{name: "a histogram's count series (policy)", metric: "hcloud_ccm_policy_decision_duration_seconds_count", want: true, labels: []string{"action"}},
+		{name: "a Name literal (ccm/executor)", metric: "hcloud_ccm_mutations_total", want: true, labels: []string{"action", "operation", "result"}},
+		{name: "a gauge without labels (hcloudclient)", metric: "hcloud_ccm_api_ratelimit_remaining", want: true, labels: []string{}},
+		{name: "a label name constant (compatmetrics)", metric: "cloud_controller_manager_server_cache_requests_total", want: true, labels: []string{"subsystem", "mode", "result"}},
+		{name: "prometheus.CounterOpts (plugins)", metric: "hcloud_ccm_plugin_failures_total", want: true, labels: []string{"hook"}},
+		{name: "a histogram of prometheus.HistogramOpts (plugins)", metric: "hcloud_ccm_plugin_call_duration_seconds_count", want: true, labels: []string{"hook"}},
+		{name: "constants of the package (client-go workqueue metrics of component-base)", metric: "workqueue_retries_total", want: true, labels: []string{"name"}},
+		{name: "a Subsystem constant (cloud-provider's service controller)", metric: "service_controller_nodesync_error_total", want: true, labels: []string{}},
+		{name: "cloud-provider's route controller", metric: "route_controller_route_sync_total", want: true, labels: []string{"outcome", "trigger"}},
 		{name: "a name nobody declares", metric: "hcloud_ccm_no_such_metric_total", want: false},
 		{name: "a metric of the kubelet, not linked into the CCM", metric: "kubelet_running_pods", want: false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got[tc.metric] != tc.want {
-				t.Errorf("declared %s = %v, want %v (%d metrics declared)", tc.metric, got[tc.metric], tc.want, len(got))
+			d, ok := got[tc.metric]
+			if ok != tc.want {
+				t.Fatalf("declared %s = %v, want %v (%d metrics declared)", tc.metric, ok, tc.want, len(got))
+			}
+			if !ok {
+				return
+			}
+			if !d.labelsKnown {
+				t.Fatalf("%s: label names not found", tc.metric)
+			}
+			if diff := cmp.Diff(tc.labels, slices.Sorted(maps.Keys(d.labels)), cmpopts.SortSlices(func(a, b string) bool { return a < b }), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s: label names (-want +got):\n%s", tc.metric, diff)
 			}
 		})
 	}

@@ -45,8 +45,9 @@ type promqlExpr struct {
 }
 
 type promqlResponse struct {
-	Errors  []string            `json:"errors"`
-	Metrics map[string][]string `json:"metrics"`
+	Errors   []string            `json:"errors"`
+	Metrics  map[string][]string `json:"metrics"`
+	Matchers map[string][]string `json:"matchers"`
 }
 
 var (
@@ -154,15 +155,17 @@ func TestPromQLParses(t *testing.T) {
 // checker that accepts everything).
 func TestPromQLCheckFindsErrors(t *testing.T) {
 	tests := []struct {
-		name        string
-		req         promqlRequest
-		wantErr     string // every error starts with it; "": no error
-		wantMetrics map[string][]string
+		name         string
+		req          promqlRequest
+		wantErr      string // every error starts with it; "": no error
+		wantMetrics  map[string][]string
+		wantMatchers map[string][]string // checked when not nil
 	}{
 		{
-			name:        "a good expression: its metrics, a histogram's bucket included",
-			req:         promqlRequest{Exprs: []promqlExpr{{Where: "p", Expr: `sum(rate(a_total{x="1"}[5m])) / histogram_quantile(0.9, sum by (le) (rate(b_bucket[5m])))`}}},
-			wantMetrics: map[string][]string{"p": {"a_total", "b_bucket"}},
+			name:         "a good expression: its metrics, a histogram's bucket included, and the labels matched",
+			req:          promqlRequest{Exprs: []promqlExpr{{Where: "p", Expr: `sum(rate(a_total{x="1",job=~"j"}[5m])) / histogram_quantile(0.9, sum by (le) (rate(b_bucket[5m])))`}}},
+			wantMetrics:  map[string][]string{"p": {"a_total", "b_bucket"}},
+			wantMatchers: map[string][]string{"a_total": {"job", "x"}},
 		},
 		{
 			name:        "an unbalanced parenthesis",
@@ -196,6 +199,9 @@ func TestPromQLCheckFindsErrors(t *testing.T) {
 			}
 			if !maps.EqualFunc(resp.Metrics, tc.wantMetrics, slices.Equal) {
 				t.Errorf("metrics %v, want %v", resp.Metrics, tc.wantMetrics)
+			}
+			if tc.wantMatchers != nil && !maps.EqualFunc(resp.Matchers, tc.wantMatchers, slices.Equal) {
+				t.Errorf("matchers %v, want %v", resp.Matchers, tc.wantMatchers)
 			}
 		})
 	}

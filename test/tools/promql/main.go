@@ -43,6 +43,9 @@ type Response struct {
 	// Metrics maps where an expression comes from ("alert NAME" for a rule) to the metric names
 	// its selectors name, sorted.
 	Metrics map[string][]string `json:"metrics"`
+	// Matchers maps each metric name to the label names its selectors match on (__name__ left
+	// out), over every expression, sorted.
+	Matchers map[string][]string `json:"matchers"`
 }
 
 func main() {
@@ -65,7 +68,7 @@ func main() {
 // check checks req.
 func check(req Request) Response {
 	p := parser.NewParser(parser.Options{})
-	resp := Response{Errors: []string{}, Metrics: map[string][]string{}}
+	resp := Response{Errors: []string{}, Metrics: map[string][]string{}, Matchers: map[string][]string{}}
 	exprs := slices.Clone(req.Exprs)
 	if req.Rules != "" {
 		groups, errs := rulefmt.Parse([]byte(req.Rules), false, model.UTF8Validation, p, slog.New(slog.DiscardHandler))
@@ -85,31 +88,50 @@ func check(req Request) Response {
 		}
 	}
 	for _, e := range exprs {
-		names, err := metricNames(p, e.Expr)
+		selectors, err := vectorSelectors(p, e.Expr)
 		if err != nil {
 			resp.Errors = append(resp.Errors, fmt.Sprintf("%s: %v", e.Where, err))
 			continue
 		}
-		resp.Metrics[e.Where] = names
+		var names []string
+		for _, vs := range selectors {
+			name := selectorName(vs)
+			names = append(names, name)
+			for _, m := range vs.LabelMatchers {
+				if m.Name != model.MetricNameLabel {
+					resp.Matchers[name] = append(resp.Matchers[name], m.Name)
+				}
+			}
+		}
+		resp.Metrics[e.Where] = sortedSet(names)
+	}
+	for name, labels := range resp.Matchers {
+		resp.Matchers[name] = sortedSet(labels)
 	}
 	return resp
 }
 
-// metricNames parses expr and returns the metric names its selectors name, sorted, once each.
-func metricNames(p parser.Parser, expr string) ([]string, error) {
+// vectorSelectors parses expr and returns its vector selectors (those of range selectors
+// included).
+func vectorSelectors(p parser.Parser, expr string) ([]*parser.VectorSelector, error) {
 	ast, err := p.ParseExpr(expr)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
+	var out []*parser.VectorSelector
 	parser.Inspect(ast, func(n parser.Node, _ []parser.Node) error {
 		if vs, ok := n.(*parser.VectorSelector); ok {
-			names = append(names, selectorName(vs))
+			out = append(out, vs)
 		}
 		return nil
 	})
-	slices.Sort(names)
-	return slices.Compact(names), nil
+	return out, nil
+}
+
+// sortedSet returns s sorted, each element once.
+func sortedSet(s []string) []string {
+	slices.Sort(s)
+	return slices.Compact(s)
 }
 
 // selectorName is the metric name of vs: its name, or its __name__ equality matcher; "" when it
