@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
@@ -25,4 +26,24 @@ func OutputDroppedBytes(plugin string) float64 {
 // Failures reads hcloud_ccm_plugin_failures_total for hook.
 func Failures(hook string) float64 {
 	return testutil.ToFloat64(failures.WithLabelValues(hook))
+}
+
+// Calls reads how many calls of hook hcloud_ccm_plugin_call_duration_seconds has timed.
+func Calls(hook string) uint64 {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(callDuration)
+	mfs, err := reg.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "hook" && l.GetValue() == hook {
+					return m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return 0
 }

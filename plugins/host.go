@@ -134,15 +134,17 @@ func (p *Plugin) Has(hook string) bool { return slices.Contains(p.hooks, hook) }
 
 // NodeLabels calls the node_labels hook and returns the labels to add, validated with
 // ValidateLabels: callers use them as they are. The returned map is never nil when err is nil.
-// A failed call counts in hcloud_ccm_plugin_failures_total{hook="node_labels"}.
+// Every call is timed in hcloud_ccm_plugin_call_duration_seconds{hook="node_labels"}; a failed
+// one counts in hcloud_ccm_plugin_failures_total{hook="node_labels"}.
 //
 // # Errors
 //
 // Every error names the plugin, the hook and the reason, and wraps one of the Err* sentinels
 // (see Reason). The plugin keeps serving after an error.
 func (p *Plugin) NodeLabels(ctx context.Context, in NodeInput) (map[string]string, error) {
+	start := time.Now()
 	labels, err := p.nodeLabels(ctx, in)
-	return labels, countFailure(HookNodeLabels, err)
+	return labels, observeCall(HookNodeLabels, start, err)
 }
 
 func (p *Plugin) nodeLabels(ctx context.Context, in NodeInput) (map[string]string, error) {
@@ -163,15 +165,17 @@ func (p *Plugin) nodeLabels(ctx context.Context, in NodeInput) (map[string]strin
 }
 
 // LoadBalancerName calls the load_balancer_name hook and returns the name, validated with
-// ValidateLoadBalancerName (Hetzner's rule): callers use it as it is. A failed call counts in
+// ValidateLoadBalancerName (Hetzner's rule): callers use it as it is. Every call is timed in
+// hcloud_ccm_plugin_call_duration_seconds{hook="load_balancer_name"}; a failed one counts in
 // hcloud_ccm_plugin_failures_total{hook="load_balancer_name"}.
 //
 // # Errors
 //
 // As for NodeLabels.
 func (p *Plugin) LoadBalancerName(ctx context.Context, in LoadBalancerNameInput) (string, error) {
+	start := time.Now()
 	name, err := p.loadBalancerName(ctx, in)
-	return name, countFailure(HookLoadBalancerName, err)
+	return name, observeCall(HookLoadBalancerName, start, err)
 }
 
 func (p *Plugin) loadBalancerName(ctx context.Context, in LoadBalancerNameInput) (string, error) {

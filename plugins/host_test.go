@@ -423,6 +423,39 @@ func TestRegisterMetrics(t *testing.T) {
 	}
 }
 
+// TestPlugin_CallsAreTimed: every hook call, good or failed, is timed once in
+// hcloud_ccm_plugin_call_duration_seconds{hook}; only failed ones count in
+// hcloud_ccm_plugin_failures_total{hook}.
+func TestPlugin_CallsAreTimed(t *testing.T) {
+	tests := []struct {
+		name        string
+		fixture     string
+		wantFailure float64
+	}{
+		{name: "A good call is timed, not a failure", fixture: "good"},
+		{name: "A trapping call is timed and a failure", fixture: "trap", wantFailure: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := load(t, tc.fixture, plugins.Options{})
+			for _, hook := range []string{plugins.HookNodeLabels, plugins.HookLoadBalancerName} {
+				calls, failures := plugins.Calls(hook), plugins.Failures(hook)
+				if hook == plugins.HookNodeLabels {
+					_, _ = p.NodeLabels(context.Background(), nodeIn)
+				} else {
+					_, _ = p.LoadBalancerName(context.Background(), lbIn)
+				}
+				if got := plugins.Calls(hook) - calls; got != 1 {
+					t.Errorf("%s: hcloud_ccm_plugin_call_duration_seconds count grew by %d, want 1", hook, got)
+				}
+				if got := plugins.Failures(hook) - failures; got != tc.wantFailure {
+					t.Errorf("%s: hcloud_ccm_plugin_failures_total grew by %v, want %v", hook, got, tc.wantFailure)
+				}
+			}
+		})
+	}
+}
+
 func TestPlugin_LongErrorsAreTruncated(t *testing.T) {
 	p := load(t, "longerror", plugins.Options{})
 	_, err := p.LoadBalancerName(context.Background(), lbIn)

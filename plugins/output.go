@@ -39,8 +39,18 @@ var failures = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Plugin hook calls that failed or returned output the host refused, by hook; the caller used its built-in behaviour instead.",
 }, []string{"hook"})
 
-// countFailure counts a failed call of hook; err is returned unchanged.
-func countFailure(hook string, err error) error {
+// callDuration is the time of one hook call, failed ones included (a timeout lasts
+// Options.CallTimeout), by hook. The name MUST not change: dashboards use it.
+var callDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	Name:    "hcloud_ccm_plugin_call_duration_seconds",
+	Help:    "Time of one plugin hook call, failed calls included, by hook.",
+	Buckets: []float64{0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1},
+}, []string{"hook"})
+
+// observeCall records a call of hook that started at start: its duration, and a failure when
+// err is not nil. err is returned unchanged.
+func observeCall(hook string, start time.Time, err error) error {
+	callDuration.WithLabelValues(hook).Observe(time.Since(start).Seconds())
 	if err != nil {
 		failures.WithLabelValues(hook).Inc()
 	}
@@ -48,14 +58,14 @@ func countFailure(hook string, err error) error {
 }
 
 // RegisterMetrics registers the plugin host's metrics (hcloud_ccm_plugin_failures_total{hook},
-// hcloud_ccm_plugin_output_dropped_bytes_total{plugin}) with reg. Registering again on the
-// same registry does nothing.
+// hcloud_ccm_plugin_call_duration_seconds{hook}, hcloud_ccm_plugin_output_dropped_bytes_total{plugin})
+// with reg. Registering again on the same registry does nothing.
 //
 // # Errors
 //
 // A registration error other than "already registered".
 func RegisterMetrics(reg prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{failures, outputDropped} {
+	for _, c := range []prometheus.Collector{failures, callDuration, outputDropped} {
 		if err := reg.Register(c); err != nil {
 			if are := (prometheus.AlreadyRegisteredError{}); !errors.As(err, &are) {
 				return err

@@ -31,8 +31,9 @@ import (
 //     empty: a warn rule never blocks, not even by failing (TestEngine_Decide).
 //
 // Every decision is counted in hcloud_ccm_policy_decisions_total{action,result} (result
-// "error" when Err or WarnErr is set) and logged with its revision: allowed ones at verbosity
-// 2, the others at 0.
+// "error" when Err or WarnErr is set), each of its deny messages in
+// hcloud_ccm_policy_denials_total{action,code,enforced}, and the decision is logged with its
+// revision: allowed ones at verbosity 2, the others at 0.
 func (e *Engine) Decide(ctx context.Context, in Input) Decision {
 	return e.decide(ctx, in, nil)
 }
@@ -72,6 +73,7 @@ func (e *Engine) decide(ctx context.Context, in Input, inputErr error) Decision 
 	decisionDuration.WithLabelValues(in.Action).Observe(elapsed.Seconds())
 	result := resultOf(d)
 	decisionsTotal.WithLabelValues(in.Action, result).Inc()
+	countDenials(in.Action, d)
 	logDecision(in, d, result, elapsed)
 	if l := e.opts.DecisionLog; l.wants(result) {
 		if err := l.write(in, d, start, elapsed); err != nil {

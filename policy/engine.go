@@ -210,8 +210,9 @@ func (e *Engine) Revision() string {
 // A revision that does not parse or compile (strict mode, sandbox capabilities, input fields
 // type checked against the input schema: see typecheck.go), fails on a
 // sample input, or fails its own tests is rejected with a *LoadError that lists file, row and message of every problem; the revision in force
-// stays. Each rejection is logged, counted, and reported as a Warning event PolicyRejected on
-// from.Object; an accepted revision gets a Normal event PolicyLoaded. Loading the same
+// stays. Each rejection is logged, counted, flagged in hcloud_ccm_policy_revision_rejected
+// (until the source holds a revision that loads, or the one in force, again) and reported as a
+// Warning event PolicyRejected on from.Object; an accepted revision gets a Normal event PolicyLoaded. Loading the same
 // rejected revision again returns the same error without a second event.
 func (e *Engine) Load(ctx context.Context, files map[string][]byte, from Source) (string, error) {
 	e.mu.Lock()
@@ -220,14 +221,17 @@ func (e *Engine) Load(ctx context.Context, files map[string][]byte, from Source)
 	policies, data, tests := selectFiles(files)
 	rev := revisionOf(policies, data, tests)
 	if cur := e.active.Load(); cur != nil && cur.revision == rev {
+		revisionRejected.Set(0)
 		return rev, nil
 	}
 	if len(policies) == 0 && e.active.Load() == nil && e.optsErr == nil {
+		revisionRejected.Set(0)
 		klog.InfoS("Policy source holds no .rego file: no policy in force, every mutation is allowed", "source", from.Name)
 		return rev, nil
 	}
 	if e.lastRejected != nil && e.lastRejected.Revision == rev {
 		klog.V(2).InfoS("Policy revision already rejected", "revision", rev, "source", from.Name)
+		revisionRejected.Set(1)
 		return rev, e.lastRejected
 	}
 
@@ -244,6 +248,7 @@ func (e *Engine) Load(ctx context.Context, files map[string][]byte, from Source)
 	e.active.Store(c)
 	e.lastRejected = nil
 	reloadsTotal.WithLabelValues("success").Inc()
+	revisionRejected.Set(0)
 	revisionInfo.Reset()
 	revisionInfo.WithLabelValues(rev).Set(1)
 	klog.InfoS("Policy revision loaded", "revision", rev, "source", from.Name,
@@ -260,6 +265,7 @@ func (e *Engine) Load(ctx context.Context, files map[string][]byte, from Source)
 func (e *Engine) reject(from Source, lerr *LoadError) {
 	e.lastRejected = lerr
 	reloadsTotal.WithLabelValues("failure").Inc()
+	revisionRejected.Set(1)
 	inForce := e.Revision()
 	for _, p := range lerr.Problems {
 		klog.ErrorS(nil, "Policy revision rejected", "revision", lerr.Revision, "source", from.Name,

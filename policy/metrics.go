@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strconv"
 	"sync"
 
 	"k8s.io/component-base/metrics"
@@ -34,6 +35,22 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"result"})
 
+	denialsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Namespace:      "hcloud_ccm",
+		Subsystem:      "policy",
+		Name:           "denials_total",
+		Help:           "Deny messages of policy decisions by action, code (the message's code; \"none\" without one) and enforced (\"true\": the message blocked the mutation; \"false\": reported only, in dry run).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"action", "code", "enforced"})
+
+	revisionRejected = metrics.NewGauge(&metrics.GaugeOpts{
+		Namespace:      "hcloud_ccm",
+		Subsystem:      "policy",
+		Name:           "revision_rejected",
+		Help:           "1 while the newest revision of the policy source is rejected (the previous one stays in force), 0 once the source holds a revision that loads or the one in force.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
 	revisionInfo = metrics.NewGaugeVec(&metrics.GaugeOpts{
 		Namespace:      "hcloud_ccm",
 		Subsystem:      "policy",
@@ -57,6 +74,24 @@ var registerOnce sync.Once
 // registerMetrics registers the policy metrics with the legacy registry the CCM serves.
 func registerMetrics() {
 	registerOnce.Do(func() {
-		legacyregistry.MustRegister(decisionsTotal, decisionDuration, reloadsTotal, revisionInfo)
+		legacyregistry.MustRegister(decisionsTotal, decisionDuration, denialsTotal, reloadsTotal, revisionRejected, revisionInfo)
 	})
+}
+
+// noCode is the code label of hcloud_ccm_policy_denials_total for a deny message without a code.
+const noCode = "none"
+
+// countDenials counts each deny message of d, a decision of action, in
+// hcloud_ccm_policy_denials_total: by its code, enforced when it blocks the mutation
+// (Decision.Blocking). The codes come from the operator's policies, so the label's values are
+// as many as the codes those use.
+func countDenials(action string, d Decision) {
+	for _, m := range d.Deny {
+		code := m.Code
+		if code == "" {
+			code = noCode
+		}
+		enforced := !d.Allowed && m.Enforcement != EnforcementDryRun
+		denialsTotal.WithLabelValues(action, code, strconv.FormatBool(enforced)).Inc()
+	}
 }

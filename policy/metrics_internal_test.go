@@ -94,3 +94,92 @@ func TestMetrics_servedByTheLegacyRegistry(t *testing.T) {
 		}
 	}
 }
+
+// TestMetrics_countDenialsByCode: each deny message counts once in
+// hcloud_ccm_policy_denials_total, by its code ("none" without one), enforced when it blocks.
+func TestMetrics_countDenialsByCode(t *testing.T) {
+	ctx := context.Background()
+	const rules = `package ccm
+
+deny contains {"msg": "too big", "code": "lb_type"} if input.load_balancer.type == "lb31"
+
+deny contains "no code" if input.load_balancer.type == "lb31"
+
+deny contains {"msg": "soon", "code": "rollout", "enforcement": "dryrun"} if input.load_balancer.type == "lb31"
+`
+	const a = ActionLoadBalancerUpdate
+	type key struct{ code, enforced string }
+	keys := []key{{"lb_type", "true"}, {"lb_type", "false"}, {noCode, "true"}, {noCode, "false"}, {"rollout", "true"}, {"rollout", "false"}}
+	denials := func() map[key]float64 {
+		t.Helper()
+		out := map[key]float64{}
+		for _, k := range keys {
+			v, err := testutil.GetCounterMetricValue(denialsTotal.WithLabelValues(a, k.code, k.enforced))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[k] = v
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		mode Mode
+		typ  string
+		want map[key]float64
+	}{
+		{name: "enforce: the dry-run message is reported, the others block", mode: ModeEnforce, typ: "lb31",
+			want: map[key]float64{{"lb_type", "true"}: 1, {noCode, "true"}: 1, {"rollout", "false"}: 1}},
+		{name: "dry run: nothing blocks", mode: ModeDryRun, typ: "lb31",
+			want: map[key]float64{{"lb_type", "false"}: 1, {noCode, "false"}: 1, {"rollout", "false"}: 1}},
+		{name: "allowed: nothing counted", mode: ModeEnforce, typ: "lb11", want: map[key]float64{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := NewEngine(Options{Mode: tc.mode})
+			if _, err := e.Load(ctx, map[string][]byte{"p.rego": []byte(rules)}, Source{}); err != nil {
+				t.Fatal(err)
+			}
+			before := denials()
+			e.Decide(ctx, Input{Action: a, LoadBalancer: &LoadBalancer{Type: tc.typ}})
+			after := denials()
+			for _, k := range keys {
+				if got := after[k] - before[k]; got != tc.want[k] {
+					t.Errorf("denials_total{code=%q,enforced=%q} grew by %v, want %v", k.code, k.enforced, got, tc.want[k])
+				}
+			}
+		})
+	}
+}
+
+// TestMetrics_revisionRejected: hcloud_ccm_policy_revision_rejected is 1 while the newest
+// revision of the source is rejected, also when the same one comes again, and 0 once the source
+// holds a revision that loads or the one in force.
+func TestMetrics_revisionRejected(t *testing.T) {
+	ctx := context.Background()
+	good := map[string][]byte{"p.rego": []byte("package ccm\n\ndeny contains \"no\" if input.load_balancer.type == \"lb31\"\n")}
+	other := map[string][]byte{"p.rego": []byte("package ccm\n\ndeny contains \"no\" if input.load_balancer.type == \"lb21\"\n")}
+	bad := map[string][]byte{"p.rego": []byte("package ccm\n\nx := y\n")}
+	e := NewEngine(Options{})
+	steps := []struct {
+		name  string
+		files map[string][]byte
+		want  float64
+	}{
+		{name: "a good revision", files: good, want: 0},
+		{name: "a broken revision", files: bad, want: 1},
+		{name: "the revision in force again", files: good, want: 0},
+		{name: "the broken revision again (no second event)", files: bad, want: 1},
+		{name: "a new good revision", files: other, want: 0},
+	}
+	for _, s := range steps {
+		_, _ = e.Load(ctx, s.files, Source{})
+		got, err := testutil.GetGaugeMetricValue(revisionRejected)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != s.want {
+			t.Errorf("after %s: revision_rejected = %v, want %v", s.name, got, s.want)
+		}
+	}
+}
