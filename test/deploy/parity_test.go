@@ -83,18 +83,18 @@ var parityAllowlist = []allowed{
 	{field: "volume plugins", official: none, ours: "hcloud-ccm-plugins", section: installSection},
 	{field: "volumeMount plugins", official: none, ours: "/plugins", section: installSection},
 	// The policy ConfigMap the chart ships (the example policies, in dry run).
-	{field: "object", ours: "ConfigMap/kube-system/hcloud-ccm-policies", section: installSection},
+	{field: "object", official: none, ours: "ConfigMap/kube-system/hcloud-ccm-policies", section: installSection},
 	// Least-privilege RBAC instead of the official ClusterRole.
 	{field: "RBAC /nodes", official: "*@cluster", ours: "delete,get,list,patch,update,watch@cluster", section: installSection},
 	{field: "RBAC /configmaps", official: "get,list,watch@cluster", ours: "get,list,watch@kube-system[hcloud-ccm-policies]", section: installSection},
-	{field: "RBAC events.k8s.io/events", ours: "create,patch,update@cluster", section: installSection},
+	{field: "RBAC events.k8s.io/events", official: none, ours: "create,patch,update@cluster", section: installSection},
 	{field: "RBAC /services", official: "list,watch@cluster", ours: "get,list,watch@cluster", section: installSection},
-	{field: "RBAC /namespaces", ours: "get,list,watch@cluster", section: installSection},
-	{field: "RBAC /serviceaccounts", official: "create@cluster", section: installSection},
+	{field: "RBAC /namespaces", official: none, ours: "get,list,watch@cluster", section: installSection},
+	{field: "RBAC /serviceaccounts", official: "create@cluster", ours: none, section: installSection},
 	{field: "RBAC coordination.k8s.io/leases", official: "create,get,list,update,watch@cluster", section: installSection},
-	{field: "RBAC authentication.k8s.io/tokenreviews", ours: "create@cluster", section: installSection},
-	{field: "RBAC authorization.k8s.io/subjectaccessreviews", ours: "create@cluster", section: installSection},
-	{field: "RBAC /configmaps[extension-apiserver-authentication-reader]", ours: "bound@kube-system", section: installSection},
+	{field: "RBAC authentication.k8s.io/tokenreviews", official: none, ours: "create@cluster", section: installSection},
+	{field: "RBAC authorization.k8s.io/subjectaccessreviews", official: none, ours: "create@cluster", section: installSection},
+	{field: "RBAC role extension-apiserver-authentication-reader", official: none, ours: "bound@kube-system", section: installSection},
 }
 
 // TestRenderParity renders deploy/chart with every value set of testdata/official/values and
@@ -446,8 +446,8 @@ func compareRBAC(t *testing.T, official, ours render) []difference {
 }
 
 // rbacRules maps "group/resource" (or "nonResourceURL <url>") to its sorted grants
-// "verbs@scope". Roles bound by a binding that is not rendered (a role of the cluster, such as
-// extension-apiserver-authentication-reader) appear as "/configmaps[<role>]": "bound@<ns>".
+// "verbs@scope". A role that is bound but not rendered (one of the cluster's, such as
+// extension-apiserver-authentication-reader) appears as "role <name>": "bound@<namespace>".
 func rbacRules(t *testing.T, r render) map[string][]string {
 	t.Helper()
 	roles := map[string][]rbacv1.PolicyRule{} // "ClusterRole/name" or "Role/ns/name"
@@ -486,7 +486,7 @@ func rbacRules(t *testing.T, r render) map[string][]string {
 		}
 		rules, ok := roles[roleKey]
 		if !ok {
-			grant("/configmaps["+strings.TrimPrefix(strings.TrimPrefix(roleKey, "Role/"+scope+"/"), "ClusterRole/")+"]", "bound@"+scope)
+			grant("role "+strings.TrimPrefix(strings.TrimPrefix(roleKey, "Role/"+scope+"/"), "ClusterRole/"), "bound@"+scope)
 			continue
 		}
 		for _, rule := range rules {
@@ -506,4 +506,34 @@ func rbacRules(t *testing.T, r render) map[string][]string {
 		}
 	}
 	return out
+}
+
+// TestCompareArgs: the official flags must be ours at the same index; after them only this
+// chart's own flags may follow.
+func TestCompareArgs(t *testing.T) {
+	official := []string{"--a", "--cluster-cidr=10.244.0.0/16", "--leader-elect=false"}
+	tests := []struct {
+		name string
+		ours []string
+		want []string // fields of the differences
+	}{
+		{name: "same", ours: official},
+		{name: "own flags after", ours: append(slices.Clone(official), "--policy-mode=dryrun"), want: []string{"args after the official's"}},
+		{name: "own flag before the official's", ours: []string{"--a", "--policy-mode=dryrun", "--cluster-cidr=10.244.0.0/16", "--leader-elect=false"},
+			want: []string{"args[1]", "args[2]", "args after the official's: not this chart's own flag", "args after the official's"}},
+		{name: "a foreign flag after", ours: append(slices.Clone(official), "--v=2"),
+			want: []string{"args after the official's: not this chart's own flag", "args after the official's"}},
+		{name: "one missing", ours: official[:2], want: []string{"args[2]"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, d := range compareArgs("Deployment/x", official, tc.ours) {
+				got = append(got, d.field)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("differences %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
