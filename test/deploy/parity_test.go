@@ -537,3 +537,23 @@ func TestCompareArgs(t *testing.T) {
 		})
 	}
 }
+
+// TestChartKubeVersions: helm installs the chart on Kubernetes 1.33 to 1.37 (the official CCM's
+// four minors and the newest) and refuses 1.32 naming kubeVersion.
+func TestChartKubeVersions(t *testing.T) {
+	root, helm := setup(t)
+	for _, tc := range []struct {
+		version string
+		ok      bool
+	}{
+		{"v1.32.9", false}, {"v1.33.0", true}, {"v1.34.4", true}, {"v1.35.4", true}, {"v1.36.3", true}, {"v1.37.2", true},
+	} {
+		_, err := Helm(t.Context(), helm, root, "template", "hccm", chartDir, "--namespace", namespace, "--kube-version", tc.version)
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("Kubernetes %s: %v, want the chart to render", tc.version, err)
+		case !tc.ok && (err == nil || !strings.Contains(err.Error(), "kubeVersion")):
+			t.Errorf("Kubernetes %s: %v, want a refusal naming kubeVersion", tc.version, err)
+		}
+	}
+}
