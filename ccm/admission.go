@@ -17,6 +17,8 @@ type admissionParts struct {
 	// informers is the controller manager's factory (nil in tests without one).
 	informers   informers.SharedInformerFactory
 	clusterName string
+	// namespacesForbidden: no namespace informer (see Cloud.namespacesForbidden).
+	namespacesForbidden bool
 }
 
 // AdmissionConfig returns the admission webhook's configuration (ccm/admission) built from the
@@ -46,10 +48,13 @@ func (c *Cloud) AdmissionConfig() (admission.Config, bool) {
 	}
 	if p.informers != nil {
 		nodes := p.informers.Core().V1().Nodes()
-		namespaces := p.informers.Core().V1().Namespaces().Informer()
 		nodeInformer, lister := nodes.Informer(), nodes.Lister()
 		cfg.Nodes = func() ([]*corev1.Node, error) { return lister.List(labels.Everything()) }
-		cfg.Synced = func() bool { return nodeInformer.HasSynced() && namespaces.HasSynced() }
+		cfg.Synced = nodeInformer.HasSynced
+		if !p.namespacesForbidden { // else no namespace informer: lookups fail at once
+			namespaces := p.informers.Core().V1().Namespaces().Informer()
+			cfg.Synced = func() bool { return nodeInformer.HasSynced() && namespaces.HasSynced() }
+		}
 	}
 	return cfg, true
 }

@@ -71,6 +71,12 @@ type Deps struct {
 	ClusterName, ClusterCIDR string
 	// Dynamic writes the policy audit's PolicyReports (ccm/audit); nil writes none.
 	Dynamic dynamic.Interface
+	// CheckNamespaceAccess: ask the API server once at start whether the CCM may list and
+	// watch namespaces (the binary sets it; fake clients in tests cannot answer). If not, the
+	// missing permission is logged once and put in one Warning event NamespacesForbidden on the
+	// policy ConfigMap, and no namespace informer runs (its refusals would log every few
+	// seconds); namespace lookups are then evaluation errors.
+	CheckNamespaceAccess bool
 }
 
 // Cloud implements cloudprovider.Interface for Hetzner Cloud.
@@ -92,6 +98,9 @@ type Cloud struct {
 	nodeLabels atomic.Pointer[nodelabels.Controller]
 	// admission are the parts AdmissionConfig hands the admission webhook.
 	admission admissionParts
+	// namespacesForbidden: the RBAC lets the CCM not list and watch namespaces (checked once at
+	// start); no namespace informer runs and every namespace lookup is an error.
+	namespacesForbidden bool
 }
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
@@ -130,6 +139,12 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 		serveMetrics(cfg.Metrics.Address) // a failure is logged; the CCM runs on, as the official
 	}
 	c := &Cloud{cfg: cfg, conn: conn}
+	if d.CheckNamespaceAccess && d.Kube != nil && d.Informers != nil {
+		if denied := namespacesReadable(ctx, d.Kube); len(denied) > 0 {
+			c.namespacesForbidden = true
+			reportNamespacesForbidden(d.Recorder, d.Options.PolicyConfigMap, denied)
+		}
+	}
 	var onLoad func(string)
 	if d.Kube != nil && d.Informers != nil {
 		c.requeue = requeue.New(d.Kube)
@@ -147,8 +162,10 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 		return nil, err
 	}
 	if c.requeue != nil {
-		if err := c.requeue.WatchNamespaces(d.Informers.Core().V1().Namespaces().Informer()); err != nil {
-			return nil, fmt.Errorf("ccm.New: %w", err)
+		if !c.namespacesForbidden {
+			if err := c.requeue.WatchNamespaces(d.Informers.Core().V1().Namespaces().Informer()); err != nil {
+				return nil, fmt.Errorf("ccm.New: %w", err)
+			}
 		}
 		// Members leaving a load balancer group resync the others at once.
 		services := d.Informers.Core().V1().Services().Informer()
@@ -234,7 +251,10 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 		Conn: c.conn, Decider: c.decider, Recorder: d.Recorder, Cluster: clusterView(d, network),
 		ActionPollInterval: c.cfg.HCloud.PollInterval,
 	}
-	if d.Informers != nil {
+	switch {
+	case c.namespacesForbidden:
+		execOpts.Namespaces = forbiddenNamespaces{}
+	case d.Informers != nil:
 		execOpts.Namespaces = d.Informers.Core().V1().Namespaces().Lister()
 	}
 	exec, err := executor.New(execOpts)
@@ -248,7 +268,7 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 		Executor: exec, Config: c.cfg.LoadBalancer, Network: network, Recorder: d.Recorder, Namer: namer,
 		Robot: c.cfg.Robot.Enabled, RobotClient: c.robot, // RobotClient is nil without credentials
 	}
-	c.admission = admissionParts{exec: exec, cluster: clusterView(d, network), informers: d.Informers, clusterName: d.ClusterName}
+	c.admission = admissionParts{exec: exec, cluster: clusterView(d, network), informers: d.Informers, clusterName: d.ClusterName, namespacesForbidden: c.namespacesForbidden}
 	if c.requeue != nil {
 		lbOpts.DenialTracker = c.requeue // also retries failed detached updates (below)
 	}

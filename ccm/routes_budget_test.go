@@ -3,6 +3,7 @@ package ccm_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -76,7 +77,9 @@ func newRouteCloud(tb testing.TB, n int) *routeCloud {
 
 // reconcileRoutes does what one pass of the upstream route controller (k8s.io/cloud-provider
 // v0.36, controllers/route) does for nodes: ListRoutes, then CreateRoute for every PodCIDR
-// without a route to its node, at most 200 at once, with the node's addresses as they are.
+// without a route to its node, at most 200 at once, with the node's addresses as they are. A
+// node without its InternalIP yet gets no route (as with the official CCM) and is retried by the
+// next pass, which the node's address update triggers; that refusal is not a test failure.
 func reconcileRoutes(tb testing.TB, r cloudprovider.Routes, nodes []*corev1.Node) {
 	tb.Helper()
 	listed, err := r.ListRoutes(context.Background(), "budget")
@@ -108,13 +111,17 @@ func reconcileRoutes(tb testing.TB, r cloudprovider.Routes, nodes []*corev1.Node
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		tb.Error(err)
+		if !strings.Contains(err.Error(), "has no InternalIP yet") {
+			tb.Error(err)
+		}
 	}
 }
 
 // initialiseWithRoutes brings the nodes up in waves of 50, as kubelets register: the cloud-node
 // controller initialises a wave (InstanceMetadata) while the route controller reconciles, so
-// the new nodes have no InternalIP yet when their routes are created; the earlier ones have.
+// the new nodes have no InternalIP yet when their routes are first attempted (and refused
+// without a request); the next pass, here with the next wave and once more at the end (the
+// address updates trigger it), creates them.
 func (rc *routeCloud) initialiseWithRoutes(tb testing.TB) {
 	tb.Helper()
 	inst, _ := rc.cloud.InstancesV2()
@@ -144,11 +151,12 @@ func (rc *routeCloud) initialiseWithRoutes(tb testing.TB) {
 			}
 		}
 	}
+	reconcileRoutes(tb, routes, rc.nodes)
 }
 
 // TestAPIBudget_routes is issue 11's route budget: 500 nodes initialised with routes cost at
 // most 600 Hetzner requests, 500 of them the add_routes (no network read per route, action
-// polls shared, no failed create for a node without InternalIP), and a route reconcile that
+// polls shared, no request for a node without InternalIP), and a route reconcile that
 // finds nothing changed costs no request.
 func TestAPIBudget_routes(t *testing.T) {
 	const n = 500

@@ -428,6 +428,12 @@ func (x *Executor) PolicyRevision() (string, bool) {
 	return rev, rev != ""
 }
 
+// ErrNamespacesForbidden is what a namespace lister returns when the CCM may not list and watch
+// namespaces (checked once at start, where the log line and the event NamespacesForbidden name
+// the missing permission): every decision about a Service is then an evaluation error, reported
+// in dry run and handled by --policy-failure-mode in enforce.
+var ErrNamespacesForbidden = errors.New("the CCM may not list and watch namespaces (named once at start: log line and event NamespacesForbidden)")
+
 // NamespaceLabels returns a copy of the labels of namespace ns as the policy input carries
 // them; nil (and no error) without a namespace lister. No request leaves the process: the
 // lister reads the informer's cache.
@@ -441,6 +447,9 @@ func (x *Executor) NamespaceLabels(ns string) (map[string]string, error) {
 		return nil, nil
 	}
 	n, err := x.namespaces.Get(ns)
+	if errors.Is(err, ErrNamespacesForbidden) { // the fix was named once at start
+		return nil, fmt.Errorf("namespace_labels: cannot read the labels of namespace %q: %w", ns, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("namespace_labels: cannot read the labels of namespace %q (the CCM needs get, list and watch on namespaces; see the ClusterRole in deploy/chart/templates/rbac.yaml): %w", ns, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -215,16 +216,17 @@ func (r *Routes) AuditPlans(ctx context.Context) ([]routeplan.Plan, error) {
 // invalid (the cached routes were stale), the network is read again and the plan made once
 // more. IPv6 destinations are rejected before any API call (private networks route IPv4 only).
 //
-// The gateway is the server's IP in the network, from the server cache (the node's addresses
-// are not needed, so a route can be created before the node is initialised). When
-// route.TargetNodeAddresses has InternalIPs, the gateway must be one of them; a node without
-// any InternalIP yet is not an error. A destination outside the cluster CIDR raises a Warning
-// event ClusterCIDRMisconfigured on the node but is created.
+// The gateway is the server's IP in the network, from the server cache, and must be one of the
+// InternalIPs of route.TargetNodeAddresses, as in the official CCM: a node without its InternalIP
+// yet (not initialised) gets no route and an error naming that; the route controller retries,
+// and with the watch-based route reconciliation the node's address update triggers it. A
+// destination outside the cluster CIDR raises a Warning event ClusterCIDRMisconfigured on the
+// node but is created.
 //
 // # Errors
 //
-// An unknown node or server, a server outside the network, a gateway that is not among the
-// node's InternalIPs, or a failed run (wrapped; a policy denial wraps policy.ErrDenied).
+// An unknown node or server, a server outside the network, a node without InternalIP, a
+// gateway that is not among the node's InternalIPs, or a failed run (wrapped; a policy denial wraps policy.ErrDenied).
 func (r *Routes) CreateRoute(ctx context.Context, _ string, _ string, route *cloudprovider.Route) error {
 	const op = "routes.CreateRoute"
 	compatmetrics.Operation(compatmetrics.OpCreateRoute)
@@ -247,6 +249,9 @@ func (r *Routes) CreateRoute(ctx context.Context, _ string, _ string, route *clo
 	gateway, err := r.gateway(ctx, node)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
+	}
+	if !hasInternalIP(route.TargetNodeAddresses) {
+		return fmt.Errorf("%s: node %q has no InternalIP yet; its route via %s (the server's IP in network %d) is created once the node is initialised with it", op, nodeName, gateway, r.o.Network.ID)
 	}
 	if err := checkInternalIP(route.TargetNodeAddresses, gateway); err != nil {
 		return fmt.Errorf("%s: gateway %s (the server's IP in network %d) %w: check the node's addresses and HCLOUD_NETWORK", op, gateway, r.o.Network.ID, err)
@@ -361,8 +366,13 @@ func (r *Routes) claimedBy(dest netip.Prefix, target string) string {
 	return ""
 }
 
-// checkInternalIP returns an error when addresses has InternalIPs and gateway is not one of
-// them; a node without InternalIP (not initialised yet) passes.
+// hasInternalIP reports whether addresses has an InternalIP (an initialised node in a network).
+func hasInternalIP(addresses []corev1.NodeAddress) bool {
+	return slices.ContainsFunc(addresses, func(a corev1.NodeAddress) bool { return a.Type == corev1.NodeInternalIP })
+}
+
+// checkInternalIP returns an error when gateway is not one of the InternalIPs of addresses (a
+// node with none is refused before, see hasInternalIP), as the official CCM.
 func checkInternalIP(addresses []corev1.NodeAddress, gateway netip.Addr) error {
 	var internal []string
 	for _, a := range addresses {
@@ -373,9 +383,6 @@ func checkInternalIP(addresses []corev1.NodeAddress, gateway netip.Addr) error {
 			return nil
 		}
 		internal = append(internal, a.Address)
-	}
-	if len(internal) == 0 {
-		return nil
 	}
 	return fmt.Errorf("is not an InternalIP of the node (%s)", strings.Join(internal, ", "))
 }

@@ -207,46 +207,47 @@ func TestRoutes_CreateRoute(t *testing.T) {
 		},
 		{
 			name:          "a node without provider ID is found by name",
-			route:         cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: "10.244.2.0/24"},
+			route:         cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: "10.244.2.0/24", TargetNodeAddresses: internalIP("10.0.0.3")},
 			wantRoutes:    []string{"10.244.2.0/24 via 10.0.0.3"},
 			wantMutations: 1,
 		},
 		{
-			name: "a node without InternalIP yet gets its route via the server's IP",
+			// As the official CCM (its CreateRoute: "IP ... not part of routes target addresses"):
+			// the route controller retries once the node has its InternalIP.
+			name: "a node without InternalIP yet gets no route",
 			route: cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24",
 				TargetNodeAddresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: "node-1"}}},
-			wantRoutes:    []string{"10.244.1.0/24 via 10.0.0.2"},
-			wantMutations: 1,
+			wantErr: `routes.CreateRoute: node "node-1" has no InternalIP yet; its route via 10.0.0.2 (the server's IP in network 1) is created once the node is initialised with it`,
 		},
 		{
 			name:          "an identical route is left alone",
 			seed:          [][2]string{{"10.244.1.0/24", "10.0.0.2"}},
-			route:         cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"},
+			route:         cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24", TargetNodeAddresses: internalIP("10.0.0.2")},
 			wantRoutes:    []string{"10.244.1.0/24 via 10.0.0.2"},
 			wantMutations: 0,
 		},
 		{
 			name:          "a route via another gateway is replaced",
 			seed:          [][2]string{{"10.244.1.0/24", "10.0.0.3"}},
-			route:         cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"},
+			route:         cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24", TargetNodeAddresses: internalIP("10.0.0.2")},
 			wantRoutes:    []string{"10.244.1.0/24 via 10.0.0.2"},
 			wantMutations: 2,
 		},
 		{
 			name:          "a destination outside the cluster CIDR is created with a warning",
-			route:         cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.245.1.0/24"},
+			route:         cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.245.1.0/24", TargetNodeAddresses: internalIP("10.0.0.2")},
 			wantRoutes:    []string{"10.245.1.0/24 via 10.0.0.2"},
 			wantMutations: 1,
 			wantEvent:     "Warning ClusterCIDRMisconfigured route CIDR 10.245.1.0/24 is not contained within cluster CIDR 10.244.0.0/16",
 		},
 		{
 			name:    "an IPv6 destination is rejected",
-			route:   cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "fd00::/64"},
+			route:   cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "fd00::/64", TargetNodeAddresses: internalIP("10.0.0.2")},
 			wantErr: "routes.CreateRoute: destination fd00::/64 is IPv6: Hetzner Cloud private networks route IPv4 only",
 		},
 		{
 			name:    "a malformed destination is rejected",
-			route:   cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0"},
+			route:   cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0", TargetNodeAddresses: internalIP("10.0.0.2")},
 			wantErr: `routes.CreateRoute: invalid destination "10.244.1.0": expect an IPv4 CIDR`,
 		},
 		{
@@ -305,7 +306,7 @@ func TestRoutes_CreateRoute(t *testing.T) {
 
 func TestRoutes_CreateRouteIPv6CostsNothing(t *testing.T) {
 	e := newEnv(t)
-	_ = e.routes.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "fd00::/64"})
+	_ = e.routes.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "fd00::/64", TargetNodeAddresses: internalIP("10.0.0.2")})
 	if n := len(e.emu.Requests()); n != 0 {
 		t.Errorf("an IPv6 route made %d requests, want 0", n)
 	}
@@ -372,7 +373,7 @@ func TestRoutes_gatewayChange(t *testing.T) {
 			if err := e.routes.DeleteRoute(t.Context(), "c", listed[0]); err != nil {
 				t.Fatalf("DeleteRoute() = %v, want nil (left to node-2's CreateRoute)", err)
 			}
-			err = e.routes.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: "10.244.2.0/24"})
+			err = e.routes.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-2", DestinationCIDR: "10.244.2.0/24", TargetNodeAddresses: internalIP("10.0.0.3")})
 			if denied := errors.Is(err, policy.ErrDenied); denied != tc.wantDenied || (err != nil && !denied) {
 				t.Fatalf("CreateRoute() error = %v, want denied %v", err, tc.wantDenied)
 			}
@@ -402,7 +403,7 @@ func TestRoutes_denied(t *testing.T) {
 	e := newEnv(t)
 	e.seedRoute(t, "10.244.7.0/24", "10.0.0.3")
 	e.decide = denyAll
-	err := e.routes.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"})
+	err := e.routes.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24", TargetNodeAddresses: internalIP("10.0.0.2")})
 	if !errors.Is(err, policy.ErrDenied) || !strings.HasPrefix(err.Error(), "routes.CreateRoute: route 10.244.1.0/24 via 10.0.0.2: ") {
 		t.Errorf("CreateRoute() error = %v, want a wrapped policy.ErrDenied", err)
 	}
@@ -431,7 +432,7 @@ func TestRoutes_staleCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.seedRoute(t, "10.244.1.0/24", "10.0.0.3")
-	if err := e.routes.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"}); err != nil {
+	if err := e.routes.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24", TargetNodeAddresses: internalIP("10.0.0.2")}); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"10.244.1.0/24 via 10.0.0.2"}, e.networkRoutes(t)); diff != "" {
@@ -488,7 +489,7 @@ func TestRoutes_requestBudget(t *testing.T) {
 		t.Errorf("20 concurrent ListRoutes: requests mismatch (-want +got):\n%s", diff)
 	}
 	e.emu.ResetRequests()
-	if err := e.routes.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"}); err != nil {
+	if err := e.routes.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24", TargetNodeAddresses: internalIP("10.0.0.2")}); err != nil {
 		t.Fatal(err)
 	}
 	listed, err := e.routes.ListRoutes(t.Context(), "c")
@@ -519,7 +520,7 @@ func TestNew_clusterCIDR(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
 			r := e.newRoutes(t, tc.clusterCIDR)
-			if err := r.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.245.1.0/24"}); err != nil {
+			if err := r.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.245.1.0/24", TargetNodeAddresses: internalIP("10.0.0.2")}); err != nil {
 				t.Fatal(err)
 			}
 			if got := len(e.recorder.Events) == 1; got != tc.wantEvent {
@@ -545,10 +546,10 @@ func TestRoutes_operationsCounted(t *testing.T) {
 			return err
 		}},
 		{"CreateRoute", "hcloud/CreateRoute", func() error {
-			return e.routes.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"})
+			return e.routes.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24", TargetNodeAddresses: internalIP("10.0.0.2")})
 		}},
 		{"CreateRoute refused before any request", "hcloud/CreateRoute", func() error {
-			err := e.routes.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "fd00::/64"})
+			err := e.routes.CreateRoute(t.Context(), "c", "", &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "fd00::/64", TargetNodeAddresses: internalIP("10.0.0.2")})
 			if err == nil {
 				return errors.New("an IPv6 route was accepted")
 			}

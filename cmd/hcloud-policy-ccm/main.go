@@ -274,6 +274,9 @@ func mustNewCloud(c *cloudconfig.CompletedConfig, o *ccm.Options) *ccm.Cloud {
 		Recorder:    newRecorder(c),
 		ClusterName: shared.ClusterName,
 		ClusterCIDR: shared.ClusterCIDR,
+		// A ClusterRole without namespaces (the official one, with rbac.create=false) is
+		// named once at start instead of by the namespace informer every few seconds.
+		CheckNamespaceAccess: true,
 	})
 	if err != nil {
 		klog.Fatalf("hcloud-policy-ccm cannot start:\n%v", err)

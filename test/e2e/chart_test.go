@@ -208,8 +208,8 @@ func TestChartLeaseWhereTheOfficialKeepsIt(t *testing.T) {
 
 // TestChartOfficialFullDaemonSet renders the chart with an official-style values file that sets
 // every optional key of the official chart, and checks each lands where the official chart puts
-// it: a DaemonSet with leader election on, private networking, extra tolerations, node selector,
-// affinity, pod labels and annotations, the token from a file of an extra volume, the PodMonitor
+// it: a DaemonSet with leader election on, private networking, extra tolerations, node selector
+// (and, as the official DaemonSet, no affinity), pod labels and annotations, the token from a file of an extra volume, the PodMonitor
 // (when its CRD exists) and the NetworkPolicy.
 func TestChartOfficialFullDaemonSet(t *testing.T) {
 	t.Parallel()
@@ -249,8 +249,10 @@ func TestChartOfficialFullDaemonSet(t *testing.T) {
 	if _, ok := pod.NodeSelector["node-role.kubernetes.io/control-plane"]; !ok || len(pod.NodeSelector) != 1 {
 		t.Errorf("nodeSelector = %v", pod.NodeSelector)
 	}
-	if pod.Affinity == nil || pod.Affinity.NodeAffinity == nil {
-		t.Errorf("affinity = %+v", pod.Affinity)
+	// As the official chart's DaemonSet: no affinity, dnsPolicy Default, system-cluster-critical,
+	// whatever the values say (docs/reference/differences.md, "Install and swap").
+	if pod.Affinity != nil || pod.DNSPolicy != corev1.DNSDefault || pod.PriorityClassName != "system-cluster-critical" {
+		t.Errorf("affinity = %+v, dnsPolicy %q, priorityClassName %q; want none, Default, system-cluster-critical", pod.Affinity, pod.DNSPolicy, pod.PriorityClassName)
 	}
 	if ds.Spec.Template.Labels["team"] != "platform" || ds.Spec.Template.Annotations["example.com/rollout"] != "2026-11" {
 		t.Errorf("pod labels %v, annotations %v", ds.Spec.Template.Labels, ds.Spec.Template.Annotations)
@@ -347,7 +349,7 @@ func TestChartRefusesWhatItCannotHonour(t *testing.T) {
 		{"policy.mode=audit", `policy.mode: "audit" is not supported; set it to enforce or dryrun`},
 		{"policy.failureMode=maybe", `policy.failureMode: "maybe" is not supported; set it to closed or open`},
 		{"args.policy-mode=dryrun", "args.policy-mode: the chart sets --policy-mode; use policy.mode instead"},
-		{"args.leader-elect=true", "args.leader-elect: the chart sets --leader-elect; use leaderElect instead"},
+		{"args.leader-elect=true,leaderElect=true", "args.leader-elect and leaderElect are both set; keep one"},
 		{"leaderElect=yes", `leaderElect: "yes" is not supported; set it to true, false or null`},
 		{"plugins.nodeLabels=/plugins/x.wasm", `plugins.nodeLabels: "/plugins/x.wasm" is a path; give the file name under /plugins`},
 	}
@@ -378,6 +380,9 @@ func TestChartLeaderElect(t *testing.T) {
 		{name: "true one replica", set: []string{"leaderElect=true"}, want: []string{"--leader-elect=true"}},
 		{name: "true DaemonSet", set: []string{"leaderElect=true", "kind=DaemonSet"}, want: []string{"--leader-elect=true"}},
 		{name: "false two replicas", set: []string{"leaderElect=false", "replicaCount=2"}, want: []string{"--leader-elect=false"}},
+		// args.leader-elect as the official chart renders it: in args, then its one-replica false.
+		{name: "args one replica", set: []string{"args.leader-elect=true"}, want: []string{"--leader-elect=true", "--leader-elect=false"}},
+		{name: "args DaemonSet", set: []string{"args.leader-elect=true", "kind=DaemonSet"}, want: []string{"--leader-elect=true"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

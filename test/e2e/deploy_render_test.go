@@ -175,7 +175,7 @@ func TestDeployRenders(t *testing.T) {
 	}
 	wantTolerations := []string{
 		"node.cloudprovider.kubernetes.io/uninitialized", "CriticalAddonsOnly",
-		"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master", "node.kubernetes.io/not-ready",
+		"node-role.kubernetes.io/master", "node-role.kubernetes.io/control-plane", "node.kubernetes.io/not-ready",
 	}
 	var gotTolerations []string
 	for _, tol := range pod.Tolerations {
@@ -243,19 +243,19 @@ func enforceOverlay(t *testing.T, dir string) string {
 }
 
 // TestDeployEnforceComponent: the component deploy/enforce turns the dry run of deploy/ and
-// deploy/networks/ into enforce and changes nothing else (the args are the same but for that
-// one flag; every other object is identical).
+// deploy/networks/ into enforce and changes nothing else (the args are the same plus a last
+// --policy-mode=enforce, which the CCM takes over the earlier dryrun; every other object is
+// identical).
 func TestDeployEnforceComponent(t *testing.T) {
 	t.Parallel()
 	for _, dir := range []string{deployDir, deployDir + "/networks"} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			plain, enforced := render(t, dir), render(t, enforceOverlay(t, dir))
 			want := slices.Clone(plain.deployment.Spec.Template.Spec.Containers[0].Args)
-			i := slices.Index(want, "--policy-mode=dryrun")
-			if i < 0 {
+			if !slices.Contains(want, "--policy-mode=dryrun") {
 				t.Fatalf("%s args %v lack --policy-mode=dryrun", dir, want)
 			}
-			want[i] = "--policy-mode=enforce"
+			want = append(want, "--policy-mode=enforce")
 			if diff := cmp.Diff(want, enforced.deployment.Spec.Template.Spec.Containers[0].Args); diff != "" {
 				t.Errorf("args with deploy/enforce (-want +got):\n%s", diff)
 			}

@@ -429,7 +429,8 @@ func writeManifest(t *testing.T, path string, objs []any) {
 }
 
 // TestSwapKubectlKeepsOfficialState is the swap from the official deploy/ccm.yaml (no private
-// network) with `kubectl apply -k deploy/ --force`, as deploy/README.md documents it, over the
+// network) with `kubectl apply -k deploy/` (no --force: same selector and container name), as
+// deploy/README.md documents it, over the
 // state the official CCM left: nodes it initialised, a load balancer it made for a Service in
 // the unlabelled namespace ingress-nginx (annotated with its location: the plain manifest sets
 // no default), and the official Secret with a `network` key (which the plain variant must not
@@ -446,7 +447,7 @@ func TestSwapKubectlKeepsOfficialState(t *testing.T) {
 	nodesBefore, routesBefore := e.nodes(t), e.routes(t)
 	e.emu.ResetRequests()
 
-	e.c.Kubectl(t, "apply", "-k", deployDir, "--force")
+	e.c.Kubectl(t, "apply", "-k", deployDir)
 	e.c.Kubectl(t, "delete", "clusterrolebinding", "--ignore-not-found",
 		"system:hcloud-cloud-controller-manager", "system:hcloud-cloud-controller-manager:restricted")
 	e.startOurs(t, "ccm")

@@ -17,6 +17,8 @@
 #     go.mod is generated from that version's own k8s.io/kubernetes go.mod: every staging module
 #     of its replace block is replaced by the published v0.X.Y, and etcd's server module is
 #     required at the version kubernetes itself uses. `go mod tidy` then resolves the rest.
+#     kubectl's main is that version's own cmd/kubectl/kubectl.go (cmd/kubectl/main.go follows
+#     the pinned version: v1.35 added cmd.GetLogVerbosity, which v1.33 and v1.34 lack).
 #
 # Version ldflags are set for both k8s.io/component-base/version and k8s.io/client-go/pkg/version
 # (clients parse the server's gitVersion). The module proxy does not say which git commit a
@@ -111,6 +113,13 @@ if [[ "$version" != "$pinned" ]]; then
 		sed -n 's|^[[:space:]]*\(k8s\.io/[^[:space:]]*\) => \./staging/.*$|	\1 => \1 '"${staging}"'|p' "$k8smod"
 		echo ")"
 	} >"$moddir/go.mod"
+	k8sdir="$(cd "$moddir" && go mod download -json "k8s.io/kubernetes@${version}" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')"
+	if [[ ! -f "$k8sdir/cmd/kubectl/kubectl.go" ]]; then
+		echo "build.sh: k8s.io/kubernetes@${version} has no cmd/kubectl/kubectl.go" >&2
+		exit 1
+	fi
+	install -m 0644 "$k8sdir/cmd/kubectl/kubectl.go" "$moddir/cmd/kubectl/main.go"
 	(cd "$moddir" && go mod tidy)
 fi
 

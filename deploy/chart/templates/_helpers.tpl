@@ -88,7 +88,10 @@ message that names the value and the fix, instead of a CCM that exits at start-u
 {{- if not .Values.policy.configMap.name -}}
 {{- fail "policy.configMap.name: empty; name the ConfigMap of policies (default hcloud-ccm-policies)" -}}
 {{- end -}}
-{{- range $flag, $value := dict "leader-elect" "leaderElect" "policy-configmap" "policy.configMap.name" "policy-dir" "policy.configMap" "policy-mode" "policy.mode" "policy-failure-mode" "policy.failureMode" "plugin-node-labels" "plugins.nodeLabels" "plugin-load-balancer-name" "plugins.loadBalancerName" "plugin-timeout" "plugins.timeout" "plugins-optional" "plugins.optional" "node-label-resync" "plugins.nodeLabelResync" "policy-audit-interval" "policy.auditInterval" -}}
+{{- if and (not (kindIs "invalid" .Values.leaderElect)) (not (kindIs "invalid" (index .Values.args "leader-elect"))) -}}
+{{- fail "args.leader-elect and leaderElect are both set; keep one (leaderElect, or args.leader-elect as in the official chart)" -}}
+{{- end -}}
+{{- range $flag, $value := dict "policy-configmap" "policy.configMap.name" "policy-dir" "policy.configMap" "policy-mode" "policy.mode" "policy-failure-mode" "policy.failureMode" "plugin-node-labels" "plugins.nodeLabels" "plugin-load-balancer-name" "plugins.loadBalancerName" "plugin-timeout" "plugins.timeout" "plugins-optional" "plugins.optional" "node-label-resync" "plugins.nodeLabelResync" "policy-audit-interval" "policy.auditInterval" -}}
 {{- if not (kindIs "invalid" (index $.Values.args $flag)) -}}
 {{- fail (printf "args.%s: the chart sets --%s; use %s instead" $flag $flag $value) -}}
 {{- end -}}
@@ -119,6 +122,14 @@ spec:
   imagePullSecrets:
     {{- toYaml . | nindent 4 }}
   {{- end }}
+  {{- /* A DaemonSet's pods take neither priorityClassName, dnsPolicy, dnsConfig nor affinity
+  from the values, as the official chart's DaemonSet (docs/reference/differences.md, "Install
+  and swap"): its own full.daemonset-values.yaml sets an affinity that no node matches. */}}
+  {{- $deployment := eq .Values.kind "Deployment" }}
+  {{- if not $deployment }}
+  priorityClassName: system-cluster-critical
+  dnsPolicy: Default
+  {{- else }}
   {{- with .Values.priorityClassName }}
   priorityClassName: {{ . | quote }}
   {{- end }}
@@ -126,6 +137,7 @@ spec:
   {{- with .Values.dnsConfig }}
   dnsConfig:
     {{- toYaml . | nindent 4 }}
+  {{- end }}
   {{- end }}
   {{- if .Values.networking.enabled }}
   hostNetwork: true
@@ -141,14 +153,14 @@ spec:
       effect: NoSchedule
     - key: CriticalAddonsOnly
       operator: Exists
-    - key: node-role.kubernetes.io/control-plane
-      operator: Exists
-      effect: NoSchedule
     - key: node-role.kubernetes.io/master
       operator: Exists
       effect: NoSchedule
-    - key: node.kubernetes.io/not-ready
+    - key: node-role.kubernetes.io/control-plane
       operator: Exists
+      effect: NoSchedule
+    # As the official chart: no operator (Equal, empty value), which matches this valueless taint.
+    - key: node.kubernetes.io/not-ready
       effect: NoExecute
     {{- with .Values.additionalTolerations }}
     {{- toYaml . | nindent 4 }}
@@ -157,13 +169,19 @@ spec:
   nodeSelector:
     {{- toYaml . | nindent 4 }}
   {{- end }}
-  {{- with .Values.affinity }}
+  {{- with and $deployment .Values.affinity }}
   affinity:
     {{- toYaml . | nindent 4 }}
   {{- end }}
   containers:
-    - name: hcloud-policy-ccm
+    # The official chart's container name: overlays, `kubectl set image` and log queries that
+    # name it keep working.
+    - name: hcloud-cloud-controller-manager
       image: {{ include "hcloud-policy-ccm.image" . }}
+      {{- /* The official chart's flags first, in its order (args by key, the network flags, the
+      one-replica --leader-elect=false), so an overlay's index-based patch of the official
+      manifests (args/6 is --cluster-cidr in ccm-networks.yaml) hits the same flag here; this
+      chart's own flags follow. */}}
       args:
         {{- range $key, $value := .Values.args }}
         {{- if kindIs "bool" $value }}
@@ -172,20 +190,18 @@ spec:
         - {{ printf "--%s%s" $key (ternary "" (printf "=%v" $value) (eq (toString $value) "")) | quote }}
         {{- end }}
         {{- end }}
-        {{- if kindIs "bool" .Values.leaderElect }}
-        - {{ printf "--leader-elect=%t" .Values.leaderElect | quote }}
-        {{- else if and (eq .Values.kind "Deployment") (eq (int .Values.replicaCount) 1) }}
-        - "--leader-elect=false"
-        {{- end }}
-        {{- /* --policy-mode sits at the same index with and without networking: the component
-        deploy/enforce of the manifests rendered from this chart replaces it by index. */}}
-        - {{ printf "--policy-configmap=%s" (include "hcloud-policy-ccm.policyConfigMap" .) | quote }}
-        - {{ printf "--policy-mode=%s" .Values.policy.mode | quote }}
-        - {{ printf "--policy-failure-mode=%s" .Values.policy.failureMode | quote }}
         {{- if .Values.networking.enabled }}
         - "--allocate-node-cidrs=true"
         - {{ printf "--cluster-cidr=%s" .Values.networking.clusterCIDR | quote }}
         {{- end }}
+        {{- if kindIs "bool" .Values.leaderElect }}
+        - {{ printf "--leader-elect=%t" .Values.leaderElect | quote }}
+        {{- else if and $deployment (eq (int .Values.replicaCount) 1) }}
+        - "--leader-elect=false"
+        {{- end }}
+        - {{ printf "--policy-configmap=%s" (include "hcloud-policy-ccm.policyConfigMap" .) | quote }}
+        - {{ printf "--policy-mode=%s" .Values.policy.mode | quote }}
+        - {{ printf "--policy-failure-mode=%s" .Values.policy.failureMode | quote }}
         {{- with .Values.plugins.nodeLabels }}
         - {{ printf "--plugin-node-labels=/plugins/%s" . | quote }}
         {{- end }}
@@ -236,12 +252,15 @@ spec:
         {{- if .Values.monitoring.enabled }}
         - name: metrics
           containerPort: 8233
-          protocol: TCP
         {{- end }}
         {{- with include "hcloud-policy-ccm.admission.port" . | trim }}
         {{- . | nindent 8 }}
         {{- end }}
-      {{- if and .Values.probes.enabled (gt $port 0) }}
+      {{- /* No probes when the secure port listens on loopback only (args.bind-address): the
+      kubelet probes the pod IP and would restart a healthy pod. */}}
+      {{- $bind := index .Values.args "bind-address" | default "" | toString }}
+      {{- $loopback := or (hasPrefix "127." $bind) (eq $bind "::1") (eq $bind "localhost") }}
+      {{- if and .Values.probes.enabled (gt $port 0) (not $loopback) }}
       # /healthz is in the secure port's always-allowed paths: no token needed.
       livenessProbe:
         httpGet:
