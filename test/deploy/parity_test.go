@@ -95,6 +95,9 @@ var parityAllowlist = []allowed{
 	{field: "RBAC authentication.k8s.io/tokenreviews", official: none, ours: "create@cluster", section: installSection},
 	{field: "RBAC authorization.k8s.io/subjectaccessreviews", official: none, ours: "create@cluster", section: installSection},
 	{field: "RBAC role extension-apiserver-authentication-reader", official: none, ours: "bound@kube-system", section: installSection},
+	// The policy audit writes its results as PolicyReports (inert without their CRDs).
+	{field: "RBAC wgpolicyk8s.io/policyreports", official: none, ours: "create,delete,get,list,update@cluster", section: "Policy audit"},
+	{field: "RBAC wgpolicyk8s.io/clusterpolicyreports", official: none, ours: "create,delete,get,list,update@cluster", section: "Policy audit"},
 }
 
 // TestRenderParity renders deploy/chart with every value set of testdata/official/values and
