@@ -334,17 +334,29 @@ func splitPolicyEvent(event string) []finding {
 
 // groupedPart matches one message of a policy event as the executor groups them (see
 // ccm/executor's messageGroups): "TEXT: for STEP, STEP[ and N more steps]", followed by "; " or
-// the end.
-var groupedPart = regexp.MustCompile(`(.*?): for ((?:[a-z_]+\([^()]*\))(?:, [a-z_]+\([^()]*\))*(?: and \d+ more steps)?)(?:; |$)`)
+// the end; a STEP may be followed by its " (decision ID)".
+var groupedPart = regexp.MustCompile(`(.*?): for ((?:[a-z_]+\([^()]*\)(?: \(decision [^()]*\))?)(?:, [a-z_]+\([^()]*\)(?: \(decision [^()]*\))?)*(?: and \d+ more steps)?)(?:; |$)`)
+
+// decisionSuffix matches the " (decision ID)" after a step's label.
+var decisionSuffix = regexp.MustCompile(` \(decision [^()]*\)`)
 
 // splitGroupedEvent splits the message of a PolicyDenied, PolicyDryRunDenied or PolicyWarning
 // event in the executor's grouped form ("[nothing changed: |would be denied (dry run): ]TEXT: for
 // STEP, STEP; TEXT: for STEP") into its messages, each with its steps. A message it cannot
 // split completely is returned whole, without steps.
+//
+// A PolicyDenied event of steps that failed alone ("applied: STEPS; denied: MESSAGES[;
+// skipped: STEPS]") is split into its denied messages.
 func splitGroupedEvent(event string) []finding {
 	for _, prefix := range []string{"nothing changed: ", "would be denied (dry run): "} {
 		event = strings.TrimPrefix(event, prefix)
 	}
+	if strings.HasPrefix(event, "applied: ") {
+		if _, denied, ok := strings.Cut(event, "; denied: "); ok {
+			event = denied
+		}
+	}
+	event, _, _ = strings.Cut(event, "; skipped: ")
 	var out []finding
 	rest := event
 	for rest != "" {
@@ -353,7 +365,7 @@ func splitGroupedEvent(event string) []finding {
 			return []finding{{msg: event}}
 		}
 		msg, steps := rest[m[2]:m[3]], rest[m[4]:m[5]]
-		for _, step := range strings.Split(steps, ", ") {
+		for _, step := range strings.Split(decisionSuffix.ReplaceAllString(steps, ""), ", ") {
 			out = addFinding(out, msg, step)
 		}
 		rest = rest[m[1]:]
