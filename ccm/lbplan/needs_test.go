@@ -131,8 +131,11 @@ func TestPlan_Runnable(t *testing.T) {
 				"disable_public_interface<-remove_target(server:1)"},
 		},
 		{
-			name:   "the public interface is needed by public targets, a detach and rDNS",
-			actual: existing(func(a *lbplan.Actual) { a.PublicInterface, a.Targets = false, nil; a.Networks = []lbplan.AttachedNetwork{{ID: 6}} }),
+			name: "the public interface is needed by public targets, a detach and rDNS",
+			actual: existing(func(a *lbplan.Actual) {
+				a.PublicInterface, a.Targets = false, nil
+				a.Networks = []lbplan.AttachedNetwork{{ID: 6}}
+			}),
 			ms: []lbplan.Mutation{lbplan.ChangeAlgorithm{Algorithm: hcloud.LoadBalancerAlgorithmTypeLeastConnections}, lbplan.EnablePublicInterface{},
 				lbplan.DetachNetwork{NetworkID: 6}, lbplan.ChangeDNSPtr{Ptr: "lb.example.com"}, lbplan.AddTarget{Target: lbplan.Target{ServerID: 3}}},
 			denied: []int{1},
