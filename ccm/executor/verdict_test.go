@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
@@ -92,5 +93,43 @@ func TestRun_DryRunDeniedNamesItsDecision(t *testing.T) {
 		"add_target(server:1) (decision id-add_target), add_target(server:2) (decision id-add_target)"
 	if events := ev.events(); count(events, want) != 1 {
 		t.Errorf("events = %q, want one %q", events, want)
+	}
+}
+
+// TestRunDetached_StepsFailAlone: a node sync's target plan with one target denied is not
+// detached: the other target is added before RunDetached returns, the denial comes back with
+// the state the API holds, and nothing fails in the background.
+func TestRunDetached_StepsFailAlone(t *testing.T) {
+	t.Parallel()
+	var ev *env
+	ev = newEnv(t, func(in policy.Input) policy.Decision {
+		if in.Target != nil && in.Target.ServerID == ev.servers[0] {
+			return policy.Decision{Deny: []policy.Message{{Msg: "not this node"}}}
+		}
+		return policy.Decision{Allowed: true}
+	})
+	svc, lb := ev.serviceLB(t, 1)
+	plan := lbplan.Plan{Actual: lbplan.NewActual(lb), Mutations: []lbplan.Mutation{
+		lbplan.AddTarget{Target: lbplan.Target{ServerID: ev.servers[0], Node: "node-1"}},
+		lbplan.AddTarget{Target: lbplan.Target{ServerID: ev.servers[1], Node: "node-2"}},
+	}}
+	if !executor.Detachable(plan) {
+		t.Fatal("the target plan is not detachable")
+	}
+	state, err := ev.exec.RunDetached(context.Background(), svc, plan, func(err error) {
+		t.Errorf("the background part failed: %v", err)
+	})
+	var denied *executor.DeniedError
+	if !errors.As(err, &denied) || len(denied.Applied) != 1 {
+		t.Fatalf("err = %v, want a denial with one step applied", err)
+	}
+	if got := ev.targetIDs(t, lb.ID); !slices.Equal(got, ev.servers[1:]) {
+		t.Errorf("targets %v when RunDetached returned, want %v", got, ev.servers[1:])
+	}
+	if state == nil || len(state.Targets) != 1 || state.Targets[0].ServerID != ev.servers[1] {
+		t.Errorf("state %+v, want the one target added", state)
+	}
+	if err := ev.exec.Settle(context.Background(), svc.UID); err != nil {
+		t.Fatal(err)
 	}
 }
