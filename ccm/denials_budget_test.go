@@ -200,8 +200,9 @@ func TestAPIBudget_partlyDeniedRetries(t *testing.T) {
 	// left, denied again without a request, and then remembered too.
 	for round := range 3 {
 		emu.ResetRequests()
-		if _, err := lbs.EnsureLoadBalancer(ctx, "budget", svc, moved); !errors.Is(err, policy.ErrDenied) {
-			t.Fatalf("retry %d: %v, want denied", round+1, err)
+		_, err := lbs.EnsureLoadBalancer(ctx, "budget", svc, moved)
+		if !errors.Is(err, policy.ErrDenied) || !strings.HasPrefix(err.Error(), "1 of 1 changes denied, nothing changed: port 443 is not allowed") {
+			t.Fatalf("retry %d: %v, want add_service(443) denied alone, nothing changed", round+1, err)
 		}
 		if got := total(emu.Counts()); got != 0 {
 			t.Errorf("retry %d of the unchanged Service: %d requests, want 0 (%v)", round+1, got, emu.Counts())

@@ -444,6 +444,15 @@ func (e *DeniedError) summary() string {
 // Unwrap lets errors.Is(err, policy.ErrDenied) match.
 func (e *DeniedError) Unwrap() error { return policy.ErrDenied }
 
+// Remaining is the denial as a retry of the same inputs meets it once the applied steps are in:
+// its plan holds only the denied steps and those skipped with them, and nothing changes. e is
+// not modified.
+func (e *DeniedError) Remaining() *DeniedError {
+	c := *e
+	c.Applied, c.Of = nil, e.Denied+len(e.Skipped)
+	return &c
+}
+
 // DecisionWarnings are the warnings of d (as the PolicyWarning event and plan show them), plus an evaluation failure that the failure mode
 // resolved to allow and a failure of the warn rules alone (neither may pass silently). A failure
 // that only dry-run mode allowed is not a warning: d.NotEnforced reports it (PolicyDryRunDenied).
