@@ -274,9 +274,8 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 		if !d.Allowed {
 			st.Deny = executor.DenyMessages(d)
 			res.Allowed = false
-		} else if !sv.Runs {
-			st.Skipped = skippedBecause(sv)
 		}
+		st.Skipped = sv.SkipReason()
 		res.Steps = append(res.Steps, st)
 	}
 	if steps := plan.Steps(); len(steps) > 0 {
@@ -291,14 +290,6 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 		res.Final = plan.Actual.Policy(plan.IPv6)
 	}
 	return res
-}
-
-// skippedBecause says why the allowed step sv does not run (Step.Skipped).
-func skippedBecause(sv executor.StepVerdict) string {
-	if sv.Needs == "" {
-		return sv.Why
-	}
-	return "needs " + sv.Needs
 }
 
 // compute is the CCM's planning of svc (ccm/loadbalancer reconcile) without the API: the name

@@ -247,19 +247,10 @@ func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Pl
 	denied := x.deniedError(labels, decisions, func(i int) policy.Input { return v.Steps[i].Input })
 	for _, st := range v.Steps {
 		if !st.Runs && !st.Denied() {
-			denied.Skipped = append(denied.Skipped, st.Label+" ("+needsOf(st)+")")
+			denied.Skipped = append(denied.Skipped, st.Label+" ("+st.SkipReason()+")")
 		}
 	}
 	return v.Run, denied
-}
-
-// needsOf says why a step that is skipped does not run: "needs LABEL", or the reason when
-// it needs no one step (a create or delete is all or nothing).
-func needsOf(st StepVerdict) string {
-	if st.Needs == "" {
-		return st.Why
-	}
-	return "needs " + st.Needs
 }
 
 // DeniedSteps decides every step of plan for svc exactly as the gate of Run does (the same

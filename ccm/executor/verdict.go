@@ -26,6 +26,18 @@ type StepVerdict struct {
 // Denied reports whether the policy denied the step itself.
 func (s StepVerdict) Denied() bool { return !s.Decision.Allowed }
 
+// SkipReason says why an allowed step does not run: "needs LABEL", or the reason when it needs
+// no one step ("a create or delete is all or nothing"); "" for a step that runs or is denied.
+func (s StepVerdict) SkipReason() string {
+	switch {
+	case s.Runs || s.Denied():
+		return ""
+	case s.Needs == "":
+		return s.Why
+	}
+	return "needs " + s.Needs
+}
+
 // Verdict is the gate's answer for one plan: one StepVerdict per step (plan.Steps order) and
 // the plan that runs.
 type Verdict struct {
