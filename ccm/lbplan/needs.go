@@ -20,7 +20,8 @@ type Need struct {
 //   - a listener (add_service, update_service) that uses the managed certificate the plan
 //     creates needs create_managed_certificate;
 //   - a listener or target added beyond the current type's max_services or max_targets (a limit
-//     of 0 is unknown and counts as exceeded) needs change_type;
+//     of 0 is unknown and counts as exceeded) needs change_type; one that fits only because of
+//     the delete_service or remove_target steps before it needs those;
 //   - a target on a private IP needs attach_to_network, one on a public IP (server or Robot IP)
 //     enable_public_interface;
 //   - a target added again (use_private_ip flips) needs its remove_target;
@@ -58,6 +59,7 @@ func (p Plan) Needs() []Need {
 			if over(len(next.Services), p.Actual.MaxServices) {
 				need(on(OpChangeType), fmt.Sprintf("more listeners than max_services %d of type %s", p.Actual.MaxServices, p.Actual.Type))
 			}
+			p.roomNeeds(j, len(next.Services), p.Actual.MaxServices, isDeleteService, need)
 		case UpdateService:
 			need(p.certificateOf(m.Listener, j), "uses the certificate it creates")
 		case AddTarget:
@@ -94,9 +96,54 @@ func (p Plan) targetNeeds(j int, private bool, next *Actual, on func(string) int
 	} else {
 		need(on(OpEnablePublicInterface), "needs the public interface")
 	}
-	if over(len(next.Targets)+len(next.IPTargets)+next.OtherTargets, p.Actual.MaxTargets) {
+	count := len(next.Targets) + len(next.IPTargets) + next.OtherTargets
+	if over(count, p.Actual.MaxTargets) {
 		need(on(OpChangeType), fmt.Sprintf("more targets than max_targets %d of type %s", p.Actual.MaxTargets, p.Actual.Type))
 	}
+	p.roomNeeds(j, count, p.Actual.MaxTargets, isRemoveTarget, need)
+}
+
+// roomNeeds adds the needs of an add at j that fits the type's limit (count after it) only
+// thanks to the earlier removals that removes matches: it needs every one of them. A removal
+// whose target is added again up to j (use_private_ip flips) makes no room by then. An unknown
+// limit (0) adds none: removals are not held for a limit nobody knows.
+func (p Plan) roomNeeds(j, count, limit int, removes func(Mutation) bool, need func(int, string)) {
+	if limit == 0 || count > limit {
+		return
+	}
+	var before []int
+	for i, m := range p.Mutations[:j] {
+		if removes(m) && !slices.ContainsFunc(p.Mutations[i+1:j+1], func(a Mutation) bool { return sameTarget(m, a) }) {
+			before = append(before, i)
+		}
+	}
+	if count+len(before) <= limit {
+		return
+	}
+	for _, i := range before {
+		need(i, fmt.Sprintf("fits the limit of type %s only after the removals before it", p.Actual.Type))
+	}
+}
+
+// sameTarget reports whether the target mutations a and b name the same target.
+func sameTarget(a, b Mutation) bool {
+	ta, ok1 := a.(TargetMutation)
+	tb, ok2 := b.(TargetMutation)
+	if !ok1 || !ok2 {
+		return false
+	}
+	x, y := ta.PolicyTarget(), tb.PolicyTarget()
+	return x.Type == y.Type && x.ServerID == y.ServerID && x.IP == y.IP
+}
+
+func isDeleteService(m Mutation) bool { _, ok := m.(DeleteService); return ok }
+
+func isRemoveTarget(m Mutation) bool {
+	switch m.(type) {
+	case RemoveTarget, RemoveIPTarget:
+		return true
+	}
+	return false
 }
 
 // over reports whether n exceeds limit; a limit of 0 is unknown and always exceeded.

@@ -93,6 +93,26 @@ func TestPlan_Runnable(t *testing.T) {
 			skips:  []string{"change_type(lb21)", "add_target(ip:198.51.100.4)<-change_type(lb21)"},
 		},
 		{
+			name:   "a listener that fits only after a delete needs the delete",
+			actual: existing(func(a *lbplan.Actual) { a.Services = append(a.Services, listener(8080)) }),
+			ms: []lbplan.Mutation{lbplan.DeleteService{ListenPort: 8080}, lbplan.AddService{Listener: listener(9090)},
+				lbplan.AddTarget{Target: lbplan.Target{ServerID: 3}}},
+			denied: []int{0},
+			runs:   []string{"add_target(server:3)"},
+			skips:  []string{"delete_service(8080)", "add_service(9090)<-delete_service(8080)"},
+		},
+		{
+			name: "a target that fits only after a removal needs the removal",
+			actual: existing(func(a *lbplan.Actual) {
+				a.Targets = append(a.Targets, lbplan.Target{ServerID: 3})
+			}),
+			ms: []lbplan.Mutation{lbplan.RemoveTarget{Target: lbplan.Target{ServerID: 3}}, lbplan.AddIPTarget{Target: lbplan.IPTarget{IP: "198.51.100.4"}},
+				lbplan.AddService{Listener: listener(443)}},
+			denied: []int{0},
+			runs:   []string{"add_service(443)"},
+			skips:  []string{"remove_target(server:3)", "add_target(ip:198.51.100.4)<-remove_target(server:3)"},
+		},
+		{
 			name:   "an unknown limit counts as exceeded",
 			actual: existing(func(a *lbplan.Actual) { a.MaxTargets = 0 }),
 			ms:     []lbplan.Mutation{lbplan.ChangeType{Type: "lb21"}, lbplan.AddTarget{Target: lbplan.Target{ServerID: 3}}},
