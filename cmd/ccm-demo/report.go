@@ -314,7 +314,7 @@ var operationPrefix = regexp.MustCompile(`([a-z_]+\([^()]*\)): `)
 // ("[nothing changed: ]op: msg; op: msg; ...") into distinct messages, each with its operations,
 // in order of first appearance. A message it cannot split is returned whole.
 func splitPolicyEvent(event string) []finding {
-	event = strings.TrimPrefix(event, "nothing changed: ")
+	event = deniedPart(strings.TrimPrefix(event, "nothing changed: "))
 	idx := operationPrefix.FindAllStringSubmatchIndex(event, -1)
 	if len(idx) == 0 || idx[0][0] != 0 {
 		return []finding{{msg: event}}
@@ -330,6 +330,19 @@ func splitPolicyEvent(event string) []finding {
 		out = addFinding(out, msg, op)
 	}
 	return out
+}
+
+// deniedPart is the denied messages of a PolicyDenied event of steps that failed alone
+// ("applied: STEPS; denied: MESSAGES[; skipped: STEPS]"); any other event is returned as it is.
+func deniedPart(event string) string {
+	if !strings.HasPrefix(event, "applied: ") {
+		return event
+	}
+	if _, denied, ok := strings.Cut(event, "; denied: "); ok {
+		event = denied
+	}
+	event, _, _ = strings.Cut(event, "; skipped: ")
+	return event
 }
 
 // groupedPart matches one message of a policy event as the executor groups them (see
@@ -351,12 +364,7 @@ func splitGroupedEvent(event string) []finding {
 	for _, prefix := range []string{"nothing changed: ", "would be denied (dry run): "} {
 		event = strings.TrimPrefix(event, prefix)
 	}
-	if strings.HasPrefix(event, "applied: ") {
-		if _, denied, ok := strings.Cut(event, "; denied: "); ok {
-			event = denied
-		}
-	}
-	event, _, _ = strings.Cut(event, "; skipped: ")
+	event = deniedPart(event)
 	var out []finding
 	rest := event
 	for rest != "" {
@@ -498,7 +506,11 @@ func writeExampleServices(out io.Writer, services []serviceState) {
 			continue
 		}
 		p("")
-		p("Denied by policy (%s event on %s; nothing was changed in the cloud):", executor.ReasonPolicyDenied, s.key())
+		changed := "nothing was changed in the cloud"
+		if strings.HasPrefix(s.denial, "applied: ") {
+			changed = "the steps that do not need the denied ones were applied"
+		}
+		p("Denied by policy (%s event on %s; %s):", executor.ReasonPolicyDenied, s.key(), changed)
 		for _, f := range splitPolicyEvent(s.denial) {
 			p("  %s", f.msg)
 			if len(f.subjects) > 0 {

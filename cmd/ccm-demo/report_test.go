@@ -32,6 +32,11 @@ func TestSplitPolicyEvent(t *testing.T) {
 			want:  []finding{{msg: "the load balancer listens on port 80 without 443: traffic is not encrypted", subjects: []string{"add_service(80)"}}},
 		},
 		{
+			name:  "A denial whose other steps were applied keeps only what was denied",
+			event: "applied: add_target(server:3); denied: port 443 (ports): for add_service(443) (decision 5); skipped: update_service(443) (needs add_service(443))",
+			want:  []finding{{msg: "port 443 (ports): for add_service(443) (decision 5)"}},
+		},
+		{
 			name:  "A message in another format is kept whole",
 			event: "policy evaluation failed: timeout",
 			want:  []finding{{msg: "policy evaluation failed: timeout"}},
