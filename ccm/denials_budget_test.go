@@ -149,3 +149,72 @@ func TestAPIBudget_deniedRetries(t *testing.T) {
 		}
 	}
 }
+
+const no443Rules = `package ccm
+
+deny contains {"msg": "port 443 is not allowed", "code": "no443"} if {
+	input.operation == "add_service"
+	input.listener.listen_port == 443
+}
+`
+
+// TestAPIBudget_partlyDeniedRetries: a denied listener on a live load balancer fails alone
+// (steps fail alone): the node that joins and the one that leaves change as targets, no request
+// goes for the listener, and the retries of the unchanged Service, which plan only the denied
+// step now, cost no request, for the Ensure and for the node sync's Update.
+func TestAPIBudget_partlyDeniedRetries(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "no443.rego"), []byte(no443Rules), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cloud, emu := newBudgetCloud(t, 4, dir)
+	lbs, _ := cloud.LoadBalancer()
+	ctx := context.Background()
+	svc, nodes := lbService("web"), lbNodes(4)
+	if _, err := lbs.EnsureLoadBalancer(ctx, "budget", svc, nodes[:3]); err != nil {
+		t.Fatal(err)
+	}
+	svc = svc.DeepCopy()
+	svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443})
+	moved := nodes[1:] // node-0 leaves, node-3 joins
+	emu.ResetRequests()
+	_, err := lbs.EnsureLoadBalancer(ctx, "budget", svc, moved)
+	if !errors.Is(err, policy.ErrDenied) || !strings.Contains(err.Error(), "applied: remove_target(server:1), add_target(server:4); denied: port 443 is not allowed (no443): for add_service(443)") {
+		t.Fatalf("EnsureLoadBalancer = %v, want the targets applied and add_service(443) denied", err)
+	}
+	c := emu.Counts()
+	if c["POST /v1/load_balancers/{id}/actions/add_service"] != 0 || c["POST /v1/load_balancers/{id}/actions/add_target"] != 1 ||
+		c["POST /v1/load_balancers/{id}/actions/remove_target"] != 1 || emu.MutatingRequests() != 2 {
+		t.Errorf("requests %v, want one remove_target and one add_target, nothing for the listener", c)
+	}
+	lb := emu.LoadBalancers()[0]
+	var targets []int64
+	for _, tg := range lb.Targets {
+		targets = append(targets, tg.Server.ID)
+	}
+	if want := []int64{2, 3, 4}; fmt.Sprint(targets) != fmt.Sprint(want) || len(lb.Services) != 1 {
+		t.Errorf("targets %v and %d listeners, want %v and 1", targets, len(lb.Services), want)
+	}
+	// The Ensure retries hit the remembered denial; the node sync's Update plans from the
+	// cached load balancer, which holds what the allowed steps left: only add_service(443) is
+	// left, denied again without a request, and then remembered too.
+	for round := range 3 {
+		emu.ResetRequests()
+		_, err := lbs.EnsureLoadBalancer(ctx, "budget", svc, moved)
+		if !errors.Is(err, policy.ErrDenied) || !strings.HasPrefix(err.Error(), "1 of 1 changes denied, nothing changed: port 443 is not allowed") {
+			t.Fatalf("retry %d: %v, want add_service(443) denied alone, nothing changed", round+1, err)
+		}
+		if got := total(emu.Counts()); got != 0 {
+			t.Errorf("retry %d of the unchanged Service: %d requests, want 0 (%v)", round+1, got, emu.Counts())
+		}
+	}
+	for round := range 3 {
+		emu.ResetRequests()
+		if err := lbs.UpdateLoadBalancer(ctx, "budget", svc, moved); !errors.Is(err, policy.ErrDenied) || !strings.HasPrefix(err.Error(), "1 of 1 changes denied, nothing changed") {
+			t.Fatalf("node sync %d: %v, want add_service(443) denied alone", round+1, err)
+		}
+		if got := total(emu.Counts()); got != 0 {
+			t.Errorf("node sync %d of the unchanged Service: %d requests, want 0 (%v)", round+1, got, emu.Counts())
+		}
+	}
+}

@@ -96,9 +96,26 @@ func EvalFile(ctx context.Context, policyDir, inputFile string, w io.Writer, o O
 		return fmt.Errorf("write decision: %w", err)
 	}
 	if !d.Allowed {
-		return fmt.Errorf("%s %s: %w", in.Action, subject(in), ErrDenied)
+		return fmt.Errorf("%s %s: %w; %s", in.Action, subject(in), ErrDenied, DenialScope(in.Action))
 	}
 	return nil
+}
+
+// DenialScope says what a denial of one step with action holds back in the CCM, for the
+// output of `policy eval`: steps fail alone on an existing load balancer (the executor's
+// Decide), a create or delete is all or nothing, and a route plan runs whole or not at all.
+func DenialScope(action string) string {
+	switch action {
+	case ActionLoadBalancerUpdate:
+		return "the CCM skips this step and the steps that need it, and runs the plan's other steps (hcloud-policy-ccm plan lists them)"
+	case ActionLoadBalancerCreate:
+		return "a create is all or nothing: the CCM creates no load balancer"
+	case ActionLoadBalancerDelete:
+		return "the CCM keeps the load balancer"
+	case ActionRouteCreate, ActionRouteDelete:
+		return "the CCM changes none of the node's routes"
+	}
+	return "the CCM runs nothing of this plan"
 }
 
 // TestOptions configure [RunTests], as the flags of `policy test`.

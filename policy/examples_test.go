@@ -292,8 +292,8 @@ func TestEvalFile(t *testing.T) {
 	ctx := context.Background()
 	var out bytes.Buffer
 	err := policy.EvalFile(ctx, examplesDir, filepath.Join(examplesDir, "inputs", "lb_create_lb31_unlabelled.json"), &out, policy.Options{})
-	if !errors.Is(err, policy.ErrDenied) {
-		t.Fatalf("EvalFile(lb31) = %v, want ErrDenied", err)
+	if !errors.Is(err, policy.ErrDenied) || !strings.HasSuffix(err.Error(), "a create is all or nothing: the CCM creates no load balancer") {
+		t.Fatalf("EvalFile(lb31) = %v, want ErrDenied saying what it holds back", err)
 	}
 	var got policy.EvalResult
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
@@ -369,4 +369,20 @@ func readSample(path string) (any, error) {
 		return nil, err
 	}
 	return doc, nil
+}
+
+// TestDenialScope: `policy eval` says what a denial holds back, by action: one step and what
+// needs it on an existing load balancer (steps fail alone), everything for a create or delete.
+func TestDenialScope(t *testing.T) {
+	for action, want := range map[string]string{
+		policy.ActionLoadBalancerUpdate: "the plan's other steps",
+		policy.ActionLoadBalancerCreate: "all or nothing",
+		policy.ActionLoadBalancerDelete: "keeps the load balancer",
+		policy.ActionRouteCreate:        "none of the node's routes",
+		"something.else":                "nothing of this plan",
+	} {
+		if got := policy.DenialScope(action); !strings.Contains(got, want) {
+			t.Errorf("DenialScope(%s) = %q, want it to contain %q", action, got, want)
+		}
+	}
 }

@@ -153,10 +153,11 @@ func (h *Handler) AdmissionHandler(req *admissionv1.AdmissionRequest) (*admissio
 //     sets);
 //   - a Service of type LoadBalancer is planned with Planner.Preview (the create or update of
 //     its load balancer), a Service leaving the type with Planner.PreviewDelete;
-//   - every step is decided as the gate decides it (executor.Inputs, with the namespace labels
+//   - every step is decided as the gate decides it (executor.Decide, with the namespace labels
 //     the gate reads); a step with blocking deny messages denies the request (HTTP 403,
 //     Forbidden) with executor.DenyMessages and each decision's ID, so the denial can be
-//     traced to the decision log; warnings become admission warnings (kubectl prints
+//     traced to the decision log, and names the steps the CCM would still run (steps fail
+//     alone) or says that none would; warnings become admission warnings (kubectl prints
 //     "Warning: ..."), and deny messages that are not enforced (--policy-mode=dryrun, or a
 //     message with "enforcement": "dryrun") become warnings saying what would be denied;
 //   - what cannot be decided is admitted with a warning: a bad annotation (the warning names it
@@ -292,10 +293,12 @@ func (h *Handler) decide(ctx context.Context, svc *corev1.Service, plan lbplan.P
 	if h.cfg.NamespaceLabels != nil {
 		nsLabels, inputErr = h.cfg.NamespaceLabels(svc.Namespace)
 	}
-	steps := executor.Inputs(plan, h.cfg.Cluster, executor.PolicyService(svc, nsLabels))
+	v := executor.Decide(ctx, plan, h.cfg.Cluster, executor.PolicyService(svc, nsLabels), func(ctx context.Context, in policy.Input) policy.Decision {
+		return h.decideStep(ctx, in, inputErr)
+	})
 	var denied, warnings, dryRun groups
-	for _, st := range steps {
-		d := h.decideStep(ctx, st.Input, inputErr)
+	for _, st := range v.Steps {
+		d := st.Decision
 		warnings.add(st.Label, "", executor.DecisionWarnings(d))
 		dryRun.add(st.Label, d.ID, d.NotEnforced())
 		if !d.Allowed {
@@ -312,8 +315,8 @@ func (h *Handler) decide(ctx context.Context, svc *corev1.Service, plan lbplan.P
 	if denied.steps == 0 {
 		return allowed(out)
 	}
-	msg := fmt.Sprintf("%spolicy denied %d of %d changes to the Service's load balancer, nothing was stored: %s",
-		WarningPrefix, denied.steps, len(steps), strings.Join(denied.lines(), "; "))
+	msg := fmt.Sprintf("%spolicy denied %d of %d changes to the Service's load balancer, nothing was stored: %s; %s",
+		WarningPrefix, denied.steps, len(v.Steps), strings.Join(denied.lines(), "; "), stillRuns(v))
 	klog.V(2).InfoS("Admission denied", "service", klog.KObj(svc), "message", msg)
 	return &admissionv1.AdmissionResponse{
 		Allowed:  false,
@@ -325,6 +328,20 @@ func (h *Handler) decide(ctx context.Context, svc *corev1.Service, plan lbplan.P
 			Message: truncate.String(msg, truncate.EventMessage),
 		},
 	}
+}
+
+// stillRuns says which steps the CCM would still run if the Service were stored (steps fail
+// alone, executor.Decide), so that the author sees what the denial holds back and what not.
+func stillRuns(v executor.Verdict) string {
+	if v.Run.Empty() {
+		return "no other step would run"
+	}
+	labels := v.Run.Labels()
+	const most = 5
+	if len(labels) > most {
+		return fmt.Sprintf("the other steps would still run: %s and %d more", strings.Join(labels[:most], ", "), len(labels)-most)
+	}
+	return "the other steps would still run: " + strings.Join(labels, ", ")
 }
 
 // decideStep decides one input as the executor's gate does: an input that could not be

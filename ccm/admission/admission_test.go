@@ -30,7 +30,7 @@ const ccmUser = "system:serviceaccount:kube-system:hcloud-cloud-controller-manag
 type planner struct {
 	calls []string
 	err   error
-	// existing is the load balancer PreviewDelete deletes (nil: none).
+	// existing is the load balancer Preview updates and PreviewDelete deletes (nil: none).
 	existing *lbplan.Actual
 	nodes    int
 }
@@ -45,7 +45,7 @@ func (p *planner) Preview(_ context.Context, _ string, svc *corev1.Service, node
 	if err != nil {
 		return lbplan.Plan{}, err
 	}
-	return lbplan.Compute(d, nil)
+	return lbplan.Compute(d, p.existing)
 }
 
 func (p *planner) PreviewDelete(_ context.Context, _ string, svc *corev1.Service) (lbplan.Plan, error) {
@@ -161,7 +161,16 @@ func TestReview(t *testing.T) {
 			req:         request(admissionv1.Create, service("web"), nil),
 			deny:        map[string]string{"create": "public load balancers need approval"},
 			wantCalls:   []string{"preview web"},
-			wantMessage: []string{admission.WarningPrefix, "policy denied 1 of 1 changes", "create(lb-web) (decision id-create): public load balancers need approval [D1]"},
+			wantMessage: []string{admission.WarningPrefix, "policy denied 1 of 1 changes", "create(lb-web) (decision id-create): public load balancers need approval [D1]; no other step would run"},
+			noWarnings:  true,
+		},
+		{
+			name:        "a denied listener of an existing load balancer names the steps the CCM would still run (steps fail alone)",
+			req:         request(admissionv1.Update, service("web", withAnnotation(string(annotation.LBAlgorithmType), "least_connections")), service("web")),
+			deny:        map[string]string{"add_service": "port 80 needs approval"},
+			hasLB:       true,
+			wantCalls:   []string{"preview web"},
+			wantMessage: []string{"policy denied 1 of 2 changes", "add_service(80) (decision id-add_service): port 80 needs approval [D1]; the other steps would still run: change_algorithm(least_connections)"},
 			noWarnings:  true,
 		},
 		{

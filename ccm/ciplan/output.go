@@ -40,17 +40,23 @@ func (r Report) WriteText(w io.Writer) error {
 			b.WriteString("  no change\n")
 		}
 		for _, st := range s.Steps {
-			verdict := "allowed"
-			if !st.Allowed {
+			verdict, skipped := "allowed", ""
+			switch {
+			case !st.Allowed:
 				verdict = "DENIED"
+			case !st.Runs:
+				verdict, skipped = "skipped", " ("+st.Skipped+")"
 			}
-			fmt.Fprintf(&b, "  %-7s %s%s\n", verdict, st.Label, decisionRef(st))
+			fmt.Fprintf(&b, "  %-7s %s%s%s\n", verdict, st.Label, decisionRef(st), skipped)
 			writeMessages(&b, "deny", st.Deny)
 			writeMessages(&b, "dry run", st.NotEnforced)
 			writeMessages(&b, "warn", st.Warn)
 			for _, r := range st.Requests {
 				fmt.Fprintf(&b, "          request: %s %s\n", r.Method, r.Path)
 			}
+		}
+		if !s.Allowed {
+			fmt.Fprintf(&b, "  still runs: %s\n", stillRuns(s.Steps))
 		}
 		if f := s.Final; f != nil {
 			ports := make([]string, 0, len(f.Services))
@@ -82,6 +88,21 @@ func (r Report) WriteText(w io.Writer) error {
 		return fmt.Errorf("write plan: %w", err)
 	}
 	return nil
+}
+
+// stillRuns lists the steps the CCM would send although a step of the Service is denied
+// (steps fail alone), or says that none would.
+func stillRuns(steps []Step) string {
+	var runs []string
+	for _, st := range steps {
+		if st.Runs {
+			runs = append(runs, st.Label)
+		}
+	}
+	if len(runs) == 0 {
+		return "nothing (a denied create or delete, or every step denied or skipped)"
+	}
+	return strings.Join(runs, ", ")
 }
 
 // decisionRef names the decision of a step that was denied or denied in dry run, as the

@@ -141,6 +141,12 @@ type Step struct {
 	// admission webhook name it. "" when the decider gives none.
 	DecisionID string `json:"decision_id"`
 	Allowed    bool   `json:"allowed"`
+	// Runs is true when the CCM would send the step: it is allowed and needs no step that does
+	// not run (steps fail alone, executor.Decide).
+	Runs bool `json:"runs"`
+	// Skipped says why an allowed step does not run ("needs add_service(443)", "a create or
+	// delete is all or nothing"); "" for a step that runs or is denied.
+	Skipped string `json:"skipped,omitempty"`
 	// DryRun is true when deny messages were reported but not enforced.
 	DryRun bool `json:"dry_run"`
 	// Deny are the messages that deny the step (executor.DenyMessages: the PolicyDenied
@@ -256,20 +262,24 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 		return res
 	}
 	service := executor.PolicyService(svc, nsLabels)
-	for _, in := range executor.Inputs(plan, o.Cluster, service) {
-		d := o.Decider.Decide(ctx, in.Input)
+	v := executor.Decide(ctx, plan, o.Cluster, service, o.Decider.Decide)
+	for _, sv := range v.Steps {
+		d := sv.Decision
 		st := Step{
-			Label: in.Label, Action: in.Input.Action, Operation: in.Input.Operation,
-			DecisionID: d.ID, Allowed: d.Allowed, DryRun: d.DryRun, Deny: []policy.Message{},
+			Label: sv.Label, Action: sv.Input.Action, Operation: sv.Input.Operation,
+			DecisionID: d.ID, Allowed: d.Allowed, Runs: sv.Runs, DryRun: d.DryRun, Deny: []policy.Message{},
 			NotEnforced: nonNil(d.NotEnforced()), Warn: nonNil(executor.DecisionWarnings(d)),
-			Requests: requests[in.Label],
+			Requests: requests[sv.Label],
 		}
 		if !d.Allowed {
 			st.Deny = executor.DenyMessages(d)
 			res.Allowed = false
 		}
+		st.Skipped = sv.SkipReason()
 		res.Steps = append(res.Steps, st)
-		res.Final = in.Input.Final
+	}
+	if steps := plan.Steps(); len(steps) > 0 {
+		res.Final = steps[len(steps)-1].Final
 	}
 	res.final = plan.Actual
 	for _, m := range plan.Mutations {

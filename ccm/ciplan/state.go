@@ -70,7 +70,7 @@ func WriteState(path string, st State) error {
 func loadBalancerOf(a *lbplan.Actual) *hcloud.LoadBalancer {
 	lb := &hcloud.LoadBalancer{
 		ID: a.ID, Name: a.Name, Labels: a.Labels,
-		LoadBalancerType: &hcloud.LoadBalancerType{Name: a.Type, MaxTargets: a.MaxTargets},
+		LoadBalancerType: &hcloud.LoadBalancerType{Name: a.Type, MaxTargets: a.MaxTargets, MaxServices: a.MaxServices},
 		Location:         &hcloud.Location{Name: a.Location, NetworkZone: hcloud.NetworkZone(a.NetworkZone)},
 		Algorithm:        hcloud.LoadBalancerAlgorithm{Type: a.Algorithm},
 		PublicNet: hcloud.LoadBalancerPublicNet{

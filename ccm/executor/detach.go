@@ -121,6 +121,9 @@ func Detachable(plan lbplan.Plan) bool {
 // MaxTargetsReached) is in the returned state but not in the API; a cache of that state holds
 // the difference until its max age, when the next plan tries the target again.
 //
+// A plan with a denied step is not detached: the steps that run (Decide) run as Run runs them,
+// and the denial is returned with what they left.
+//
 // # Errors
 //
 // As Run, for the decisions and the first request; nothing runs in the background then.
@@ -131,8 +134,9 @@ func (x *Executor) RunDetached(ctx context.Context, svc *corev1.Service, plan lb
 	if err := x.Settle(ctx, svc.UID); err != nil {
 		return nil, err
 	}
-	if err := x.gate(ctx, svc, plan); err != nil {
-		return nil, err
+	plan, denied := x.gate(ctx, svc, plan)
+	if denied != nil { // steps fail alone: the rest runs whole, and its event names both
+		return x.runGated(ctx, svc, plan, denied)
 	}
 	reqs := plan.Requests()
 	r := &run{svc: svc, state: plan.Actual}

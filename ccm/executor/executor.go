@@ -111,12 +111,12 @@ func New(o Options) (*Executor, error) {
 }
 
 // Run decides every request of plan for svc (one decision per request, plan.Steps: a create's
-// decision shows the listeners and targets that ride along in it) and, when none is denied,
-// sends the requests of plan.Requests, waiting for
-// each action. It returns the load balancer to build the Service status from (lbplan.Status):
-// plan.Actual for an empty plan; the create's answer after a create, then every later
-// mutation's Apply; re-read only when the API picked a private IP (an attachment without a
-// fixed one); nil after a delete.
+// decision shows the listeners and targets that ride along in it; Decide) and sends the
+// requests of the steps that run (plan.Requests of Verdict.Run), waiting for each action. It
+// returns the load balancer to build the Service status from (lbplan.Status): plan.Actual for
+// an empty plan; the create's answer after a create, then every later mutation's Apply;
+// re-read only when the API picked a private IP (an attachment without a fixed one); nil after
+// a delete.
 //
 // svc is read, never modified. It may be nil for a run on behalf of no Service (the delete of
 // a load balancer group's load balancer without members, loadbalancer.SweepOrphanGroups): the
@@ -124,8 +124,13 @@ func New(o Options) (*Executor, error) {
 //
 // # Errors
 //
-// A denial runs nothing, puts one Warning event PolicyDenied on svc and returns a *DeniedError
-// (it wraps policy.ErrDenied). A failed request stops the run; its error is prefixed with the
+// Steps fail alone (Decide): a denied step of a plan on an existing load balancer skips
+// itself and the steps that need it, and the other steps run. Run then returns the load
+// balancer those steps left together with a *DeniedError (it wraps policy.ErrDenied) naming
+// what was applied, what was denied and what was skipped with it, and puts the same on svc as
+// one Warning event PolicyDenied. When nothing can run (a denied create or delete, or every
+// step denied or skipped), it sends nothing and returns nil with the *DeniedError ("nothing
+// changed"). A failed request stops the run; its error is prefixed with the
 // label of its mutation. A load balancer locked by a running action or changed during the
 // request gives a wrapped *api.RetryError (retried after RetryAfter). When the API rejects what
 // rides along with a create (a target or listener it refuses, resource_limit_exceeded), the
@@ -134,18 +139,26 @@ func New(o Options) (*Executor, error) {
 // run of svc still in flight (RunDetached) is waited for first (Settle; its ctx error if ctx
 // ends first).
 func (x *Executor) Run(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) (*lbplan.Actual, error) {
-	r := &run{svc: svc, state: plan.Actual}
 	if plan.Empty() {
-		return r.state, nil
+		return plan.Actual, nil
 	}
 	if svc != nil {
 		if err := x.Settle(ctx, svc.UID); err != nil {
 			return nil, err
 		}
 	}
-	if err := x.gate(ctx, svc, plan); err != nil {
-		return nil, err
+	run, denied := x.gate(ctx, svc, plan)
+	return x.runGated(ctx, svc, run, denied)
+}
+
+// runGated sends the requests of run, the part of a plan the gate lets run, and reports a
+// denial of the rest (denied, nil when nothing was denied); see Run.
+func (x *Executor) runGated(ctx context.Context, svc *corev1.Service, plan lbplan.Plan, denied *DeniedError) (*lbplan.Actual, error) {
+	if denied != nil && plan.Empty() {
+		x.event(svc, corev1.EventTypeWarning, ReasonPolicyDenied, denied.summary())
+		return nil, denied
 	}
+	r := &run{svc: svc, state: plan.Actual}
 	reqs := plan.Requests()
 	var err error
 	for i := 0; i < len(reqs) && err == nil; i++ {
@@ -155,10 +168,20 @@ func (x *Executor) Run(ctx context.Context, svc *corev1.Service, plan lbplan.Pla
 		}
 	}
 	x.reportApplied(svc, r.applied)
+	if denied != nil {
+		for _, m := range r.applied {
+			denied.Applied = append(denied.Applied, m.Label())
+		}
+		x.event(svc, corev1.EventTypeWarning, ReasonPolicyDenied, denied.summary())
+	}
 	if err != nil {
 		return nil, err
 	}
-	return x.result(ctx, r)
+	state, err := x.result(ctx, r)
+	if err != nil || denied == nil {
+		return state, err
+	}
+	return state, denied
 }
 
 // result returns the load balancer after a successful run; see Run.
@@ -203,16 +226,31 @@ func (x *Executor) reportApplied(svc *corev1.Service, applied []lbplan.Mutation)
 	x.event(svc, corev1.EventTypeNormal, reason, truncate.String("applied: "+strings.Join(labels, ", "), truncate.EventMessage))
 }
 
-// gate decides every step of plan, one decision per request (lbplan.Plan.Steps: a create's
-// decision shows the listeners and targets its request carries); see Run.
-func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) error {
+// gate decides plan for svc (Decide) and returns the plan that runs, with a *DeniedError for
+// the steps that do not (nil when nothing is denied). It records the PolicyWarning and
+// PolicyDryRunDenied events of the steps' last decisions and counts each denied mutation; the
+// PolicyDenied event is runGated's, once it knows what was applied.
+func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) (lbplan.Plan, *DeniedError) {
 	service, inputErr := x.policyService(svc)
-	steps := Inputs(plan, x.cluster, service)
-	items := make([]gateItem, 0, len(steps))
-	for _, st := range steps {
-		items = append(items, gateItem{label: st.Label, inputErr: inputErr, input: st.Input})
+	v := Decide(ctx, plan, x.cluster, service, func(ctx context.Context, in policy.Input) policy.Decision {
+		return x.decide(ctx, gateItem{inputErr: inputErr, input: in})
+	})
+	labels := make([]string, len(v.Steps))
+	decisions := make([]policy.Decision, len(v.Steps))
+	for i, st := range v.Steps {
+		labels[i], decisions[i] = st.Label, st.Decision
 	}
-	return x.decideAll(ctx, svc, items)
+	x.decisionEvents(svc, labels, decisions)
+	if !v.Denied() {
+		return v.Run, nil
+	}
+	denied := x.deniedError(labels, decisions, func(i int) policy.Input { return v.Steps[i].Input })
+	for _, st := range v.Steps {
+		if !st.Runs && !st.Denied() {
+			denied.Skipped = append(denied.Skipped, st.Label+" ("+st.SkipReason()+")")
+		}
+	}
+	return v.Run, denied
 }
 
 // DeniedSteps decides every step of plan for svc exactly as the gate of Run does (the same
@@ -288,31 +326,37 @@ func (x *Executor) decide(ctx context.Context, it gateItem) policy.Decision {
 	return x.decider.Decide(ctx, it.input)
 }
 
-// decideAll is the one gate of every plan (load balancers and routes): it decides every item
-// before anything runs. Warnings (and warn rules that failed) and deny messages that are not
-// enforced (dry-run mode, or "enforcement": "dryrun") become one Warning event each on obj;
-// when any item is denied, it counts each denied mutation, puts one Warning event
-// PolicyDenied on obj naming every denial, and returns an error wrapping policy.ErrDenied.
+// decideAll is the gate of route plans: it decides every item before anything runs, records
+// the PolicyWarning and PolicyDryRunDenied events (decisionEvents) and, when any item is
+// denied, counts each denied mutation, puts one Warning event PolicyDenied on obj naming every
+// denial, and returns a *DeniedError (wrapping policy.ErrDenied): a route plan is all or
+// nothing.
 func (x *Executor) decideAll(ctx context.Context, obj runtime.Object, items []gateItem) error {
-	var denied, dryRun, warnings messageGroups
-	var deniedItems []gateItem
-	failed := 0
-	for _, it := range items {
-		d := x.decide(ctx, it)
-		warnings.add(it.label, DecisionWarnings(d))
-		dryRun.add(it.label, d.NotEnforced())
-		if !d.Allowed {
-			label := it.label
-			if d.ID != "" {
-				// The ID traces the denial from kubectl to its decision log line.
-				label += " (decision " + d.ID + ")"
-			}
-			denied.add(label, DenyMessages(d))
-			deniedItems = append(deniedItems, it)
-			if d.Err != nil {
-				failed++
-			}
-		}
+	labels := make([]string, len(items))
+	decisions := make([]policy.Decision, len(items))
+	for i, it := range items {
+		labels[i], decisions[i] = it.label, x.decide(ctx, it)
+	}
+	x.decisionEvents(obj, labels, decisions)
+	if !slices.ContainsFunc(decisions, func(d policy.Decision) bool { return !d.Allowed }) {
+		return nil
+	}
+	denied := x.deniedError(labels, decisions, func(i int) policy.Input { return items[i].input })
+	x.event(obj, corev1.EventTypeWarning, ReasonPolicyDenied, denied.summary())
+	// DeniedError wraps policy.ErrDenied: callers match it, and the service and route
+	// controllers retry the returned error with backoff.
+	return denied
+}
+
+// decisionEvents records the warnings (and warn rules that failed) and the deny messages that
+// are not enforced (dry-run mode, or "enforcement": "dryrun") of the decisions of the steps
+// labels as one Warning event each on obj: PolicyWarning and PolicyDryRunDenied, the latter
+// naming each step's decision ID as PolicyDenied does.
+func (x *Executor) decisionEvents(obj runtime.Object, labels []string, decisions []policy.Decision) {
+	var dryRun, warnings messageGroups
+	for i, d := range decisions {
+		warnings.add(labels[i], DecisionWarnings(d))
+		dryRun.add(withDecisionID(labels[i], d.ID), d.NotEnforced())
 	}
 	if warnings.Len() > 0 {
 		x.event(obj, corev1.EventTypeWarning, ReasonPolicyWarning, warnings.String())
@@ -320,21 +364,39 @@ func (x *Executor) decideAll(ctx context.Context, obj runtime.Object, items []ga
 	if dryRun.Len() > 0 {
 		x.event(obj, corev1.EventTypeWarning, ReasonPolicyDryRunDenied, "would be denied (dry run): "+dryRun.String())
 	}
-	if len(deniedItems) == 0 {
-		return nil
-	}
-	for _, it := range deniedItems {
-		countMutation(it.input.Action, it.input.Operation, resultDenied)
-	}
-	msg := denied.String()
-	x.event(obj, corev1.EventTypeWarning, ReasonPolicyDenied, "nothing changed: "+msg)
-	// DeniedError wraps policy.ErrDenied: callers match it, and the service and route
-	// controllers retry the returned error with backoff.
-	return &DeniedError{Denied: len(deniedItems), Of: len(items), Failed: failed, Messages: msg}
 }
 
-// DeniedError is returned when the policy denies at least one step of a plan: nothing ran. It
-// wraps policy.ErrDenied.
+// withDecisionID is label followed by the decision ID, which traces a denial from kubectl to
+// its decision log line; label alone when the decider gives no ID.
+func withDecisionID(label, id string) string {
+	if id == "" {
+		return label
+	}
+	return label + " (decision " + id + ")"
+}
+
+// deniedError counts each denied mutation among the decisions of the steps labels (input
+// gives the input of step i) and returns the *DeniedError naming them.
+func (x *Executor) deniedError(labels []string, decisions []policy.Decision, input func(i int) policy.Input) *DeniedError {
+	var denied messageGroups
+	e := &DeniedError{Of: len(decisions)}
+	for i, d := range decisions {
+		if d.Allowed {
+			continue
+		}
+		denied.add(withDecisionID(labels[i], d.ID), DenyMessages(d))
+		countMutation(input(i).Action, input(i).Operation, resultDenied)
+		e.Denied++
+		if d.Err != nil {
+			e.Failed++
+		}
+	}
+	e.Messages = denied.String()
+	return e
+}
+
+// DeniedError is returned when the policy denies at least one step of a plan. It wraps
+// policy.ErrDenied.
 type DeniedError struct {
 	Denied, Of int
 	// Failed is how many of the Denied steps were denied because their evaluation failed
@@ -344,14 +406,43 @@ type DeniedError struct {
 	Failed int
 	// Messages are the grouped deny messages, truncated to an event message's size.
 	Messages string
+	// Applied are the labels of the mutations that ran, in order (steps fail alone: Run); empty
+	// when nothing changed.
+	Applied []string
+	// Skipped are the steps that did not run because they need a step that does not
+	// ("add_target(server:3) (needs attach_to_network(5))").
+	Skipped []string
 }
 
 func (e *DeniedError) Error() string {
-	return fmt.Sprintf("%d of %d changes denied, nothing changed: %s", e.Denied, e.Of, e.Messages)
+	return fmt.Sprintf("%d of %d changes denied, %s", e.Denied, e.Of, e.summary())
+}
+
+// summary is the message of the PolicyDenied event: "nothing changed: MESSAGES" when nothing
+// ran, else "applied: LABELS; denied: MESSAGES", each followed by "; skipped: STEPS" when
+// steps were skipped with the denied ones; truncated to an event message's size.
+func (e *DeniedError) summary() string {
+	msg := "nothing changed: " + e.Messages
+	if len(e.Applied) > 0 {
+		msg = "applied: " + listLabels(e.Applied) + "; denied: " + e.Messages
+	}
+	if len(e.Skipped) > 0 {
+		msg += "; skipped: " + listLabels(e.Skipped)
+	}
+	return truncate.String(msg, truncate.EventMessage)
 }
 
 // Unwrap lets errors.Is(err, policy.ErrDenied) match.
 func (e *DeniedError) Unwrap() error { return policy.ErrDenied }
+
+// Remaining is the denial as a retry of the same inputs meets it once the applied steps are in:
+// its plan holds only the denied steps and those skipped with them, and nothing changes. e is
+// not modified.
+func (e *DeniedError) Remaining() *DeniedError {
+	c := *e
+	c.Applied, c.Of = nil, e.Denied+len(e.Skipped)
+	return &c
+}
 
 // DecisionWarnings are the warnings of d (as the PolicyWarning event and plan show them), plus an evaluation failure that the failure mode
 // resolved to allow and a failure of the warn rules alone (neither may pass silently). A failure

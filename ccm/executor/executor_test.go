@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -245,25 +247,116 @@ func TestRun_FailClosedEvaluationErrorDenies(t *testing.T) {
 	}
 }
 
-func TestRun_PartialDenyRunsNothing(t *testing.T) {
-	ev := newEnv(t, func(in policy.Input) policy.Decision {
-		if in.Operation == "add_target" {
-			return policy.Decision{Deny: []policy.Message{{Msg: "no targets today"}}}
+// TestRun_StepsFailAlone: on an existing load balancer a denied step skips itself and the steps
+// that need it (lbplan.Plan.Needs), and every other step is sent; the error and the one
+// PolicyDenied event name what was applied, what was denied and what was skipped with it, and
+// the returned state is what the API holds. A create is all or nothing.
+func TestRun_StepsFailAlone(t *testing.T) {
+	t.Parallel()
+	denyOp := func(op string) func(policy.Input) policy.Decision {
+		return func(in policy.Input) policy.Decision {
+			if in.Operation == op {
+				return policy.Decision{ID: "d-1", Deny: []policy.Message{{Msg: "not today", Code: "T1"}}}
+			}
+			return policy.Decision{Allowed: true}
 		}
-		return policy.Decision{Allowed: true}
-	})
-	svc := newService()
-	_, err := ev.exec.Run(context.Background(), svc, ev.plan(t, svc, ev.bareLB(t)))
-	var denied *executor.DeniedError
-	if !errors.Is(err, policy.ErrDenied) || !errors.As(err, &denied) || !strings.Contains(err.Error(), "no targets today: for add_target(server:1), add_target(server:2)") {
-		t.Fatalf("err = %v, want one grouped message naming both add_target steps", err)
 	}
-	if ev.emu.MutatingRequests() != 0 {
-		t.Errorf("%d mutating requests after a partial deny", ev.emu.MutatingRequests())
+	cases := []struct {
+		name string
+		deny string
+		// plan builds the plan; nil: the test Service against a bare load balancer.
+		plan func(ev *env, t *testing.T) lbplan.Plan
+		// sent are the mutating routes sent, by their last path element.
+		sent  []string
+		event string
+	}{
+		{
+			name: "a denied listener holds no target hostage", deny: lbplan.OpAddService,
+			sent:  []string{"add_target", "add_target"},
+			event: "applied: add_target(server:1), add_target(server:2); denied: not today (T1): for add_service(80) (decision d-1)",
+		},
+		{
+			name: "denied targets leave the listener to run", deny: lbplan.OpAddTarget,
+			sent:  []string{"add_service"},
+			event: "applied: add_service(80); denied: not today (T1): for add_target(server:1) (decision d-1), add_target(server:2) (decision d-1)",
+		},
+		{
+			name: "a step that needs the denied one is skipped with it", deny: lbplan.OpAttachToNetwork,
+			plan: func(ev *env, t *testing.T) lbplan.Plan {
+				p := ev.plan(t, newService(), ev.bareLB(t))
+				p.Mutations = append([]lbplan.Mutation{lbplan.AttachNetwork{Network: lbplan.Network{ID: ev.network.ID, IPRange: "10.0.0.0/8"}}},
+					lbplan.AddService{Listener: p.Mutations[0].(lbplan.AddService).Listener},
+					lbplan.AddTarget{Target: lbplan.Target{ServerID: ev.servers[0], UsePrivateIP: true, Node: "node-1"}},
+					lbplan.AddTarget{Target: lbplan.Target{ServerID: ev.servers[1], Node: "node-2"}})
+				return p
+			},
+			sent: []string{"add_service", "add_target"},
+			event: "applied: add_service(80), add_target(server:2); denied: not today (T1): for attach_to_network({net}) (decision d-1); " +
+				"skipped: add_target(server:1) (needs attach_to_network({net}))",
+		},
+		{
+			name: "a create is all or nothing", deny: lbplan.OpCreate,
+			plan: func(ev *env, t *testing.T) lbplan.Plan {
+				p := ev.plan(t, newService(), nil)
+				p.Mutations = append(p.Mutations, lbplan.ChangeDNSPtr{Ptr: "lb.example.com"})
+				return p
+			},
+			event: "nothing changed: not today (T1): for create(web) (decision d-1); skipped: change_dns_ptr(ipv4) (a create or delete is all or nothing)",
+		},
 	}
-	e := ev.events()
-	if count(e, "Warning PolicyDenied") != 1 || !strings.Contains(e[0], "no targets today") {
-		t.Errorf("events = %v", e)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ev := newEnv(t, denyOp(tc.deny))
+			svc := newService()
+			var plan lbplan.Plan
+			if tc.plan != nil {
+				plan = tc.plan(ev, t)
+			} else {
+				plan = ev.plan(t, svc, ev.bareLB(t))
+			}
+			ev.emu.ResetRequests()
+			state, err := ev.exec.Run(context.Background(), svc, plan)
+			var denied *executor.DeniedError
+			if !errors.As(err, &denied) || !errors.Is(err, policy.ErrDenied) {
+				t.Fatalf("err = %v, want a *DeniedError", err)
+			}
+			var sent []string
+			for _, r := range ev.emu.Requests() {
+				if r.Method != "GET" {
+					sent = append(sent, r.Route[strings.LastIndex(r.Route, "/")+1:])
+				}
+			}
+			if !slices.Equal(sent, tc.sent) {
+				t.Errorf("sent %q, want %q", sent, tc.sent)
+			}
+			want := strings.ReplaceAll(tc.event, "{net}", fmt.Sprint(ev.network.ID))
+			var policyEvents []string
+			for _, e := range ev.events() {
+				if strings.HasPrefix(e, "Warning PolicyDenied ") {
+					policyEvents = append(policyEvents, strings.TrimPrefix(e, "Warning PolicyDenied "))
+				}
+			}
+			if len(policyEvents) != 1 || policyEvents[0] != want {
+				t.Errorf("PolicyDenied events = %q, want one %q", policyEvents, want)
+			}
+			if !strings.HasSuffix(err.Error(), want) {
+				t.Errorf("err = %q, want it to end in the event's message", err)
+			}
+			if len(tc.sent) == 0 {
+				if state != nil {
+					t.Errorf("state = %+v after a denial that ran nothing, want nil", state)
+				}
+				return
+			}
+			lb, _, gerr := ev.client.LoadBalancer.GetByID(context.Background(), plan.Actual.ID)
+			if gerr != nil {
+				t.Fatal(gerr)
+			}
+			if diff := cmp.Diff(lbplan.NewActual(lb).Policy(true), state.Policy(true)); diff != "" {
+				t.Errorf("returned state differs from the API's (-api +returned):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -241,7 +241,8 @@ func TestRun_PerRuleDryRun(t *testing.T) {
 
 // TestRun_DenyEventNamesOnlyTheDeniedStep is the scenario of a policy author: the example
 // policies allow listeners on 80 and 443 only, and an update adds 22 and 443. Only
-// add_service(22) is denied, and the event names it alone, not "2 × add_service".
+// add_service(22) is denied, and the event names it alone, not "2 × add_service"; the other
+// steps run (steps fail alone), and the event names them too.
 func TestRun_DenyEventNamesOnlyTheDeniedStep(t *testing.T) {
 	ev := newEnv(t, allow)
 	files, err := policy.ReadDir("../../examples/policies")
@@ -271,14 +272,15 @@ func TestRun_DenyEventNamesOnlyTheDeniedStep(t *testing.T) {
 	for i := range events {
 		events[i] = withoutDecisionIDs(events[i])
 	}
-	if count(events, "Warning PolicyDenied nothing changed: "+want) != 1 || len(events) != 1 {
+	const applied = "applied: add_service(443), add_target(server:1), add_target(server:2)"
+	if count(events, "Warning PolicyDenied "+applied+"; denied: "+want) != 1 || count(events, "Normal LoadBalancerUpdated "+applied) != 1 || len(events) != 2 {
 		t.Errorf("events = %q, want exactly one PolicyDenied ending %q (plan %v)", events, want, plan.Labels())
 	}
-	if !strings.HasSuffix(withoutDecisionIDs(err.Error()), want) || !strings.HasPrefix(err.Error(), "1 of ") {
+	if !strings.HasSuffix(withoutDecisionIDs(err.Error()), want) || !strings.HasPrefix(err.Error(), "1 of 4 changes denied, "+applied) {
 		t.Errorf("err = %v, want 1 denied change, naming only add_service(22)", err)
 	}
-	if n := ev.emu.MutatingRequests(); n != 0 {
-		t.Errorf("%d mutating requests after a denial", n)
+	if n := ev.emu.MutatingRequests(); n != 3 {
+		t.Errorf("%d mutating requests after a denial of 1 of 4 steps, want the 3 others", n)
 	}
 }
 

@@ -12,11 +12,13 @@ import (
 // state a mutation leaves (Mutation.Apply). It is the one model of a load balancer's state:
 // the policy view (Policy) and the Service status (Status) are both built from it.
 type Actual struct {
-	ID              int64
-	Name            string
-	Labels          map[string]string
-	Type            string
-	MaxTargets      int
+	ID         int64
+	Name       string
+	Labels     map[string]string
+	Type       string
+	MaxTargets int
+	// MaxServices is the type's max_services; 0 when the API did not embed the type.
+	MaxServices     int
 	Location        string
 	NetworkZone     string
 	Algorithm       hcloud.LoadBalancerAlgorithmType
@@ -68,7 +70,7 @@ func NewActual(lb *hcloud.LoadBalancer) *Actual {
 		a.IPv6 = lb.PublicNet.IPv6.IP.String()
 	}
 	if t := lb.LoadBalancerType; t != nil {
-		a.Type, a.MaxTargets = t.Name, t.MaxTargets
+		a.Type, a.MaxTargets, a.MaxServices = t.Name, t.MaxTargets, t.MaxServices
 	}
 	if l := lb.Location; l != nil {
 		a.Location, a.NetworkZone = l.Name, string(l.NetworkZone)

@@ -37,7 +37,9 @@ const DefaultDenialMaxAge = time.Hour
 // namespace labels also trigger a retry through ccm/requeue, which changes an annotation).
 //
 // Only denials by deny messages are remembered: a decision that failed (deadline, unreadable
-// namespace) may pass on the next try. A call that is not denied forgets the Service.
+// namespace) may pass on the next try. A denial whose other steps ran (steps fail alone) is
+// remembered as the retry meets it: only its denied and skipped steps, nothing applied
+// (executor.DeniedError.Remaining). A call that is not denied forgets the Service.
 // TestDenialCache and TestAPIBudget (ccm) enforce the zero-request retry.
 type denialCache struct {
 	maxAge time.Duration
@@ -84,6 +86,9 @@ func (c *denialCache) record(uid types.UID, digest string, err error) {
 	if digest == "" || !errors.As(err, &denied) || denied.Failed > 0 {
 		delete(c.entries, uid)
 		return
+	}
+	if len(denied.Applied) > 0 { // steps that failed alone: a retry finds the rest applied
+		err = denied.Remaining()
 	}
 	c.entries[uid] = denialEntry{digest: digest, err: err, at: now}
 }

@@ -93,11 +93,11 @@ func (l *LoadBalancers) groupLB(ctx context.Context, group, cluster string, cach
 }
 
 // storedGroup is stored for the load balancer of group: what a run for svc left (nil after a
-// delete) as of readAt; after a failed run (not a denial, which sent nothing) the next cached
-// read of the group reads it again.
+// delete) as of readAt, also after a denial whose other steps ran (steps fail alone); after a
+// failed run (not a denial) the next cached read of the group reads it again.
 func (l *LoadBalancers) storedGroup(group, cluster string, state *lbplan.Actual, readAt time.Time, err error) {
 	switch {
-	case err == nil:
+	case err == nil, errors.Is(err, policy.ErrDenied) && state != nil:
 		l.cache.PutGroup(group, cluster, state, readAt)
 	case !errors.Is(err, policy.ErrDenied):
 		l.cache.ForgetGroup(group, cluster)

@@ -460,13 +460,16 @@ func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) 
 
 // stored keeps what a run of the executor for svc left: the load balancer it returned (nil
 // after a delete) as of readAt, the time the data the plan was built from was read. After a
-// failed run the effect is not known, and the next cached read of svc reads it alone; a denial
-// sent nothing, and the cache stays as it is.
+// failed run the effect is not known, and the next cached read of svc reads it alone. A denial
+// that ran nothing leaves the cache as it is; one whose other steps ran (steps fail alone)
+// returned what they left, which is kept but is not converged (drift.go).
 func (l *LoadBalancers) stored(svc *corev1.Service, state *lbplan.Actual, readAt time.Time, err error) {
 	switch {
 	case err == nil:
 		l.cache.Put(string(svc.UID), state, readAt)
 		l.converged.set(svc, state, time.Now())
+	case errors.Is(err, policy.ErrDenied) && state != nil:
+		l.cache.Put(string(svc.UID), state, readAt)
 	case !errors.Is(err, policy.ErrDenied):
 		l.cache.Forget(string(svc.UID))
 	}

@@ -284,6 +284,8 @@ func TestEnsureLoadBalancer_DenyAllChangesNothing(t *testing.T) {
 	}
 }
 
+// TestEnsureLoadBalancer_DeniedTypeChangeConverges: a denied type change fails alone (the
+// algorithm change, which does not need it, is applied) and converges once it is allowed.
 func TestEnsureLoadBalancer_DeniedTypeChangeConverges(t *testing.T) {
 	ev := newEnv(t)
 	svc := newService("web", withPorts(80))
@@ -296,8 +298,9 @@ func TestEnsureLoadBalancer_DeniedTypeChangeConverges(t *testing.T) {
 		t.Fatalf("err = %v, want ErrDenied", err)
 	}
 	lb := ev.onlyLB()
-	if ev.emu.MutatingRequests() != 0 || lb.LoadBalancerType.Name != "lb11" || lb.Algorithm.Type != hcloud.LoadBalancerAlgorithmTypeRoundRobin {
-		t.Fatalf("a denied plan changed the load balancer: %v", ev.emu.Counts())
+	if c := ev.emu.Counts(); ev.emu.MutatingRequests() != 1 || c["POST /v1/load_balancers/{id}/actions/change_algorithm"] != 1 ||
+		lb.LoadBalancerType.Name != "lb11" || lb.Algorithm.Type != hcloud.LoadBalancerAlgorithmTypeLeastConnections {
+		t.Fatalf("want the algorithm changed and the type not: %v", c)
 	}
 	ev.decider.set(false)
 	ev.mustEnsure(svc)

@@ -398,7 +398,7 @@ var operationPrefix = regexp.MustCompile(`([a-z_]+\([^()]*\)): `)
 // ("[nothing changed: ]op: msg; op: msg; ...") into distinct messages, each with its operations,
 // in order of first appearance. A message it cannot split is returned whole.
 func splitPolicyEvent(event string) []finding {
-	event = strings.TrimPrefix(event, "nothing changed: ")
+	event = deniedPart(strings.TrimPrefix(event, "nothing changed: "))
 	idx := operationPrefix.FindAllStringSubmatchIndex(event, -1)
 	if len(idx) == 0 || idx[0][0] != 0 {
 		return []finding{{msg: event}}
@@ -416,19 +416,39 @@ func splitPolicyEvent(event string) []finding {
 	return out
 }
 
+// deniedPart is the denied messages of a PolicyDenied event of steps that failed alone
+// ("applied: STEPS; denied: MESSAGES[; skipped: STEPS]"); any other event is returned as it is.
+func deniedPart(event string) string {
+	if !strings.HasPrefix(event, "applied: ") {
+		return event
+	}
+	if _, denied, ok := strings.Cut(event, "; denied: "); ok {
+		event = denied
+	}
+	event, _, _ = strings.Cut(event, "; skipped: ")
+	return event
+}
+
 // groupedPart matches one message of a policy event as the executor groups them (see
 // ccm/executor's messageGroups): "TEXT: for STEP, STEP[ and N more steps]", followed by "; " or
-// the end.
-var groupedPart = regexp.MustCompile(`(.*?): for ((?:[a-z_]+\([^()]*\))(?:, [a-z_]+\([^()]*\))*(?: and \d+ more steps)?)(?:; |$)`)
+// the end; a STEP may be followed by its " (decision ID)".
+var groupedPart = regexp.MustCompile(`(.*?): for ((?:[a-z_]+\([^()]*\)(?: \(decision [^()]*\))?)(?:, [a-z_]+\([^()]*\)(?: \(decision [^()]*\))?)*(?: and \d+ more steps)?)(?:; |$)`)
+
+// decisionSuffix matches the " (decision ID)" after a step's label.
+var decisionSuffix = regexp.MustCompile(` \(decision [^()]*\)`)
 
 // splitGroupedEvent splits the message of a PolicyDenied, PolicyDryRunDenied or PolicyWarning
 // event in the executor's grouped form ("[nothing changed: |would be denied (dry run): ]TEXT: for
 // STEP, STEP; TEXT: for STEP") into its messages, each with its steps. A message it cannot
 // split completely is returned whole, without steps.
+//
+// A PolicyDenied event of steps that failed alone ("applied: STEPS; denied: MESSAGES[;
+// skipped: STEPS]") is split into its denied messages.
 func splitGroupedEvent(event string) []finding {
 	for _, prefix := range []string{"nothing changed: ", "would be denied (dry run): "} {
 		event = strings.TrimPrefix(event, prefix)
 	}
+	event = deniedPart(event)
 	var out []finding
 	rest := event
 	for rest != "" {
@@ -437,7 +457,7 @@ func splitGroupedEvent(event string) []finding {
 			return []finding{{msg: event}}
 		}
 		msg, steps := rest[m[2]:m[3]], rest[m[4]:m[5]]
-		for _, step := range strings.Split(steps, ", ") {
+		for _, step := range strings.Split(decisionSuffix.ReplaceAllString(steps, ""), ", ") {
 			out = addFinding(out, msg, step)
 		}
 		rest = rest[m[1]:]
@@ -576,7 +596,11 @@ func writeExampleServices(out io.Writer, services []serviceState) {
 			continue
 		}
 		p("")
-		p("Denied by policy (%s event on %s; nothing was changed in the cloud):", executor.ReasonPolicyDenied, s.key())
+		changed := "nothing was changed in the cloud"
+		if strings.HasPrefix(s.denial, "applied: ") {
+			changed = "the steps that do not need the denied ones were applied"
+		}
+		p("Denied by policy (%s event on %s; %s):", executor.ReasonPolicyDenied, s.key(), changed)
 		for _, f := range splitPolicyEvent(s.denial) {
 			p("  %s", f.msg)
 			if len(f.subjects) > 0 {

@@ -32,6 +32,11 @@ func TestSplitPolicyEvent(t *testing.T) {
 			want:  []finding{{msg: "the load balancer listens on port 80 without 443: traffic is not encrypted", subjects: []string{"add_service(80)"}}},
 		},
 		{
+			name:  "A denial whose other steps were applied keeps only what was denied",
+			event: "applied: add_target(server:3); denied: port 443 (ports): for add_service(443) (decision 5); skipped: update_service(443) (needs add_service(443))",
+			want:  []finding{{msg: "port 443 (ports): for add_service(443) (decision 5)"}},
+		},
+		{
 			name:  "A message in another format is kept whole",
 			event: "policy evaluation failed: timeout",
 			want:  []finding{{msg: "policy evaluation failed: timeout"}},
@@ -63,6 +68,16 @@ func TestSplitGroupedEvent(t *testing.T) {
 				{msg: `namespace "shop" may not: label it (public_exposure)`, subjects: []string{"create(a1)"}},
 				{msg: "port 22 (ports)", subjects: []string{"add_service(22) and 3 more steps"}},
 			},
+		},
+		{
+			name:  "A dry-run denial names its decisions",
+			event: "would be denied (dry run): listen port 443 is reserved: for create(a1) (decision 2f1c-9), add_target(server:101) (decision 77)",
+			want:  []finding{{msg: "listen port 443 is reserved", subjects: []string{"create(a1)", "add_target(server:101)"}}},
+		},
+		{
+			name:  "A denied step that failed alone: the others were applied, one was skipped with it",
+			event: "applied: add_target(server:3), remove_target(server:1); denied: port 443 (ports): for add_service(443) (decision 5); skipped: update_service(443) (needs add_service(443))",
+			want:  []finding{{msg: "port 443 (ports)", subjects: []string{"add_service(443)"}}},
 		},
 		{
 			name:  "A warning",
