@@ -583,7 +583,7 @@ func TestRoutes_AuditPlans(t *testing.T) {
 		created = append(created, in)
 		return policy.Decision{Allowed: true}
 	}
-	route := &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24"}
+	route := &cloudprovider.Route{TargetNode: "node-1", DestinationCIDR: "10.244.1.0/24", TargetNodeAddresses: internalIP("10.0.0.2")}
 	if err := e.routes.CreateRoute(t.Context(), "c", "", route); err != nil {
 		t.Fatal(err)
 	}
