@@ -35,7 +35,7 @@ type planner struct {
 	nodes    int
 }
 
-func (p *planner) Preview(_ context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) (lbplan.Plan, error) {
+func (p *planner) Preview(_ context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node, _ lbplan.DeniedSteps) (lbplan.Plan, error) {
 	p.calls = append(p.calls, "preview "+svc.Name)
 	p.nodes = len(nodes)
 	if p.err != nil {

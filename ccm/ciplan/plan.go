@@ -14,8 +14,6 @@ package ciplan
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,7 +22,6 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
@@ -232,7 +229,7 @@ func Run(ctx context.Context, m Manifests, o Options) Report {
 
 // planService plans and decides one Service.
 func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o Options, groups *groupState) ServiceResult {
-	svc := withNodePorts(mf.Service)
+	svc := WithAPIDefaults(mf.Service)
 	res := ServiceResult{Source: mf.Source, Namespace: svc.Namespace, Name: svc.Name, UID: string(svc.UID), Allowed: true, Steps: []Step{}}
 	var plan lbplan.Plan
 	var err error
@@ -244,7 +241,7 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 		res.Exists = lb != nil
 		plan, err = compute(svc, name, rename, lb, o)
 	} else {
-		plan, err = groups.plan(svc, group, gerr, o, &res)
+		plan, err = groups.plan(ctx, svc, group, gerr, o, nsLabels, &res)
 	}
 	if err != nil {
 		res.Error = fmt.Sprintf("%s: Service %s/%s: %v", mf.Source, svc.Namespace, svc.Name, err)
@@ -256,7 +253,9 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 		return res
 	}
 	service := executor.PolicyService(svc, nsLabels)
-	for _, in := range executor.Inputs(plan, o.Cluster, service) {
+	inputs := executor.Inputs(plan, o.Cluster, service)
+	for _, i := range plan.SendOrder() {
+		in := inputs[i]
 		d := o.Decider.Decide(ctx, in.Input)
 		st := Step{
 			Label: in.Label, Action: in.Input.Action, Operation: in.Input.Operation,
@@ -275,7 +274,9 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 	for _, m := range plan.Mutations {
 		res.final = m.Apply(res.final)
 	}
-	groups.planned(plan, res.final)
+	if res.Allowed { // a denied plan sends nothing: the later members plan from the state before it
+		groups.planned(plan, res.final)
+	}
 	if plan.Empty() && plan.Actual != nil {
 		res.Final = plan.Actual.Policy(plan.IPv6)
 	}
@@ -297,42 +298,6 @@ func compute(svc *corev1.Service, name string, rename bool, lb *hcloud.LoadBalan
 		return lbplan.Plan{}, err
 	}
 	return lbplan.Compute(d, lbplan.NewActual(lb))
-}
-
-// FirstNodePort is the first placeholder node port plan gives a Service port without one.
-const FirstNodePort = 30000
-
-// withNodePorts returns svc, or a copy of it whose ports without a node port have one, as the
-// API server allocates them when a Service of type LoadBalancer is applied (unless
-// spec.allocateLoadBalancerNodePorts is false): FirstNodePort, FirstNodePort+1, ... in port
-// order, placeholders for the ports the cluster will pick.
-//
-// A Service without a UID (a manifest not applied yet) gets PlaceholderUID's.
-func withNodePorts(svc *corev1.Service) *corev1.Service {
-	out := svc.DeepCopy()
-	if out.UID == "" {
-		out.UID = PlaceholderUID(out.Namespace, out.Name)
-	}
-	if a := svc.Spec.AllocateLoadBalancerNodePorts; a != nil && !*a {
-		return out
-	}
-	next := int32(FirstNodePort)
-	for i := range out.Spec.Ports {
-		if out.Spec.Ports[i].NodePort == 0 {
-			out.Spec.Ports[i].NodePort = next
-			next++
-		}
-	}
-	return out
-}
-
-// PlaceholderUID is the UID plan gives a Service manifest without one: a UUID-shaped hash of
-// namespace/name, stable across runs (the cluster assigns the real one on apply, so the default
-// load balancer name "a<uid>" in a plan is a placeholder too).
-func PlaceholderUID(namespace, name string) types.UID {
-	h := sha256.Sum256([]byte(namespace + "/" + name))
-	x := hex.EncodeToString(h[:16])
-	return types.UID(x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:32])
 }
 
 // lbName is the CCM's load balancer name without a naming plugin: the name annotation, else
