@@ -288,6 +288,24 @@ func (l *LoadBalancers) typeInForce(ctx context.Context, leaderD lbplan.Desired,
 	return lbplan.TypeLimit{Name: name, MaxServices: t.MaxServices}, nil
 }
 
+// syncGroup is ensureGroup with the denial cache, as for a Service of its own: an unchanged
+// retry of a member whose last sync was denied returns the same denial without a request, a new
+// decision or an event (groupDenialDigest says what "unchanged" covers).
+// TestGroup_DeniedMemberRetryCostsNothing tests it.
+func (l *LoadBalancers) syncGroup(ctx context.Context, cluster, group string, svc *corev1.Service, nodes []*corev1.Node, create bool) (*corev1.LoadBalancerStatus, error) {
+	call := callUpdate
+	if create {
+		call = callEnsure
+	}
+	digest := l.groupDenialDigest(call, cluster, group, svc, nodes)
+	if err := l.rememberedDenial(svc, digest); err != nil {
+		return nil, err
+	}
+	st, err := l.ensureGroup(ctx, cluster, group, svc, nodes, create)
+	l.denied.record(svc.UID, digest, err)
+	return st, err
+}
+
 // ensureGroup reconciles the load balancer of group for svc (EnsureLoadBalancer with create,
 // UpdateLoadBalancer without) and returns the status of svc: the group's addresses. A member
 // that is refused (capacity) or has none of its ports gets its events and an error wrapping
@@ -327,6 +345,7 @@ func (l *LoadBalancers) ensureGroup(ctx context.Context, cluster, group string, 
 	} else {
 		state, err = l.runDetachedGroup(ctx, cluster, group, svc, *gp.plan, gp.readAt)
 	}
+	l.wroteGroup(group, *gp.plan, err)
 	if err != nil {
 		return nil, err
 	}
@@ -446,7 +465,17 @@ func (l *LoadBalancers) shrinkGroup(ctx context.Context, cluster, group string, 
 	}
 	state, err := l.exec.Run(ctx, svc, plan)
 	l.storedGroup(group, cluster, state, readAt, err)
+	l.wroteGroup(group, plan, err)
 	return err
+}
+
+// wroteGroup tells the denial cache that plan, run with the result err, may have changed the
+// load balancer of group (anything but an empty or a denied plan): the other members' remembered
+// denials are decided again at their next retry.
+func (l *LoadBalancers) wroteGroup(group string, plan lbplan.Plan, err error) {
+	if !plan.Empty() && !errors.Is(err, policy.ErrDenied) {
+		l.denied.wroteGroup(group)
+	}
 }
 
 // planShrink plans shrinkGroup: the removal of the listeners of the ports of svc that no member
