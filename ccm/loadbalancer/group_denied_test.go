@@ -176,7 +176,10 @@ func TestGroup_DeniedMemberRetryCostsNothing(t *testing.T) {
 	g.mustEnsure(a)
 	g.add(b)
 	ctx := context.Background()
-	ensureB := func(svc *corev1.Service) error { _, err := g.lbs.EnsureLoadBalancer(ctx, clusterName, svc, g.nodes); return err }
+	ensureB := func(svc *corev1.Service) error {
+		_, err := g.lbs.EnsureLoadBalancer(ctx, clusterName, svc, g.nodes)
+		return err
+	}
 	updateB := func(svc *corev1.Service) error { return g.lbs.UpdateLoadBalancer(ctx, clusterName, svc, g.nodes) }
 	steps := []struct {
 		name    string
