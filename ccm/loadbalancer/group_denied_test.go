@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
@@ -219,6 +220,44 @@ func TestGroup_DeniedMemberRetryCostsNothing(t *testing.T) {
 		// without a request); answered from the cache: nothing at all.
 		if st.decided != (newDecisions > 0 && len(events) > 0) || !st.decided && (reqs > 0 || newDecisions > 0 || len(events) > 0) {
 			t.Errorf("%s: %d requests, %d decisions, events %v; want decided again: %v", st.name, reqs, newDecisions, events, st.decided)
+		}
+	}
+}
+
+// TestGroup_PreviewLeavesOutDeniedMembers: Preview (the admission webhook's plan) of a group
+// member leaves out the members its DeniedSteps denies only for their listeners, as the CCM's
+// sync does; without DeniedSteps it shows every member.
+func TestGroup_PreviewLeavesOutDeniedMembers(t *testing.T) {
+	a := groupMember("a", 0, "web", []int32{80})
+	b := groupMember("b", 1, "web", []int32{81})
+	b.Namespace = "other"
+	g := newGroupEnv(t)
+	g.add(a)
+	g.mustEnsure(a)
+	g.add(b)
+	denied := func(p lbplan.Plan) []int {
+		var out []int
+		for i, st := range executor.Inputs(p, policy.Cluster{}, executor.PolicyService(a, nil)) {
+			if crossNamespace(st.Input) != "" {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		denied lbplan.DeniedSteps
+		want   []string
+	}{
+		{"with the webhook's decisions", denied, []string{"remove_target(server:2)"}},
+		{"without decisions", nil, []string{"remove_target(server:2)", "add_service(81)"}},
+	} {
+		plan, err := g.lbs.Preview(context.Background(), clusterName, a, g.nodes[:1], tc.denied)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := plan.Labels(); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: Preview() = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
