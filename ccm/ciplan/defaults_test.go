@@ -2,6 +2,7 @@ package ciplan
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -111,4 +112,26 @@ func (s *inputsSeen) Decide(_ context.Context, in policy.Input) policy.Decision 
 
 func configWithLocation() config.Config {
 	return config.Config{LoadBalancer: config.LoadBalancer{Location: "fsn1"}}
+}
+
+// TestRun_CertificateBeforeCreate (issue 29 item 5): plan lists a managed certificate created
+// with the load balancer before the create, as the CCM sends it.
+func TestRun_CertificateBeforeCreate(t *testing.T) {
+	m := Manifests{Services: []Manifest{groupManifest("web", 1, "", 443)}}
+	svc := m.Services[0].Service
+	svc.Annotations = map[string]string{
+		string(annotation.LBSvcProtocol): "https", string(annotation.LBSvcHTTPCertificateType): "managed",
+		string(annotation.LBSvcHTTPManagedCertificateDomains): "shop.example.com",
+	}
+	r := Run(t.Context(), m, Options{Config: configWithLocation(), Decider: &inputsSeen{}})
+	if len(r.Services) != 1 || r.Services[0].Error != "" {
+		t.Fatalf("report %+v", r)
+	}
+	var got []string
+	for _, st := range r.Services[0].Steps {
+		got = append(got, st.Operation)
+	}
+	if want := []string{"create_managed_certificate", "create"}; !slices.Equal(got, want) {
+		t.Errorf("steps %v, want %v", got, want)
+	}
 }
