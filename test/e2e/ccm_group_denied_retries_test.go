@@ -18,14 +18,14 @@ import (
 
 // TestCCMGroupDeniedMemberRetriesCostNothing (issue 29 item 4): a member of a load balancer
 // group that the example policies deny (another namespace than the group's home) is retried by
-// the service controller with backoff (5 s doubled up to 5 min); over its next 6 retries, about
-// 5 minutes, nothing changes, and they cost no load balancer request, no decision (no decision
+// the service controller with backoff (5 s doubled up to 5 min); over its next 5 retries (20 s
+// to 160 s apart: 5 minutes 10 seconds), nothing changes, and they cost no load balancer request, no decision (no decision
 // log line, so no new decision ID) and no new Event object: the denial cache answers them as it
 // answers a Service of its own. The drift check is off, so that any load balancer request is a
 // retry's.
 func TestCCMGroupDeniedMemberRetriesCostNothing(t *testing.T) {
 	t.Parallel()
-	const retries = 6
+	const retries = 5
 	c, emu, endpoint, id := oneWorker(t, "10.244.1.0/24")
 	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: lbEnv, args: []string{enforce, "--load-balancer-drift-interval=0"}})
 	waitInitialised(t, c, ccm, "worker-1", id)
