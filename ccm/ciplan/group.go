@@ -28,10 +28,14 @@ type groupState struct {
 	all   []*corev1.Service
 	after map[string]*lbplan.Actual // by group, after the group's last plan
 	seen  map[string]bool
+	// version counts, by group, the allowed plans that changed the group's load balancer.
+	version map[string]int
+	// plans counts every plan made (ServiceResult.seq).
+	plans int
 }
 
 func newGroupState(m Manifests) *groupState {
-	g := &groupState{after: map[string]*lbplan.Actual{}, seen: map[string]bool{}}
+	g := &groupState{after: map[string]*lbplan.Actual{}, seen: map[string]bool{}, version: map[string]int{}}
 	for _, mf := range m.Services {
 		g.all = append(g.all, WithAPIDefaults(mf.Service))
 	}
@@ -55,6 +59,7 @@ func (g *groupState) plan(ctx context.Context, svc *corev1.Service, group string
 		name = n
 	}
 	res.LoadBalancer = name
+	res.group, res.groupVersion = group, g.version[group]
 	actual, err := g.actual(group, cluster, name, o.State)
 	if err != nil {
 		return lbplan.Plan{}, err
@@ -127,11 +132,18 @@ func (g *groupState) actual(group, cluster, name string, st State) (*lbplan.Actu
 	return nil, nil
 }
 
-// planned keeps what plan leaves for the later members of its group.
+// planned keeps what an allowed plan leaves for the later members of its group.
 func (g *groupState) planned(plan lbplan.Plan, after *lbplan.Actual) {
-	if plan.Group != nil {
+	if plan.Group != nil && !plan.Empty() {
 		g.after[plan.Group.Name] = after
+		g.version[plan.Group.Name]++
 	}
+}
+
+// next returns the sequence number of the plan just made.
+func (g *groupState) next() int {
+	g.plans++
+	return g.plans
 }
 
 // memberListeners is the leader's desired state and every member's listeners, from the

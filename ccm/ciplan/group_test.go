@@ -144,8 +144,9 @@ func TestRun_GroupMemberOverLimit(t *testing.T) {
 	}{
 		{"in age order", []Manifest{a, b, c}, want},
 		// c plans first: its create is denied (c is member 3 whoever else is left out) and sends
-		// nothing, so a still creates and b still adds.
-		{"newest first", []Manifest{c, b, a}, map[string]string{"c": "create(k8s-group-web) denied", "b": "create(k8s-group-web) allowed", "a": "add_service(80) allowed"}},
+		// nothing, so b creates and a adds; c, planned again as the CCM retries it, is denied
+		// its listener.
+		{"newest first", []Manifest{c, b, a}, map[string]string{"c": "add_service(82) denied", "b": "create(k8s-group-web) allowed", "a": "add_service(80) allowed"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,5 +179,40 @@ func TestRun_GroupMemberOverLimit(t *testing.T) {
 				t.Errorf("--save-state listeners %v, want [80 81] (c's 82 denied)", ports)
 			}
 		})
+	}
+}
+
+// tcpOnly denies every step of a Service with a port that is not TCP.
+type tcpOnly struct{}
+
+func (tcpOnly) Decide(_ context.Context, in policy.Input) policy.Decision {
+	for _, p := range in.Service.Ports {
+		if p.Protocol != "TCP" {
+			return policy.Decision{Deny: []policy.Message{{Msg: "TCP only"}}}
+		}
+	}
+	return policy.Decision{Allowed: true}
+}
+
+// TestRun_GroupMemberRetried: a denied member is planned again once another member's plan
+// changed the group's load balancer, as the CCM retries it; the report has its last plan. Here
+// the oldest member a has a UDP port only: its sync asks for the create and is denied; b
+// creates the load balancer; a's retry has nothing left to do and is allowed.
+func TestRun_GroupMemberRetried(t *testing.T) {
+	a, b := groupManifest("a", 1, "web"), groupManifest("b", 2, "web", 80)
+	a.Service.Spec.Ports = []corev1.ServicePort{{Protocol: corev1.ProtocolUDP, Port: 53}}
+	r := Run(context.Background(), Manifests{Services: []Manifest{a, b}}, Options{Config: config.Config{LoadBalancer: config.LoadBalancer{Location: "fsn1", Type: "lb11"}},
+		Cluster: policy.Cluster{Name: "k8s"}, Decider: tcpOnly{}})
+	if !r.Allowed || len(r.Services) != 2 {
+		t.Fatalf("report %+v, want both allowed", r)
+	}
+	if got := r.Services[0]; len(got.Steps) != 0 || !got.Exists {
+		t.Errorf("a: steps %+v, exists %v; want nothing left to do on b's load balancer", got.Steps, got.Exists)
+	}
+	if got := r.Services[1]; len(got.Steps) != 1 || got.Steps[0].Label != "create(k8s-group-web)" {
+		t.Errorf("b: steps %+v, want the create", got.Steps)
+	}
+	if after := r.After(State{}); len(after.LoadBalancers) != 1 || len(after.LoadBalancers[0].Services) != 1 {
+		t.Errorf("--save-state %+v, want one load balancer with b's listener", after.LoadBalancers)
 	}
 }

@@ -126,6 +126,12 @@ type ServiceResult struct {
 	Final *policy.LoadBalancer `json:"final"`
 	// final is the planner's load balancer after every step (nil: none, or an error), for After.
 	final *lbplan.Actual
+	// seq orders the plans as they were made (retryGroupMembers plans some again), for After.
+	seq int
+	// group is the Service's load balancer group ("" for none) and groupVersion how many
+	// changes of the group's load balancer its plan saw (groupState.version).
+	group        string
+	groupVersion int
 }
 
 // Step is one request the CCM would send, with its verdict.
@@ -210,21 +216,52 @@ func Run(ctx context.Context, m Manifests, o Options) Report {
 		r.Errors = append(r.Errors, p.Error())
 	}
 	groups := newGroupState(m)
+	var planned []Manifest // of r.Services
 	for _, mf := range m.Services {
 		if mf.Service.Spec.Type != corev1.ServiceTypeLoadBalancer {
 			continue
 		}
-		labels := m.Namespaces[mf.Service.Namespace]
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		res := planService(ctx, mf, labels, o, groups)
+		r.Services = append(r.Services, planService(ctx, mf, namespaceLabels(m, mf), o, groups))
+		planned = append(planned, mf)
+	}
+	retryGroupMembers(ctx, m, planned, o, groups, r.Services)
+	for _, res := range r.Services {
 		if !res.Allowed {
 			r.Allowed = false
 		}
-		r.Services = append(r.Services, res)
 	}
 	return r
+}
+
+// retryGroupMembers plans again, in input order, each denied member of a load balancer group
+// whose group's load balancer an allowed plan changed since the member's last plan, until no
+// plan changes a group any more; results (of planned) gets the member's last plan. So a verdict
+// is the one the CCM converges to: the service controller retries a denied Service with
+// backoff, and the CCM decides a group member again once another member's sync changed the
+// group's load balancer (the denial cache's digest counts those writes). For example, a member
+// that syncs first asks for the group's create and is denied for a reason of its own; once
+// another member created the load balancer, its retry may have nothing left to do. It ends: a
+// group changes only through a plan that is allowed, and an allowed member is not planned again.
+func retryGroupMembers(ctx context.Context, m Manifests, planned []Manifest, o Options, groups *groupState, results []ServiceResult) {
+	for changed := true; changed; {
+		changed = false
+		for i, res := range results {
+			if res.Allowed || res.Error != "" || res.group == "" || res.groupVersion == groups.version[res.group] {
+				continue
+			}
+			results[i] = planService(ctx, planned[i], namespaceLabels(m, planned[i]), o, groups)
+			changed = changed || results[i].Allowed && results[i].groupVersion != groups.version[res.group]
+		}
+	}
+}
+
+// namespaceLabels are the labels of mf's namespace from the Namespace manifests of m; {} for a
+// namespace m does not declare.
+func namespaceLabels(m Manifests, mf Manifest) map[string]string {
+	if l := m.Namespaces[mf.Service.Namespace]; l != nil {
+		return l
+	}
+	return map[string]string{}
 }
 
 // planService plans and decides one Service.
@@ -277,6 +314,7 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 	if res.Allowed { // a denied plan sends nothing: the later members plan from the state before it
 		groups.planned(plan, res.final)
 	}
+	res.seq = groups.next()
 	if plan.Empty() && plan.Actual != nil {
 		res.Final = plan.Actual.Policy(plan.IPv6)
 	}
