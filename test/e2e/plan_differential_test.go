@@ -205,18 +205,20 @@ func stepLabels(msg string) []string {
 
 // TestPlanMatchesCCMOnGeneratedManifests is the differential test of issue 29: seeded,
 // generated manifests (groups over a member limit and across namespaces, omitted defaults,
-// several namespaces) are planned by `plan` and applied to a real apiserver, where the CCM
-// binary reconciles them against the emulator with the same policies, enforced. Per Service the
-// verdict must be the same, and per step: the steps plan denies are the steps the CCM's first
-// PolicyDenied names, the steps plan allows are the ones the CCM applied (its
-// LoadBalancerCreated/Updated events), and every served Service's load balancer has the
-// listeners plan's final state has; --save-state holds as many load balancers as the emulator.
+// several namespaces, and the three members of issue 29 item 2) are planned by `plan` and
+// applied to a real apiserver, where the CCM binary reconciles them against the emulator with
+// the same policies, enforced. Once the CCM converged, the verdict per Service is the same, and
+// per step: a denied Service's latest PolicyDenied names the steps plan denies; per load
+// balancer, the steps the CCM applied (LoadBalancerCreated/Updated events, of whichever member
+// of a group) are the ones plan lists, and its listeners are plan's final ones; --save-state
+// holds as many load balancers as the emulator.
 //
-// The Services are created before the CCM starts, in namespace/name order, which is the order
-// of the service controller's first sync and, since the creation timestamps follow it, the age
-// order of each group, as plan has it for manifests without timestamps. No node exists: plan
-// cannot know nodes, so the CCM adds no target either. The seed is printed;
-// E2E_DIFFERENTIAL_SEED=N replays one.
+// The Services exist before the CCM starts, created in namespace/name order, so the creation
+// timestamps give each group the age order plan gives manifests without timestamps. The service
+// controller syncs in an order of its own; the verdicts compared are the converged ones (plan
+// plans a denied group member again as the CCM retries it). No node exists: plan cannot know
+// nodes, so the CCM adds no target either. The seed is printed; E2E_DIFFERENTIAL_SEED=N
+// replays one.
 func TestPlanMatchesCCMOnGeneratedManifests(t *testing.T) {
 	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
