@@ -273,7 +273,7 @@ func TestPlanMatchesCCMOnGeneratedManifests(t *testing.T) {
 			t.Logf("seed %d, manifests:\n%s", seed, strings.Join(docs, "---\n"))
 		}
 	})
-	// namespace/name order: the service controller's first sync, and the age order of groups.
+	// Created in namespace/name order: the age order of each group, as plan has it.
 	sort.Slice(all, func(i, j int) bool { return all[i].namespace+"/"+all[i].name < all[j].namespace+"/"+all[j].name })
 	uids, groupOf := map[string]string{}, map[string]string{}
 	for _, m := range all {
