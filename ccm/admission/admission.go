@@ -66,8 +66,10 @@ const maxWarning = truncate.EventMessage
 // Planner plans a Service's load balancer without writing to Hetzner.
 // *loadbalancer.LoadBalancers implements it (Preview, PreviewDelete).
 type Planner interface {
-	// Preview is the plan EnsureLoadBalancer would run for svc with nodes.
-	Preview(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (lbplan.Plan, error)
+	// Preview is the plan EnsureLoadBalancer would run for svc with nodes; for a member of a
+	// load balancer group, denied decides the steps as lbplan.PlanGroup asks (the CCM's sync
+	// leaves out the members the policy denies only for their listeners, and so does Preview).
+	Preview(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, denied lbplan.DeniedSteps) (lbplan.Plan, error)
 	// PreviewDelete is the plan EnsureLoadBalancerDeleted would run for svc.
 	PreviewDelete(ctx context.Context, clusterName string, svc *corev1.Service) (lbplan.Plan, error)
 }
@@ -251,7 +253,7 @@ func (h *Handler) review(ctx context.Context, svc, old *corev1.Service) *admissi
 		}
 		var nodes []*corev1.Node
 		if nodes, err = h.nodes(); err == nil {
-			plan, err = h.cfg.Planner.Preview(ctx, h.cfg.ClusterName, svc, nodes)
+			plan, err = h.cfg.Planner.Preview(ctx, h.cfg.ClusterName, svc, nodes, h.deniedSteps(ctx, svc))
 		}
 	} else { // leaving type LoadBalancer: the CCM deletes the load balancer
 		subject = old
@@ -342,6 +344,26 @@ func stillRuns(v executor.Verdict) string {
 		return fmt.Sprintf("the other steps would still run: %s and %d more", strings.Join(labels[:most], ", "), len(labels)-most)
 	}
 	return "the other steps would still run: " + strings.Join(labels, ", ")
+}
+
+// deniedSteps is the lbplan.DeniedSteps of svc: every step decided as decide decides it, for
+// the group planner (lbplan.PlanGroup) to leave out the members the policy denies, as the CCM's
+// sync does.
+func (h *Handler) deniedSteps(ctx context.Context, svc *corev1.Service) lbplan.DeniedSteps {
+	return func(plan lbplan.Plan) []int {
+		var nsLabels map[string]string
+		var inputErr error
+		if h.cfg.NamespaceLabels != nil {
+			nsLabels, inputErr = h.cfg.NamespaceLabels(svc.Namespace)
+		}
+		var out []int
+		for i, st := range executor.Inputs(plan, h.cfg.Cluster, executor.PolicyService(svc, nsLabels)) {
+			if d := h.decideStep(ctx, st.Input, inputErr); !d.Allowed {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
 }
 
 // decideStep decides one input as the executor's gate does: an input that could not be

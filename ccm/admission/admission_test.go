@@ -33,9 +33,11 @@ type planner struct {
 	// existing is the load balancer Preview updates and PreviewDelete deletes (nil: none).
 	existing *lbplan.Actual
 	nodes    int
+	// denied is what the DeniedSteps Preview got answered for its plan (a group planner asks).
+	denied []int
 }
 
-func (p *planner) Preview(_ context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node) (lbplan.Plan, error) {
+func (p *planner) Preview(_ context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node, denied lbplan.DeniedSteps) (lbplan.Plan, error) {
 	p.calls = append(p.calls, "preview "+svc.Name)
 	p.nodes = len(nodes)
 	if p.err != nil {
@@ -45,7 +47,11 @@ func (p *planner) Preview(_ context.Context, _ string, svc *corev1.Service, node
 	if err != nil {
 		return lbplan.Plan{}, err
 	}
-	return lbplan.Compute(d, p.existing)
+	plan, err := lbplan.Compute(d, p.existing)
+	if err == nil && denied != nil {
+		p.denied = denied(plan)
+	}
+	return plan, err
 }
 
 func (p *planner) PreviewDelete(_ context.Context, _ string, svc *corev1.Service) (lbplan.Plan, error) {
@@ -389,6 +395,30 @@ func TestReview_InputsAreTheGates(t *testing.T) {
 	}
 	if p.nodes != 1 {
 		t.Errorf("planned with %d nodes, want 1 (the node being deleted is left out)", p.nodes)
+	}
+}
+
+// TestReview_GroupPlannerDecidesAsTheGate: the DeniedSteps the webhook gives Preview (for the
+// group planner, lbplan.PlanGroup) decides each step as the review does, with the Service's
+// namespace labels, so a group member is left out as the CCM's sync leaves it out.
+func TestReview_GroupPlannerDecidesAsTheGate(t *testing.T) {
+	p := &planner{}
+	d := &decider{deny: map[string]string{"create": "no"}}
+	h, err := admission.New(admission.Config{Planner: p, Decider: d,
+		NamespaceLabels: func(string) (map[string]string, error) { return map[string]string{"team": "a"}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp := h.Review(context.Background(), request(admissionv1.Create, service("web"), nil)); resp.Allowed {
+		t.Fatalf("allowed, want the create denied")
+	}
+	if len(p.denied) != 1 || p.denied[0] != 0 {
+		t.Errorf("DeniedSteps answered %v, want [0] (the create)", p.denied)
+	}
+	for _, in := range d.inputs {
+		if in.Service.NamespaceLabels["team"] != "a" {
+			t.Errorf("input without the namespace labels: %+v", in.Service)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package ciplan
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -8,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 )
 
@@ -17,26 +19,33 @@ import (
 var maxServices = map[string]int{"lb11": 5, "lb21": 15, "lb31": 30}
 
 // groupState plans the members of load balancer groups (docs/shared-load-balancers.md) as the
-// CCM does: every member's sync plans the whole group. The first member of a group in the
-// input plans from the state; the later ones plan from what the first one's plan leaves, so
-// the report shows each request once.
+// CCM does: every member's sync plans the whole group with lbplan.PlanGroup, the CCM's own group
+// planner, which leaves out the members the policy denies only for their listeners. The first
+// member of a group in the input plans from the state; the later ones plan from what the last
+// allowed plan of the group leaves (a denied plan sends nothing), so the report shows each
+// request once, by the member whose sync sends it.
 type groupState struct {
 	all   []*corev1.Service
 	after map[string]*lbplan.Actual // by group, after the group's last plan
 	seen  map[string]bool
+	// version counts, by group, the allowed plans that changed the group's load balancer.
+	version map[string]int
+	// plans counts every plan made (ServiceResult.seq).
+	plans int
 }
 
 func newGroupState(m Manifests) *groupState {
-	g := &groupState{after: map[string]*lbplan.Actual{}, seen: map[string]bool{}}
+	g := &groupState{after: map[string]*lbplan.Actual{}, seen: map[string]bool{}, version: map[string]int{}}
 	for _, mf := range m.Services {
-		g.all = append(g.all, withNodePorts(mf.Service))
+		g.all = append(g.all, WithAPIDefaults(mf.Service))
 	}
 	return g
 }
 
 // plan is the plan of the load balancer of group for its member svc (gerr: the annotation's
-// error); it fills res's load balancer name and existence.
-func (g *groupState) plan(svc *corev1.Service, group string, gerr error, o Options, res *ServiceResult) (lbplan.Plan, error) {
+// error), whose namespace has the labels nsLabels; it fills res's load balancer name and
+// existence. Its leave-out decisions are o.Decider's, on the inputs the CCM's gate builds.
+func (g *groupState) plan(ctx context.Context, svc *corev1.Service, group string, gerr error, o Options, nsLabels map[string]string, res *ServiceResult) (lbplan.Plan, error) {
 	if gerr != nil {
 		return lbplan.Plan{}, gerr
 	}
@@ -50,6 +59,7 @@ func (g *groupState) plan(svc *corev1.Service, group string, gerr error, o Optio
 		name = n
 	}
 	res.LoadBalancer = name
+	res.group, res.groupVersion = group, g.version[group]
 	actual, err := g.actual(group, cluster, name, o.State)
 	if err != nil {
 		return lbplan.Plan{}, err
@@ -73,14 +83,29 @@ func (g *groupState) plan(svc *corev1.Service, group string, gerr error, o Optio
 	if actual != nil && !leaderD.TypeSet && actual.Type != "" {
 		typ = actual.Type
 	}
-	limit := lbplan.TypeLimit{Name: typ, MaxServices: maxServices[typ]}
-	adm := lbplan.AdmitGroup(lists, limit.MaxServices)
-	plan, err := lbplan.Compute(lbplan.GroupDesired(leaderD, adm, name, lbplan.GroupDesiredLabels(group, cluster, home)), actual)
+	out, err := lbplan.PlanGroup(lbplan.GroupInput{
+		Group: group, Home: home, Name: name, Labels: lbplan.GroupDesiredLabels(group, cluster, home),
+		Acting: lbplan.Key(svc), Members: members, Leader: leaderD, Lists: lists,
+		Type: lbplan.TypeLimit{Name: typ, MaxServices: maxServices[typ]}, Actual: actual,
+	}, deniedSteps(ctx, svc, o, nsLabels))
 	if err != nil {
 		return lbplan.Plan{}, err
 	}
-	plan.Group = lbplan.GroupView(group, home, members, adm, limit)
-	return plan, nil
+	return out.Plan, nil
+}
+
+// deniedSteps is the lbplan.DeniedSteps of svc's plan: each step decided by o.Decider on the
+// inputs the CCM's gate builds (executor.Inputs).
+func deniedSteps(ctx context.Context, svc *corev1.Service, o Options, nsLabels map[string]string) lbplan.DeniedSteps {
+	return func(plan lbplan.Plan) []int {
+		var out []int
+		for i, in := range executor.Inputs(plan, o.Cluster, executor.PolicyService(svc, nsLabels)) {
+			if !o.Decider.Decide(ctx, in.Input).Allowed {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
 }
 
 // actual is the group's load balancer: what an earlier member's plan left, else the state's
@@ -107,11 +132,18 @@ func (g *groupState) actual(group, cluster, name string, st State) (*lbplan.Actu
 	return nil, nil
 }
 
-// planned keeps what plan leaves for the later members of its group.
+// planned keeps what an allowed plan leaves for the later members of its group.
 func (g *groupState) planned(plan lbplan.Plan, after *lbplan.Actual) {
-	if plan.Group != nil {
+	if plan.Group != nil && !plan.Empty() {
 		g.after[plan.Group.Name] = after
+		g.version[plan.Group.Name]++
 	}
+}
+
+// next returns the sequence number of the plan just made.
+func (g *groupState) next() int {
+	g.plans++
+	return g.plans
 }
 
 // memberListeners is the leader's desired state and every member's listeners, from the

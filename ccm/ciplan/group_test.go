@@ -2,7 +2,11 @@ package ciplan
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,8 +64,15 @@ func TestRun_Group(t *testing.T) {
 	want := &policy.Group{Name: "web", Namespace: "shop", Leader: policy.ServiceRef{Namespace: "shop", Name: "a"}, Members: []policy.GroupMember{
 		{Namespace: "shop", Name: "a", Ports: []int{80, 443}}, {Namespace: "shop", Name: "b", Ports: []int{8080}}, {Namespace: "shop", Name: "c", Ports: []int{}},
 	}, Capacity: policy.GroupCapacity{Type: "lb11", MaxServices: 5, Used: 3}}
-	if len(seen.groups) != 1 || !reflect.DeepEqual(seen.groups[0], want) {
-		t.Errorf("input.group = %+v, want %+v", seen.groups, want)
+	// Two decisions: the group planner's (lbplan.PlanGroup: the create touches b's listener) and
+	// the step's; both see the same group.
+	if len(seen.groups) != 2 {
+		t.Errorf("%d decisions, want 2", len(seen.groups))
+	}
+	for _, g := range seen.groups {
+		if !reflect.DeepEqual(g, want) {
+			t.Errorf("input.group = %+v, want %+v", g, want)
+		}
 	}
 	for _, later := range r.Services[1:] {
 		if later.Error != "" || len(later.Steps) != 0 || !later.Exists {
@@ -77,5 +88,131 @@ func TestRun_GroupNeverAdoptsByName(t *testing.T) {
 		Cluster: policy.Cluster{Name: "k8s"}, Decider: &groupsSeen{}, State: st})
 	if len(r.Services) != 1 || r.Services[0].Error == "" || r.ExitCode() != ExitBadInput {
 		t.Errorf("report %+v, want the name conflict as an error", r.Services)
+	}
+}
+
+// groupLimitEngine loads the example policies with data.config.max_group_members 2 and listen
+// ports 80 to 82 allowed.
+func groupLimitEngine(t *testing.T) *policy.Engine {
+	t.Helper()
+	dir := t.TempDir()
+	entries, err := os.ReadDir(examplePolicies)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".rego") || strings.HasSuffix(e.Name(), "_test.rego") { // its tests assume the examples' data
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(examplePolicies, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := `{"config": {"load_balancer_types": ["lb11"], "large_load_balancer_types": [], "large_load_balancer_label": "large",
+		"locations": ["fsn1"], "network_zones": ["eu-central"], "private_subnets": [], "public_namespaces": ["shop"],
+		"public_label": "public", "protected_label": "protected", "listen_ports": [80, 81, 82],
+		"cross_namespace_groups": [], "max_group_members": 2}}`
+	if err := os.WriteFile(filepath.Join(dir, "data.json"), []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	files, err := policy.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := policy.NewEngine(policy.Options{})
+	if _, err := e.Load(context.Background(), files, policy.DirSource(dir)); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// TestRun_GroupMemberOverLimit (issue 29 item 2): three members under "at most 2 members" give
+// the CCM's outcome in any input order: the leader's create with its own listener, member 2
+// added, member 3 denied; --save-state holds the one load balancer with the two listeners.
+func TestRun_GroupMemberOverLimit(t *testing.T) {
+	e := groupLimitEngine(t)
+	a, b, c := groupManifest("a", 1, "web", 80), groupManifest("b", 2, "web", 81), groupManifest("c", 3, "web", 82)
+	want := map[string]string{"a": "create(k8s-group-web) allowed", "b": "add_service(81) allowed", "c": "add_service(82) denied"}
+	tests := []struct {
+		name  string
+		order []Manifest
+		want  map[string]string
+	}{
+		{"in age order", []Manifest{a, b, c}, want},
+		// c plans first: its create is denied (c is member 3 whoever else is left out) and sends
+		// nothing, so b creates and a adds; c, planned again as the CCM retries it, is denied
+		// its listener.
+		{"newest first", []Manifest{c, b, a}, map[string]string{"c": "add_service(82) denied", "b": "create(k8s-group-web) allowed", "a": "add_service(80) allowed"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Run(context.Background(), Manifests{Services: tt.order}, Options{Config: config.Config{LoadBalancer: config.LoadBalancer{Location: "fsn1", Type: "lb11"}},
+				Cluster: policy.Cluster{Name: "k8s"}, Decider: e})
+			got := map[string]string{}
+			for _, s := range r.Services {
+				if s.Error != "" {
+					t.Fatalf("%s: %s", s.Name, s.Error)
+				}
+				var steps []string
+				for _, st := range s.Steps {
+					steps = append(steps, st.Label+map[bool]string{true: " allowed", false: " denied"}[st.Allowed])
+				}
+				got[s.Name] = strings.Join(steps, ", ")
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("steps %v, want %v", got, tt.want)
+			}
+			after := r.After(State{})
+			if len(after.LoadBalancers) != 1 {
+				t.Fatalf("--save-state holds %d load balancers, want the group's one", len(after.LoadBalancers))
+			}
+			var ports []int
+			for _, s := range after.LoadBalancers[0].Services {
+				ports = append(ports, s.ListenPort)
+			}
+			slices.Sort(ports)
+			if !reflect.DeepEqual(ports, []int{80, 81}) {
+				t.Errorf("--save-state listeners %v, want [80 81] (c's 82 denied)", ports)
+			}
+		})
+	}
+}
+
+// tcpOnly denies every step of a Service with a port that is not TCP.
+type tcpOnly struct{}
+
+func (tcpOnly) Decide(_ context.Context, in policy.Input) policy.Decision {
+	for _, p := range in.Service.Ports {
+		if p.Protocol != "TCP" {
+			return policy.Decision{Deny: []policy.Message{{Msg: "TCP only"}}}
+		}
+	}
+	return policy.Decision{Allowed: true}
+}
+
+// TestRun_GroupMemberRetried: a denied member is planned again once another member's plan
+// changed the group's load balancer, as the CCM retries it; the report has its last plan. Here
+// the oldest member a has a UDP port only: its sync asks for the create and is denied; b
+// creates the load balancer; a's retry has nothing left to do and is allowed.
+func TestRun_GroupMemberRetried(t *testing.T) {
+	a, b := groupManifest("a", 1, "web"), groupManifest("b", 2, "web", 80)
+	a.Service.Spec.Ports = []corev1.ServicePort{{Protocol: corev1.ProtocolUDP, Port: 53}}
+	r := Run(context.Background(), Manifests{Services: []Manifest{a, b}}, Options{Config: config.Config{LoadBalancer: config.LoadBalancer{Location: "fsn1", Type: "lb11"}},
+		Cluster: policy.Cluster{Name: "k8s"}, Decider: tcpOnly{}})
+	if !r.Allowed || len(r.Services) != 2 {
+		t.Fatalf("report %+v, want both allowed", r)
+	}
+	if got := r.Services[0]; len(got.Steps) != 0 || !got.Exists {
+		t.Errorf("a: steps %+v, exists %v; want nothing left to do on b's load balancer", got.Steps, got.Exists)
+	}
+	if got := r.Services[1]; len(got.Steps) != 1 || got.Steps[0].Label != "create(k8s-group-web)" {
+		t.Errorf("b: steps %+v, want the create", got.Steps)
+	}
+	if after := r.After(State{}); len(after.LoadBalancers) != 1 || len(after.LoadBalancers[0].Services) != 1 {
+		t.Errorf("--save-state %+v, want one load balancer with b's listener", after.LoadBalancers)
 	}
 }

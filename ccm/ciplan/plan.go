@@ -14,8 +14,6 @@ package ciplan
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,7 +22,6 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
@@ -129,6 +126,12 @@ type ServiceResult struct {
 	Final *policy.LoadBalancer `json:"final"`
 	// final is the planner's load balancer after every step (nil: none, or an error), for After.
 	final *lbplan.Actual
+	// seq orders the plans as they were made (retryGroupMembers plans some again), for After.
+	seq int
+	// group is the Service's load balancer group ("" for none) and groupVersion how many
+	// changes of the group's load balancer its plan saw (groupState.version).
+	group        string
+	groupVersion int
 }
 
 // Step is one request the CCM would send, with its verdict.
@@ -219,26 +222,57 @@ func Run(ctx context.Context, m Manifests, o Options) Report {
 		r.Errors = append(r.Errors, p.Error())
 	}
 	groups := newGroupState(m)
+	var planned []Manifest // of r.Services
 	for _, mf := range m.Services {
 		if mf.Service.Spec.Type != corev1.ServiceTypeLoadBalancer {
 			continue
 		}
-		labels := m.Namespaces[mf.Service.Namespace]
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		res := planService(ctx, mf, labels, o, groups)
+		r.Services = append(r.Services, planService(ctx, mf, namespaceLabels(m, mf), o, groups))
+		planned = append(planned, mf)
+	}
+	retryGroupMembers(ctx, m, planned, o, groups, r.Services)
+	for _, res := range r.Services {
 		if !res.Allowed {
 			r.Allowed = false
 		}
-		r.Services = append(r.Services, res)
 	}
 	return r
 }
 
+// retryGroupMembers plans again, in input order, each denied member of a load balancer group
+// whose group's load balancer an allowed plan changed since the member's last plan, until no
+// plan changes a group any more; results (of planned) gets the member's last plan. So a verdict
+// is the one the CCM converges to: the service controller retries a denied Service with
+// backoff, and the CCM decides a group member again once another member's sync changed the
+// group's load balancer (the denial cache's digest counts those writes). For example, a member
+// that syncs first asks for the group's create and is denied for a reason of its own; once
+// another member created the load balancer, its retry may have nothing left to do. It ends: a
+// group changes only through a plan that is allowed, and an allowed member is not planned again.
+func retryGroupMembers(ctx context.Context, m Manifests, planned []Manifest, o Options, groups *groupState, results []ServiceResult) {
+	for changed := true; changed; {
+		changed = false
+		for i, res := range results {
+			if res.Allowed || res.Error != "" || res.group == "" || res.groupVersion == groups.version[res.group] {
+				continue
+			}
+			results[i] = planService(ctx, planned[i], namespaceLabels(m, planned[i]), o, groups)
+			changed = changed || results[i].Allowed && results[i].groupVersion != groups.version[res.group]
+		}
+	}
+}
+
+// namespaceLabels are the labels of mf's namespace from the Namespace manifests of m; {} for a
+// namespace m does not declare.
+func namespaceLabels(m Manifests, mf Manifest) map[string]string {
+	if l := m.Namespaces[mf.Service.Namespace]; l != nil {
+		return l
+	}
+	return map[string]string{}
+}
+
 // planService plans and decides one Service.
 func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o Options, groups *groupState) ServiceResult {
-	svc := withNodePorts(mf.Service)
+	svc := WithAPIDefaults(mf.Service)
 	res := ServiceResult{Source: mf.Source, Namespace: svc.Namespace, Name: svc.Name, UID: string(svc.UID), Allowed: true, Steps: []Step{}}
 	var plan lbplan.Plan
 	var err error
@@ -250,7 +284,7 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 		res.Exists = lb != nil
 		plan, err = compute(svc, name, rename, lb, o)
 	} else {
-		plan, err = groups.plan(svc, group, gerr, o, &res)
+		plan, err = groups.plan(ctx, svc, group, gerr, o, nsLabels, &res)
 	}
 	if err != nil {
 		res.Error = fmt.Sprintf("%s: Service %s/%s: %v", mf.Source, svc.Namespace, svc.Name, err)
@@ -263,7 +297,8 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 	}
 	service := executor.PolicyService(svc, nsLabels)
 	v := executor.Decide(ctx, plan, o.Cluster, service, o.Decider.Decide)
-	for _, sv := range v.Steps {
+	for _, i := range plan.SendOrder() { // the executor's send order (a managed certificate first)
+		sv := v.Steps[i]
 		d := sv.Decision
 		st := Step{
 			Label: sv.Label, Action: sv.Input.Action, Operation: sv.Input.Operation,
@@ -285,7 +320,10 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 	for _, m := range plan.Mutations {
 		res.final = m.Apply(res.final)
 	}
-	groups.planned(plan, res.final)
+	if res.Allowed { // a denied plan sends nothing: the later members plan from the state before it
+		groups.planned(plan, res.final)
+	}
+	res.seq = groups.next()
 	if plan.Empty() && plan.Actual != nil {
 		res.Final = plan.Actual.Policy(plan.IPv6)
 	}
@@ -307,42 +345,6 @@ func compute(svc *corev1.Service, name string, rename bool, lb *hcloud.LoadBalan
 		return lbplan.Plan{}, err
 	}
 	return lbplan.Compute(d, lbplan.NewActual(lb))
-}
-
-// FirstNodePort is the first placeholder node port plan gives a Service port without one.
-const FirstNodePort = 30000
-
-// withNodePorts returns svc, or a copy of it whose ports without a node port have one, as the
-// API server allocates them when a Service of type LoadBalancer is applied (unless
-// spec.allocateLoadBalancerNodePorts is false): FirstNodePort, FirstNodePort+1, ... in port
-// order, placeholders for the ports the cluster will pick.
-//
-// A Service without a UID (a manifest not applied yet) gets PlaceholderUID's.
-func withNodePorts(svc *corev1.Service) *corev1.Service {
-	out := svc.DeepCopy()
-	if out.UID == "" {
-		out.UID = PlaceholderUID(out.Namespace, out.Name)
-	}
-	if a := svc.Spec.AllocateLoadBalancerNodePorts; a != nil && !*a {
-		return out
-	}
-	next := int32(FirstNodePort)
-	for i := range out.Spec.Ports {
-		if out.Spec.Ports[i].NodePort == 0 {
-			out.Spec.Ports[i].NodePort = next
-			next++
-		}
-	}
-	return out
-}
-
-// PlaceholderUID is the UID plan gives a Service manifest without one: a UUID-shaped hash of
-// namespace/name, stable across runs (the cluster assigns the real one on apply, so the default
-// load balancer name "a<uid>" in a plan is a placeholder too).
-func PlaceholderUID(namespace, name string) types.UID {
-	h := sha256.Sum256([]byte(namespace + "/" + name))
-	x := hex.EncodeToString(h[:16])
-	return types.UID(x[0:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:32])
 }
 
 // lbName is the CCM's load balancer name without a naming plugin: the name annotation, else

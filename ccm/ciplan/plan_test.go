@@ -215,7 +215,7 @@ func TestPlanMatchesCCM(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			svc := withNodePorts(mf.Service)
+			svc := WithAPIDefaults(mf.Service)
 			name, rename := lbName(svc)
 			plan, err := compute(svc, name, rename, nil, Options{Config: config.Default()})
 			if err != nil {

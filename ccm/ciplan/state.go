@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
@@ -15,7 +16,10 @@ import (
 // After returns the state the CCM would leave if r's plans ran on st: each allowed Service's
 // load balancer as its last step leaves it (a created one gets the next free ID and no public
 // IP, which only the API assigns); a denied Service changes nothing (the gate denies a plan
-// whole), nor does a Service with an error. Other load balancers of st are kept.
+// whole), nor does a Service with an error. The plans apply in the order they were made (a
+// group member planned again comes after the others). Other load balancers of st are kept. The
+// members of a load balancer group plan one load balancer: a later member's plan of a load
+// balancer an earlier one creates updates that one (matched by name), it creates no second.
 //
 // Only what the planner models is kept: label selector targets of a planned load balancer are
 // dropped (lbplan.Actual counts them only).
@@ -25,11 +29,15 @@ func (r Report) After(st State) State {
 	for _, lb := range st.LoadBalancers {
 		next = max(next, lb.ID+1)
 	}
-	for _, s := range r.Services {
+	created := map[string]int64{} // by name: the IDs given to the load balancers created here
+	for _, s := range slices.SortedFunc(slices.Values(r.Services), func(a, b ServiceResult) int { return a.seq - b.seq }) {
 		if !s.Allowed || s.Error != "" || s.final == nil || len(s.Steps) == 0 {
 			continue
 		}
 		lb := loadBalancerOf(s.final)
+		if id, ok := created[lb.Name]; ok && lb.ID == 0 {
+			lb.ID = id
+		}
 		i := -1
 		for j, have := range out.LoadBalancers {
 			if have.ID == lb.ID && lb.ID != 0 {
@@ -39,6 +47,7 @@ func (r Report) After(st State) State {
 		if i < 0 {
 			if lb.ID == 0 {
 				lb.ID = next
+				created[lb.Name] = next
 				next++
 			}
 			out.LoadBalancers = append(out.LoadBalancers, lb)

@@ -15,7 +15,7 @@ import (
 
 // The policy audit (ccm/audit, docs/policy.md § Audit) judges every existing load balancer as
 // the create that would build it today. AuditPlans makes those creates with the code of a real
-// reconcile (plan, planWith, planGroup): the audit's copy of LoadBalancers (audit) differs from
+// reconcile (plan, planWith, planGroup with lbplan.PlanGroup): the audit's copy of LoadBalancers (audit) differs from
 // Preview's only in that its plans start from no load balancer (basis) and that a group's
 // "leave out a member the policy refuses" step asks the audit's StepDenier ("would deny",
 // whatever the mode) instead of the executor's gate. TestAuditPlans_EqualsCreate holds the
@@ -119,7 +119,7 @@ func (l *LoadBalancers) auditPlan(ctx context.Context, clusterName string, svc *
 // of member svc would decide (planGroup with the gate: members the policy refuses, other than
 // svc, are left out as the sync leaves them out).
 func (l *LoadBalancers) auditGroupPlan(ctx context.Context, clusterName, group string, svc *corev1.Service, nodes []*corev1.Node) (lbplan.Plan, error) {
-	gp, err := l.planGroup(ctx, clusterName, group, svc, nodes, false, true)
+	gp, err := l.planGroup(ctx, clusterName, group, svc, nodes, false, l.gateDenied(ctx, svc))
 	if err != nil || gp.plan == nil {
 		return lbplan.Plan{}, err
 	}

@@ -69,7 +69,7 @@ func TestAuditPlans_EqualsCreate(t *testing.T) {
 				if plans[i].Err != nil || plans[i].Service.Name != svc.Name {
 					t.Fatalf("AuditPlans()[%d] = %s, %v; want %s without error", i, plans[i].Service.Name, plans[i].Err, svc.Name)
 				}
-				create, err := fresh.lbs.Preview(context.Background(), clusterName, svc, fresh.nodes)
+				create, err := fresh.lbs.Preview(context.Background(), clusterName, svc, fresh.nodes, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 )
 
 // DefaultDenialMaxAge is how long a remembered denial answers the retries of an unchanged
@@ -47,6 +48,10 @@ type denialCache struct {
 
 	mu      sync.Mutex
 	entries map[types.UID]denialEntry
+	// groupWrites counts, per load balancer group, the plans this CCM sent to the group's load
+	// balancer: a member's sync changes what the others plan from, so it is in their digests
+	// (groupDenialDigest).
+	groupWrites map[string]uint64
 }
 
 type denialEntry struct {
@@ -56,7 +61,21 @@ type denialEntry struct {
 }
 
 func newDenialCache(maxAge time.Duration) *denialCache {
-	return &denialCache{maxAge: maxAge, now: time.Now, entries: map[types.UID]denialEntry{}}
+	return &denialCache{maxAge: maxAge, now: time.Now, entries: map[types.UID]denialEntry{}, groupWrites: map[string]uint64{}}
+}
+
+// wroteGroup records that a plan is sent to the load balancer of group.
+func (c *denialCache) wroteGroup(group string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.groupWrites[group]++
+}
+
+// groupWriteCount is how many plans were sent to the load balancer of group (wroteGroup).
+func (c *denialCache) groupWriteCount(group string) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.groupWrites[group]
 }
 
 // get returns the remembered denial of uid if it was decided on digest less than maxAge ago.
@@ -104,6 +123,12 @@ const (
 // policy revision to name (no policy: nothing is denied) or the namespace labels cannot be read
 // (the decision fails, and a failure is not remembered).
 func (l *LoadBalancers) denialDigest(call, clusterName, name string, rename bool, svc *corev1.Service, nodes []*corev1.Node) string {
+	return l.digest(call, clusterName, name, rename, svc, nodes, nil)
+}
+
+// digest is denialDigest with group (nil for a Service of its own: see groupDenialDigest) in
+// the digested inputs.
+func (l *LoadBalancers) digest(call, clusterName, name string, rename bool, svc *corev1.Service, nodes []*corev1.Node, group any) string {
 	rev, ok := l.exec.PolicyRevision()
 	if !ok {
 		return ""
@@ -133,11 +158,41 @@ func (l *LoadBalancers) denialDigest(call, clusterName, name string, rename bool
 		Spec                          corev1.ServiceSpec
 		NamespaceLabels               map[string]string
 		Nodes                         []node
-	}{call, clusterName, name, rev, rename, svc.UID, svc.Namespace, svc.Name, svc.Labels, svc.Annotations, svc.Spec, nsLabels, ns})
+		Group                         any `json:",omitempty"`
+	}{call, clusterName, name, rev, rename, svc.UID, svc.Namespace, svc.Name, svc.Labels, svc.Annotations, svc.Spec, nsLabels, ns, group})
 	if err != nil {
 		klog.V(2).InfoS("cannot digest the inputs of a load balancer call; its denial is not remembered", "service", klog.KObj(svc), "err", err)
 		return ""
 	}
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// groupDenialDigest is denialDigest for svc, a member of group: besides svc's own inputs it
+// covers every member of the group as the Service lister has it (namespace/name, UID, age,
+// annotations and spec: the plan of a group is the whole group's) and the plans this CCM sent
+// to the group's load balancer since (denialCache.wroteGroup: another member's sync changes what
+// svc plans from). So an unchanged denied member is denied again without a request, while any
+// change to the group decides again. "" (decide again) when the members cannot be listed.
+func (l *LoadBalancers) groupDenialDigest(call, clusterName, group string, svc *corev1.Service, nodes []*corev1.Node) string {
+	members, err := l.members(svc, group, true)
+	if err != nil {
+		return ""
+	}
+	type member struct {
+		Key         string
+		UID         types.UID
+		Created     time.Time
+		Annotations map[string]string
+		Spec        corev1.ServiceSpec
+	}
+	ms := make([]member, 0, len(members))
+	for _, m := range members {
+		ms = append(ms, member{lbplan.Key(m), m.UID, m.CreationTimestamp.UTC(), m.Annotations, m.Spec})
+	}
+	return l.digest(call, clusterName, "", false, svc, nodes, struct {
+		Name    string
+		Writes  uint64
+		Members []member
+	}{group, l.denied.groupWriteCount(group), ms})
 }

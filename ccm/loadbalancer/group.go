@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -156,13 +157,12 @@ type groupPlan struct {
 // reads and records events but never writes. An Update (create false) reads the group's load
 // balancer through the cache, an Ensure (and a preview) fresh, as plan does for one Service.
 //
-// With gate (a sync, not a preview), a plan the policy denies only for steps of other members
-// (their listeners, see deniedOthers) is made again without those members, as if they were
-// refused for capacity: they are out of the desired state of this sync and of input.group's
-// ports, and their listeners are never added through svc's sync (the gate of the run still
-// decides every step). Each member's own sync still plans with it, so a denied member keeps
-// its own PolicyDenied. TestGroup_DeniedMemberDoesNotBlockTheGroup tests it.
-func (l *LoadBalancers) planGroup(ctx context.Context, cluster, group string, svc *corev1.Service, nodes []*corev1.Node, create, gate bool) (groupPlan, error) {
+// The plan is lbplan.PlanGroup's, the one group planner that `plan` and the admission webhook
+// call too. With denied (a sync: the executor's decisions, or the webhook's) a plan the policy
+// denies only for other members' listeners is made again without those members (gp.left); each
+// member's own sync still plans with it, so a denied member keeps its own PolicyDenied.
+// TestGroup_DeniedMemberDoesNotBlockTheGroup tests it.
+func (l *LoadBalancers) planGroup(ctx context.Context, cluster, group string, svc *corev1.Service, nodes []*corev1.Node, create bool, denied lbplan.DeniedSteps) (groupPlan, error) {
 	members, err := l.members(svc, group, true)
 	if err != nil {
 		return groupPlan{}, err
@@ -191,94 +191,27 @@ func (l *LoadBalancers) planGroup(ctx context.Context, cluster, group string, sv
 	if gp.typ, err = l.typeInForce(ctx, leaderD, l.basis(lb)); err != nil {
 		return gp, err
 	}
-	left := map[string]bool{}
-	var full groupPlan // the plan with every member: what a denial of svc's own steps reports
-	for {
-		kept := slices.DeleteFunc(slices.Clone(lists), func(m lbplan.MemberListeners) bool { return left[m.Member] })
-		gp.adm = lbplan.AdmitGroup(kept, gp.typ.MaxServices)
-		d := lbplan.GroupDesired(leaderD, gp.adm, name, lbplan.GroupDesiredLabels(group, cluster, home))
-		if err := l.checkType(ctx, gp.leader, &d, l.basis(lb)); err != nil {
-			return gp, err
-		}
-		plan, err := lbplan.Compute(d, l.basis(lb))
-		if err != nil {
-			return gp, l.invalid(svc, err)
-		}
-		plan.Group = lbplan.GroupView(group, home, members, gp.adm, gp.typ)
-		gp.plan, gp.status = &plan, d.Status
-		if !gate {
-			return gp, nil
-		}
-		if full.plan == nil {
-			full = gp
-		}
-		blamed, own := l.deniedOthers(ctx, svc, plan, gp.adm)
-		switch {
-		case own:
-			return full, nil // the run's gate denies svc's sync, naming every denied step
-		case len(blamed) == 0:
-			return gp, nil
-		}
-		for _, m := range blamed {
-			left[m] = true
-			gp.left = append(gp.left, m)
-			klog.InfoS("Load balancer group member left out of this sync: the policy denies its listeners", "group", group, "member", m, "service", klog.KObj(svc))
-		}
+	if err := l.checkType(ctx, gp.leader, &leaderD, l.basis(lb)); err != nil {
+		return gp, err
 	}
+	out, err := lbplan.PlanGroup(lbplan.GroupInput{
+		Group: group, Home: home, Name: name, Labels: lbplan.GroupDesiredLabels(group, cluster, home),
+		Acting: lbplan.Key(svc), Members: members, Leader: leaderD, Lists: lists, Type: gp.typ, Actual: l.basis(lb),
+	}, denied)
+	if err != nil {
+		return gp, l.invalid(svc, err)
+	}
+	gp.plan, gp.adm, gp.left, gp.status = &out.Plan, out.Admission, out.Left, leaderD.Status
+	for _, m := range gp.left {
+		klog.InfoS("Load balancer group member left out of this sync: the policy denies its listeners", "group", group, "member", m, "service", klog.KObj(svc))
+	}
+	return gp, nil
 }
 
-// deniedOthers returns the members of the group, other than the acting svc, whose listener
-// steps alone deny plan: the plan is made again without them (planGroup with gate). It returns
-// none when the plan touches no listener of another member (no decision is made then) or when
-// the policy allows the plan, and own when a denied step is svc's: a target, a
-// load-balancer-wide setting, a listener of svc or one no member holds. A denied create
-// carries every admitted listener inline, so every other member among them is blamed: the
-// load balancer is created with svc's listeners, and each of the others is added at its own
-// sync (every member syncs to get its status), where its own steps are decided alone.
-func (l *LoadBalancers) deniedOthers(ctx context.Context, svc *corev1.Service, plan lbplan.Plan, adm lbplan.Admission) (blamed []string, own bool) {
-	key := lbplan.Key(svc)
-	owner := map[int]string{}
-	for m, ports := range adm.Ports {
-		for _, p := range ports {
-			owner[p] = m
-		}
-	}
-	steps := plan.Steps()
-	others := make([][]string, len(steps)) // per step: the other members it touches a listener of
-	touches := false
-	for i, st := range steps {
-		var ports []int
-		switch {
-		case st.Mutation.Operation() == lbplan.OpCreate:
-			for _, m := range st.Inline {
-				if a, ok := m.(lbplan.AddService); ok {
-					ports = append(ports, a.Listener.ListenPort)
-				}
-			}
-		case st.Listener != nil:
-			ports = []int{st.Listener.ListenPort}
-		}
-		for _, p := range ports {
-			if o := owner[p]; o != "" && o != key && !slices.Contains(others[i], o) {
-				others[i] = append(others[i], o)
-				touches = true
-			}
-		}
-	}
-	if !touches {
-		return nil, false
-	}
-	for _, i := range l.deniedSteps(ctx, svc, plan) {
-		if len(others[i]) == 0 {
-			return nil, true
-		}
-		for _, o := range others[i] {
-			if !slices.Contains(blamed, o) {
-				blamed = append(blamed, o)
-			}
-		}
-	}
-	return blamed, false
+// gateDenied is the lbplan.DeniedSteps of svc's sync: the executor's gate decisions (the
+// audit's "would deny" on the audit's copy: deniedSteps).
+func (l *LoadBalancers) gateDenied(ctx context.Context, svc *corev1.Service) lbplan.DeniedSteps {
+	return func(plan lbplan.Plan) []int { return l.deniedSteps(ctx, svc, plan) }
 }
 
 // memberListeners builds the leader's desired state (with the nodes as targets) and every
@@ -357,6 +290,24 @@ func (l *LoadBalancers) typeInForce(ctx context.Context, leaderD lbplan.Desired,
 	return lbplan.TypeLimit{Name: name, MaxServices: t.MaxServices}, nil
 }
 
+// syncGroup is ensureGroup with the denial cache, as for a Service of its own: an unchanged
+// retry of a member whose last sync was denied returns the same denial without a request, a new
+// decision or an event (groupDenialDigest says what "unchanged" covers).
+// TestGroup_DeniedMemberRetryCostsNothing tests it.
+func (l *LoadBalancers) syncGroup(ctx context.Context, cluster, group string, svc *corev1.Service, nodes []*corev1.Node, create bool) (*corev1.LoadBalancerStatus, error) {
+	call := callUpdate
+	if create {
+		call = callEnsure
+	}
+	digest := l.groupDenialDigest(call, cluster, group, svc, nodes)
+	if err := l.rememberedDenial(svc, digest); err != nil {
+		return nil, err
+	}
+	st, err := l.ensureGroup(ctx, cluster, group, svc, nodes, create)
+	l.denied.record(svc.UID, digest, err)
+	return st, err
+}
+
 // ensureGroup reconciles the load balancer of group for svc (EnsureLoadBalancer with create,
 // UpdateLoadBalancer without) and returns the status of svc: the group's addresses. A member
 // that is refused (capacity) or has none of its ports gets its events and an error wrapping
@@ -376,7 +327,7 @@ func (l *LoadBalancers) ensureGroup(ctx context.Context, cluster, group string, 
 	if err := l.settleGroup(ctx, members...); err != nil {
 		return nil, err
 	}
-	gp, err := l.planGroup(ctx, cluster, group, svc, nodes, create, true)
+	gp, err := l.planGroup(ctx, cluster, group, svc, nodes, create, l.gateDenied(ctx, svc))
 	if err != nil || gp.plan == nil {
 		return nil, err
 	}
@@ -396,6 +347,7 @@ func (l *LoadBalancers) ensureGroup(ctx context.Context, cluster, group string, 
 	} else {
 		state, err = l.runDetachedGroup(ctx, cluster, group, svc, *gp.plan, gp.readAt)
 	}
+	l.wroteGroup(group, *gp.plan, err)
 	if err != nil {
 		return nil, err
 	}
@@ -515,7 +467,23 @@ func (l *LoadBalancers) shrinkGroup(ctx context.Context, cluster, group string, 
 	}
 	state, err := l.exec.Run(ctx, svc, plan)
 	l.storedGroup(group, cluster, state, readAt, err)
+	l.wroteGroup(group, plan, err)
 	return err
+}
+
+// wroteGroup tells the denial cache that plan, run with the result err, may have changed the
+// load balancer of group (anything but an empty plan or a denied one that applied nothing; a
+// partly denied plan ran its other steps: executor.DeniedError.Applied): the other members'
+// remembered denials are decided again at their next retry.
+func (l *LoadBalancers) wroteGroup(group string, plan lbplan.Plan, err error) {
+	var denied *executor.DeniedError
+	switch {
+	case plan.Empty():
+	case errors.As(err, &denied) && len(denied.Applied) == 0:
+	case errors.Is(err, policy.ErrDenied) && !errors.As(err, &denied):
+	default:
+		l.denied.wroteGroup(group)
+	}
 }
 
 // planShrink plans shrinkGroup: the removal of the listeners of the ports of svc that no member

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
@@ -157,6 +158,106 @@ func TestGroup_DeniedMemberDenialNamesEveryStep(t *testing.T) {
 	for _, e := range g.events() {
 		if strings.HasPrefix(e, "Warning PolicyDenied") && (!strings.Contains(e, "remove_target") || !strings.Contains(e, "add_service(81)")) {
 			t.Errorf("PolicyDenied %q, want remove_target and add_service(81) named", e)
+		}
+	}
+}
+
+// TestGroup_DeniedMemberRetryCostsNothing (issue 29 item 4): a denied member's retries with
+// nothing changed cost no request, no decision and no event, as for a Service of its own; a
+// change of the member, of the group's members, a write to the group's load balancer by
+// another member's sync, a new call kind and a new node set are decided again.
+func TestGroup_DeniedMemberRetryCostsNothing(t *testing.T) {
+	a := groupMember("a", 0, "web", []int32{80})
+	b := groupMember("b", 1, "web", []int32{81})
+	b.Namespace = "other"
+	g := newGroupEnv(t)
+	g.decider.denyIf = crossNamespace
+	g.decider.revision = "r1"
+	g.add(a)
+	g.mustEnsure(a)
+	g.add(b)
+	ctx := context.Background()
+	ensureB := func(svc *corev1.Service) error {
+		_, err := g.lbs.EnsureLoadBalancer(ctx, clusterName, svc, g.nodes)
+		return err
+	}
+	updateB := func(svc *corev1.Service) error { return g.lbs.UpdateLoadBalancer(ctx, clusterName, svc, g.nodes) }
+	steps := []struct {
+		name    string
+		before  func() // a change before the call
+		call    func(*corev1.Service) error
+		decided bool // decided again, or answered from the cache
+	}{
+		{"the first sync", nil, ensureB, true},
+		{"an unchanged retry", nil, ensureB, false},
+		{"another unchanged retry", nil, ensureB, false},
+		{"an update, another call", nil, updateB, true},
+		{"an unchanged update", nil, updateB, false},
+		{"a member joins", func() { g.add(groupMember("c", 2, "web", []int32{82})) }, ensureB, true},
+		{"unchanged since the join", nil, ensureB, false},
+		{"another member's sync wrote the load balancer", func() {
+			if err := g.lbs.UpdateLoadBalancer(ctx, clusterName, a, g.nodes[:1]); err != nil {
+				t.Fatal(err)
+			}
+		}, ensureB, true},
+		{"unchanged since that write", nil, ensureB, false},
+		{"the member's own annotation changes", func() { b = b.DeepCopy(); b.Annotations["x"] = "y"; g.add(b) }, ensureB, true},
+		{"a new policy revision", func() { g.decider.mu.Lock(); g.decider.revision = "r2"; g.decider.mu.Unlock() }, ensureB, true},
+		{"unchanged at last", nil, ensureB, false},
+	}
+	for _, st := range steps {
+		if st.before != nil {
+			st.before()
+		}
+		g.events()
+		decisions := g.decider.decisions()
+		g.emu.ResetRequests()
+		if err := st.call(b); !errors.Is(err, policy.ErrDenied) {
+			t.Fatalf("%s: err = %v, want the denial", st.name, err)
+		}
+		reqs, newDecisions, events := requests(g.emu.Counts()), g.decider.decisions()-decisions, g.events()
+		// Decided again: new decisions and a PolicyDenied (an update may read through the cache,
+		// without a request); answered from the cache: nothing at all.
+		if st.decided != (newDecisions > 0 && len(events) > 0) || !st.decided && (reqs > 0 || newDecisions > 0 || len(events) > 0) {
+			t.Errorf("%s: %d requests, %d decisions, events %v; want decided again: %v", st.name, reqs, newDecisions, events, st.decided)
+		}
+	}
+}
+
+// TestGroup_PreviewLeavesOutDeniedMembers: Preview (the admission webhook's plan) of a group
+// member leaves out the members its DeniedSteps denies only for their listeners, as the CCM's
+// sync does; without DeniedSteps it shows every member.
+func TestGroup_PreviewLeavesOutDeniedMembers(t *testing.T) {
+	a := groupMember("a", 0, "web", []int32{80})
+	b := groupMember("b", 1, "web", []int32{81})
+	b.Namespace = "other"
+	g := newGroupEnv(t)
+	g.add(a)
+	g.mustEnsure(a)
+	g.add(b)
+	denied := func(p lbplan.Plan) []int {
+		var out []int
+		for i, st := range executor.Inputs(p, policy.Cluster{}, executor.PolicyService(a, nil)) {
+			if crossNamespace(st.Input) != "" {
+				out = append(out, i)
+			}
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		denied lbplan.DeniedSteps
+		want   []string
+	}{
+		{"with the webhook's decisions", denied, []string{"remove_target(server:2)"}},
+		{"without decisions", nil, []string{"remove_target(server:2)", "add_service(81)"}},
+	} {
+		plan, err := g.lbs.Preview(context.Background(), clusterName, a, g.nodes[:1], tc.denied)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := plan.Labels(); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: Preview() = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -356,7 +356,7 @@ func TestGroup_PreviewShowsTheGroup(t *testing.T) {
 	a := groupMember("a", 0, "web", []int32{80})
 	b := groupMember("b", 1, "web", []int32{81})
 	g.add(a, b)
-	plan, err := g.lbs.Preview(context.Background(), clusterName, b, g.nodes)
+	plan, err := g.lbs.Preview(context.Background(), clusterName, b, g.nodes, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

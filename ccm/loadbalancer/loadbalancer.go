@@ -319,7 +319,7 @@ func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	if group, err := l.group(svc); err != nil || group != "" {
 		var st *corev1.LoadBalancerStatus
 		if err == nil {
-			st, err = l.ensureGroup(ctx, clusterName, group, svc, nodes, true)
+			st, err = l.syncGroup(ctx, clusterName, group, svc, nodes, true)
 		}
 		l.track(svc, err, true)
 		l.synced(svc, err)
@@ -359,7 +359,7 @@ func (l *LoadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 	}
 	if group, err := l.group(svc); err != nil || group != "" {
 		if err == nil {
-			_, err = l.ensureGroup(ctx, clusterName, group, svc, nodes, false)
+			_, err = l.syncGroup(ctx, clusterName, group, svc, nodes, false)
 		}
 		l.track(svc, err, false)
 		return err

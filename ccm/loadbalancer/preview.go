@@ -16,6 +16,11 @@ import (
 // the same planning code (reconcile and Preview share plan). It is what the admission webhook
 // (ccm/admission) evaluates.
 //
+// For a member of a group, denied (nil: none) decides the steps as lbplan.PlanGroup asks for
+// them: with it, members the policy denies only for their own listeners are left out as the
+// CCM's sync leaves them out, so the webhook shows the CCM's verdict. Without a group it is
+// unused.
+//
 // Preview never writes to Hetzner: it has no executor (TestPreview_NoWrite), records no event
 // and leaves the remembered denials and the denial tracker alone, so a Service that is only
 // being admitted (and may never exist) leaves no trace on the CCM's state. svc and nodes are
@@ -25,13 +30,13 @@ import (
 //
 // The errors of EnsureLoadBalancer before its first write: bad annotations
 // (annotation.IsUserError), a *NameConflictError, failed reads.
-func (l *LoadBalancers) Preview(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node) (lbplan.Plan, error) {
+func (l *LoadBalancers) Preview(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, denied lbplan.DeniedSteps) (lbplan.Plan, error) {
 	q := l.quiet()
 	if group, err := q.group(svc); err != nil || group != "" {
 		if err != nil {
 			return lbplan.Plan{}, err
 		}
-		return q.previewGroup(ctx, clusterName, group, svc, nodes)
+		return q.previewGroup(ctx, clusterName, group, svc, nodes, denied)
 	}
 	name, rename := q.name(ctx, clusterName, svc)
 	plan, _, _, err := q.plan(ctx, svc, nodes, name, rename, true)
@@ -87,8 +92,8 @@ func (l *LoadBalancers) quiet() *LoadBalancers {
 }
 
 // previewGroup is Preview of a member of group: the plan of the group's load balancer.
-func (l *LoadBalancers) previewGroup(ctx context.Context, clusterName, group string, svc *corev1.Service, nodes []*corev1.Node) (lbplan.Plan, error) {
-	gp, err := l.planGroup(ctx, clusterName, group, svc, nodes, true, false)
+func (l *LoadBalancers) previewGroup(ctx context.Context, clusterName, group string, svc *corev1.Service, nodes []*corev1.Node, denied lbplan.DeniedSteps) (lbplan.Plan, error) {
+	gp, err := l.planGroup(ctx, clusterName, group, svc, nodes, true, denied)
 	if err != nil || gp.plan == nil {
 		return lbplan.Plan{}, err
 	}

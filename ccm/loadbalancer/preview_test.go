@@ -16,7 +16,7 @@ func TestPreview_NoWrite(t *testing.T) {
 	ev := newEnv(t)
 	svc := newService("web", withPorts(80))
 
-	plan, err := ev.lbs.Preview(ctx, clusterName, svc, ev.nodes)
+	plan, err := ev.lbs.Preview(ctx, clusterName, svc, ev.nodes, nil)
 	if err != nil {
 		t.Fatalf("Preview of a create: %v", err)
 	}
@@ -36,11 +36,11 @@ func TestPreview_NoWrite(t *testing.T) {
 	ev.mustEnsure(svc)
 	ev.events()
 	ev.emu.ResetRequests()
-	if plan, err := ev.lbs.Preview(ctx, clusterName, svc, ev.nodes); err != nil || !plan.Empty() {
+	if plan, err := ev.lbs.Preview(ctx, clusterName, svc, ev.nodes, nil); err != nil || !plan.Empty() {
 		t.Errorf("Preview of an unchanged Service = %v, %v; want empty", plan.Labels(), err)
 	}
 	changed := newService("web", withPorts(80, 443))
-	plan, err = ev.lbs.Preview(ctx, clusterName, changed, ev.nodes)
+	plan, err = ev.lbs.Preview(ctx, clusterName, changed, ev.nodes, nil)
 	if err != nil || len(plan.Mutations) != 1 || plan.Steps()[0].Mutation.Operation() != "add_service" {
 		t.Errorf("Preview of a new port = %v, %v; want one add_service", plan.Labels(), err)
 	}
@@ -64,7 +64,7 @@ func TestPreview_NoWrite(t *testing.T) {
 func TestPreview_BadAnnotation(t *testing.T) {
 	ev := newEnv(t)
 	svc := newService("web", withPorts(80), withAnnotation(annotation.LBAlgorithmType, "fastest"))
-	_, err := ev.lbs.Preview(context.Background(), clusterName, svc, ev.nodes)
+	_, err := ev.lbs.Preview(context.Background(), clusterName, svc, ev.nodes, nil)
 	var ie *annotation.InvalidError
 	if !errors.As(err, &ie) || ie.Name != annotation.LBAlgorithmType {
 		t.Errorf("Preview error = %v, want an *annotation.InvalidError naming %s", err, annotation.LBAlgorithmType)

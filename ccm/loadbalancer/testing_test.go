@@ -40,6 +40,22 @@ type decider struct {
 	deny    map[string]bool
 	denyIf  func(policy.Input) string
 	inputs  []policy.Input
+	// revision is the policy revision the decider names (Revision); "" names none, and the
+	// CCM then remembers no denial.
+	revision string
+}
+
+func (d *decider) Revision() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.revision
+}
+
+// decisions is how many decisions d made.
+func (d *decider) decisions() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.inputs)
 }
 
 func (d *decider) Decide(_ context.Context, in policy.Input) policy.Decision {
