@@ -33,15 +33,20 @@ func auditTrigger(next func(string)) (chan struct{}, func(string)) {
 // HCLOUD_LOAD_BALANCERS_ENABLED=false) and the routes (when they run) with the planner, the
 // cluster view, the namespace labels and the nodes the gate and the webhook use, and writes
 // PolicyReports with d.Dynamic (none when nil). It runs on the leader only: the informers
-// start when this CCM leads.
+// start when this CCM leads. Without the right to list namespaces (namespacesForbidden) it
+// starts no namespace informer either: the namespace labels are then evaluation errors, as for
+// the gate.
 func (c *Cloud) startAudit(ctx context.Context, d Deps, trigger <-chan struct{}) error {
 	if _, ok := c.decider.(*policy.Engine); !ok || d.Informers == nil || d.Options.PolicyAuditInterval <= 0 {
 		return nil
 	}
 	nodes := d.Informers.Core().V1().Nodes()
 	services := d.Informers.Core().V1().Services().Informer()
-	namespaces := d.Informers.Core().V1().Namespaces().Informer()
 	nodeInformer, nodeLister := nodes.Informer(), nodes.Lister()
+	namespacesSynced := func() bool { return true } // forbidden: no namespace informer runs
+	if !c.namespacesForbidden {
+		namespacesSynced = d.Informers.Core().V1().Namespaces().Informer().HasSynced
+	}
 	o := audit.Options{
 		Decider: c.decider, Cluster: c.admission.cluster, ClusterName: d.ClusterName, Recorder: d.Recorder,
 		NamespaceLabels: c.admission.exec.NamespaceLabels,
@@ -63,7 +68,7 @@ func (c *Cloud) startAudit(ctx context.Context, d Deps, trigger <-chan struct{})
 	if err != nil {
 		return fmt.Errorf("ccm.New: %w", err)
 	}
-	synced := func() bool { return services.HasSynced() && nodeInformer.HasSynced() && namespaces.HasSynced() }
+	synced := func() bool { return services.HasSynced() && nodeInformer.HasSynced() && namespacesSynced() }
 	klog.InfoS("Policy audit enabled", "interval", d.Options.PolicyAuditInterval, "policyReports", d.Dynamic != nil)
 	go a.Run(ctx, synced, trigger, d.Options.PolicyAuditInterval)
 	return nil

@@ -44,7 +44,7 @@ func TestCCMForbiddenNamespaceReadDenies(t *testing.T) {
 	emu, endpoint := hcloudemu.NewTestServer(t)
 	id := addServer(t, emu, hcloudemu.ServerSpec{Name: "worker-1"})
 	c.CreateNode(t, "worker-1", "10.244.1.0/24")
-	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: lbEnv, args: []string{enforce}, forbidden: "namespaces"})
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: lbEnv, args: []string{enforce}, forbidden: []string{"namespaces"}})
 	waitInitialised(t, c, ccm, "worker-1", id)
 	emu.ResetRequests()
 

@@ -78,9 +78,9 @@ type ccmRun struct {
 	deployment *appsv1.Deployment
 	// args are appended to the command line; env ("KEY=value") to the environment.
 	args, env []string
-	// forbidden names a resource the test takes away from the CCM's RBAC on purpose (e.g.
-	// "namespaces"): refusals about it are expected, any other refusal still fails the test.
-	forbidden string
+	// forbidden names the resources the test takes away from the CCM's RBAC on purpose (e.g.
+	// "namespaces"): refusals about them are expected, any other refusal still fails the test.
+	forbidden []string
 }
 
 // startCCM runs the CCM out of cluster as the ServiceAccount of deploy/ against the cluster and
@@ -125,7 +125,9 @@ func startCCM(t *testing.T, c *harness.Cluster, name, endpoint, token string, ru
 	// the apiserver in its log fails the test.
 	t.Cleanup(func() {
 		for _, line := range strings.Split(p.Logs(), "\n") {
-			if strings.Contains(line, "is forbidden") && (run.forbidden == "" || !strings.Contains(line, `"`+run.forbidden+`"`) && !strings.Contains(line, run.forbidden+" is forbidden")) {
+			if strings.Contains(line, "is forbidden") && !slices.ContainsFunc(run.forbidden, func(r string) bool {
+				return strings.Contains(line, `"`+r+`"`) || strings.Contains(line, r+" is forbidden")
+			}) {
 				t.Errorf("%s was refused by the apiserver (RBAC of deploy/ is missing a rule):\n%s", name, line)
 			}
 		}
