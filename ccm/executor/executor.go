@@ -122,6 +122,12 @@ func New(o Options) (*Executor, error) {
 // a load balancer group's load balancer without members, loadbalancer.SweepOrphanGroups): the
 // decisions' input.service is then null, and the events, with no object to sit on, are logged.
 //
+// Only what the policy decided is sent. A plan with a mutation whose exact type is not a
+// registered kind (lbplan.Kinds) is refused before anything is decided, and a request whose
+// method and path (apireq.Of) are not its mutation's action and operation, or that names
+// another load balancer than the one decided on, is refused before it is sent; both return an
+// error wrapping ErrRefused.
+//
 // # Errors
 //
 // Steps fail alone (Decide): a denied step of a plan on an existing load balancer skips
@@ -142,6 +148,9 @@ func (x *Executor) Run(ctx context.Context, svc *corev1.Service, plan lbplan.Pla
 	if plan.Empty() {
 		return plan.Actual, nil
 	}
+	if err := vetKinds(plan.Mutations); err != nil {
+		return nil, err
+	}
 	if svc != nil {
 		if err := x.Settle(ctx, svc.UID); err != nil {
 			return nil, err
@@ -158,7 +167,7 @@ func (x *Executor) runGated(ctx context.Context, svc *corev1.Service, plan lbpla
 		x.event(svc, corev1.EventTypeWarning, ReasonPolicyDenied, denied.summary())
 		return nil, denied
 	}
-	r := &run{svc: svc, state: plan.Actual}
+	r := newRun(svc, plan)
 	reqs := plan.Requests()
 	var err error
 	for i := 0; i < len(reqs) && err == nil; i++ {
