@@ -68,12 +68,13 @@ type Executor struct {
 	detached   detached     // the detached runs in flight (detach.go)
 }
 
-// Options configure [New]. Conn is required.
+// Options configure [New]. Conn and Decider are required.
 type Options struct {
 	// Conn is the connection to the API; New builds the one writing client from it
 	// (internal/writeclient), which shares its transport and so the API budget with the readers.
 	Conn *hcloudclient.Conn
-	// Decider decides every mutation; nil allows everything (policy.AllowAll).
+	// Decider decides every mutation. Pass policy.AllowAll{} to allow every mutation: the CCM
+	// does so only when no policy source is configured (ccm/sources.go, startPolicy).
 	Decider policy.Decider
 	// Recorder receives the events; nil drops them.
 	Recorder record.EventRecorder
@@ -92,13 +93,14 @@ type Options struct {
 //
 // # Errors
 //
-// A nil Conn is an error.
+// A nil Conn or Decider is an error: allowing every mutation is spelled out (policy.AllowAll),
+// never a default.
 func New(o Options) (*Executor, error) {
 	if o.Conn == nil {
 		return nil, errors.New("executor.New: Options.Conn is required: pass the connection of hcloudclient.New")
 	}
 	if o.Decider == nil {
-		o.Decider = policy.AllowAll{}
+		return nil, errors.New("executor.New: Options.Decider is required: pass the policy engine, or policy.AllowAll{} to allow every mutation")
 	}
 	if o.Recorder == nil {
 		o.Recorder = &record.FakeRecorder{}
