@@ -71,7 +71,7 @@ func TestReaders_refuseWrites(t *testing.T) {
 	reader := conn.LoadBalancers()
 	field := reflect.ValueOf(reader).Elem().Field(0)
 	inside := reflect.NewAt(field.Type(), unsafe.Pointer(field.UnsafeAddr())).Elem().Interface().(*hcloud.LoadBalancerClient)
-	if _, err := inside.Delete(t.Context(), &hcloud.LoadBalancer{ID: id}); !errors.Is(err, hcloudclient.ErrWriteRefused) {
+	if _, _, err := inside.DeleteWithResult(t.Context(), &hcloud.LoadBalancer{ID: id}); !errors.Is(err, hcloudclient.ErrWriteRefused) {
 		t.Errorf("Delete through the reader's client: err = %v, want ErrWriteRefused", err)
 	}
 	if _, ok := emu.LoadBalancer(id); !ok {
@@ -98,7 +98,7 @@ func TestReaders_refuseWrites(t *testing.T) {
 		t.Errorf("the error's answer carries Authorization %q", got)
 	}
 
-	if _, err := hcloud.NewClient(conn.ClientOptions()...).LoadBalancer.Delete(t.Context(), &hcloud.LoadBalancer{ID: id}); err != nil {
+	if _, _, err := hcloud.NewClient(conn.ClientOptions()...).LoadBalancer.DeleteWithResult(t.Context(), &hcloud.LoadBalancer{ID: id}); err != nil {
 		t.Errorf("Delete through a client of ClientOptions: %v", err)
 	}
 	if _, ok := emu.LoadBalancer(id); ok {
