@@ -2,14 +2,22 @@
 // Cloud API. Run decides every request of a load balancer plan before it sends the first one;
 // RunRoutes (and AddRoute/DeleteRoute) gate route changes the same way. It writes through the
 // client of its internal package writeclient, which the compiler keeps every package outside
-// ccm/executor from importing; the others read through the wrappers of ccm/hcloudclient, which
-// have no write method, and TestOnlyTheExecutorCanWriteToHetzner (ccm/invariant_test.go) fails
-// on any other way to a client that writes.
+// ccm/executor from importing; the others read through the wrappers of ccm/hcloudclient,
+// which have no write method and whose client refuses writes at run time.
+// TestOnlyTheExecutorCanWriteToHetzner (ccm/invariant_test.go) fails on the other ways to write
+// that it knows (docs/rationale.md lists them); reflection and package unsafe are outside what
+// these guards see.
+//
+// It sends only what the policy decided (vet.go): a plan with a mutation whose exact type is
+// not a registered kind (lbplan.Kinds, routeplan.Kinds) is refused before it is decided, and a
+// request whose endpoint (apireq.Of, from its method and path) is not its mutation's action and
+// operation, or that names another load balancer or network than the one decided on, is
+// refused before it is sent (ErrRefused, counted as hcloud_ccm_mutations_total{result="refused"}).
 //
 // It is a small interpreter of data: every mutation (ccm/lbplan, ccm/routeplan) says how it is
 // sent, as an apireq.Request (method, path, a body of hcloud-go's schema types, whether to
 // await the action, declared outcomes of error codes). Run goes gate -> send -> wait -> Apply:
-// send (send.go) builds the request from the run's state, sends it with the client's
+// send (send.go) builds the request from the run's state, vets it, sends it with the client's
 // NewRequest and Do, turns a declared outcome into its result and events, awaits the action
 // and moves the state on with the mutation's Apply (or the create's answer).
 //

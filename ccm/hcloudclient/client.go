@@ -12,7 +12,7 @@
 // every package outside ccm/executor from importing writeclient, and
 // TestOnlyTheExecutorCanWriteToHetzner (ccm/invariant_test.go) keeps every package but the
 // executor from importing it, calling ClientOptions or building an hcloud-go client of its
-// own. Reads and writes share the one pacing transport, so they share the API budget.
+// own; reflection and package unsafe are outside what it sees. Reads and writes share the one pacing transport, so they share the API budget.
 package hcloudclient
 
 import (
