@@ -16,28 +16,39 @@ import (
 	"golang.org/x/tools/go/packages"
 )
 
-// The wall "only ccm/executor writes to Hetzner" has two guards.
+// The wall "only ccm/executor writes to Hetzner" has three guards (docs/rationale.md, "What
+// keeps the executor the only code that writes to Hetzner?").
 //
 //   - The compiler: the one writing client is built in ccm/executor/internal/writeclient, which
 //     no package outside ccm/executor can import, and every other package reads through the
 //     wrapper structs of ccm/hcloudclient (LoadBalancerReader, ServerReader, ...), whose method
 //     sets hold no write, so neither a method call nor a type assertion of a reader can write.
+//   - The readers' client sends through hcloudclient.ReadOnlyTransport: a write that reaches
+//     it anyway is refused at run time (TestReaders_refuseWrites).
 //   - This test, for what the compiler cannot refuse: it type-checks every non-test package of
-//     the module (go/packages, so the import name does not matter) and fails when a package
-//     outside ccm/executor uses an hcloud-go identifier that is not on hcloudAllowlist (a
-//     client, NewClient, a client option, an I*Client interface), holds a value of an hcloud-go
-//     client type however it got it, calls hcloudclient.Conn.ClientOptions, asserts or converts
-//     a value to an interface with a write method, or when hcloudclient's exported API hands
-//     out an hcloud-go client.
+//     the module (go/packages, so the import name does not matter) and fails, outside
+//     ccm/executor and ccm/executor/internal/writeclient, on each finding of wallFindings:
+//     hcloud-go's clients, client options and write interfaces however they are reached
+//     (type assertions and conversions, also through type parameters), the writing client's
+//     package and recipe, executor.New outside the composition root, and, in the packages of
+//     the CCM binary, HTTP requests built by hand with a method other than GET or HEAD and
+//     the token by name (handbuilt_test.go).
 //
-// Reflection on unexported fields and package unsafe are outside what either guard sees.
+// Reflection and package unsafe are outside what the compiler and this test see; the
+// read-only transport refuses what they do with a reader's client, nothing else.
 
 const (
-	modulePath   = "github.com/policy-ccm/hcloud-policy-ccm"
-	hcloudGoPath = "github.com/hetznercloud/hcloud-go/v2"
-	hcloudPath   = hcloudGoPath + "/hcloud"
-	executorPath = modulePath + "/ccm/executor"
-	clientPath   = modulePath + "/ccm/hcloudclient"
+	modulePath      = "github.com/policy-ccm/hcloud-policy-ccm"
+	hcloudGoPath    = "github.com/hetznercloud/hcloud-go/v2"
+	hcloudPath      = hcloudGoPath + "/hcloud"
+	executorPath    = modulePath + "/ccm/executor"
+	writeclientPath = executorPath + "/internal/writeclient"
+	clientPath      = modulePath + "/ccm/hcloudclient"
+	configPath      = modulePath + "/ccm/config"
+	ccmPath         = modulePath + "/ccm"
+	// ccmBinaryPath is the CCM's main package: the packages it links get the checks of
+	// handbuilt_test.go.
+	ccmBinaryPath = modulePath + "/cmd/hcloud-policy-ccm"
 )
 
 // hcloudAllowlist are the identifiers of package hcloud that packages outside ccm/executor may
@@ -201,9 +212,11 @@ type checkedFile struct {
 }
 
 // wallFindings returns where the files of the package pkgPath break the wall; fset, files and
-// info are its type-checked syntax. Packages under ccm/executor may do anything.
-func wallFindings(fset *token.FileSet, pkgPath string, files []checkedFile, info *types.Info) []string {
-	if pkgPath == executorPath || strings.HasPrefix(pkgPath, executorPath+"/") {
+// info are its type-checked syntax, and linked says that the CCM binary links the package (the
+// checks of handbuilt_test.go apply). ccm/executor and its internal/writeclient may do
+// anything; any other package, also one below ccm/executor, may not.
+func wallFindings(fset *token.FileSet, pkgPath string, files []checkedFile, info *types.Info, linked bool) []string {
+	if pkgPath == executorPath || pkgPath == writeclientPath {
 		return nil
 	}
 	inClient := pkgPath == clientPath
@@ -219,6 +232,8 @@ func wallFindings(fset *token.FileSet, pkgPath string, files []checkedFile, info
 		switch {
 		case p == clientPath && obj.Name() == "ClientOptions" && !inClient:
 			report(f, id.Pos(), "hcloudclient.Conn.ClientOptions is the recipe of the writing client: only ccm/executor/internal/writeclient may use it")
+		case p == executorPath && obj.Name() == "New" && obj.Parent() == obj.Pkg().Scope() && pkgPath != ccmPath:
+			report(f, id.Pos(), "executor.New outside the composition root (package ccm, which passes the policy engine or, with no policy source, policy.AllowAll)")
 		case inClient || !strings.HasPrefix(p, hcloudGoPath) || slices.Contains(freeHCloudGoPackages, p):
 		case p == hcloudPath && obj.Parent() == obj.Pkg().Scope() && hcloudAllowlist[obj.Name()]:
 		case obj.Parent() != obj.Pkg().Scope() && !isFuncOrType(obj):
@@ -251,7 +266,106 @@ func wallFindings(fset *token.FileSet, pkgPath string, files []checkedFile, info
 				report(f, a.pos, "%s to %s, an interface with the write method %s: readers have no write method, and only ccm/executor writes", a.kind, a.to, m)
 			}
 		}
+		for _, imp := range f.file.Imports {
+			if strings.Trim(imp.Path.Value, `"`) == writeclientPath {
+				report(f, imp.Pos(), "imports ccm/executor/internal/writeclient, the writing client: only ccm/executor may")
+			}
+		}
+		for _, i := range typeArguments(f.file, info) {
+			if m := writeMethodOf(i.arg); m != "" {
+				if c := clientSatisfying(i.arg); c != "" {
+					report(f, i.pos, "type argument %s of %s, an interface with the write method %s that hcloud-go's %s has: an assertion through a type parameter reaches it as a plain one does", i.arg, i.of, m, c)
+				}
+			}
+		}
+		if linked {
+			for _, h := range handBuilt(f.file, info, pkgPath) {
+				report(f, h.pos, "%s", h.msg)
+			}
+		}
 	}
+	slices.Sort(out)
+	return out
+}
+
+// hcloudClients are the pointers to hcloud-go's client types (Client, LoadBalancerClient, ...;
+// not the generic ones, whose methods read and wait), loaded once.
+var hcloudClients = sync.OnceValue(func() []*types.Pointer {
+	pkgs, err := module()
+	if err != nil {
+		return nil
+	}
+	var hcloudPkg *types.Package
+	seen := map[*types.Package]bool{}
+	var find func(p *types.Package)
+	find = func(p *types.Package) {
+		if seen[p] || hcloudPkg != nil {
+			return
+		}
+		seen[p] = true
+		if p.Path() == hcloudPath {
+			hcloudPkg = p
+			return
+		}
+		for _, i := range p.Imports() {
+			find(i)
+		}
+	}
+	for _, p := range pkgs {
+		find(p.Types)
+	}
+	if hcloudPkg == nil {
+		return nil
+	}
+	var out []*types.Pointer
+	for _, name := range hcloudPkg.Scope().Names() {
+		tn, ok := hcloudPkg.Scope().Lookup(name).(*types.TypeName)
+		if !ok || !isWritingClient(tn) || types.IsInterface(tn.Type()) {
+			continue
+		}
+		if named, ok := tn.Type().(*types.Named); ok && named.TypeParams().Len() == 0 {
+			out = append(out, types.NewPointer(named))
+		}
+	}
+	return out
+})
+
+// clientSatisfying returns the first hcloud-go client whose pointer implements the interface t,
+// "" when none does (or t is no interface).
+func clientSatisfying(t types.Type) string {
+	it, ok := t.Underlying().(*types.Interface)
+	if !ok {
+		return ""
+	}
+	for _, c := range hcloudClients() {
+		if types.Implements(c, it) {
+			return "*hcloud." + c.Elem().(*types.Named).Obj().Name()
+		}
+	}
+	return ""
+}
+
+// typeArgument is a type argument of an instantiation.
+type typeArgument struct {
+	pos token.Pos
+	of  string // the generic function or type
+	arg types.Type
+}
+
+// typeArguments returns the type arguments, written or inferred, of every instantiation of a
+// generic function or type in f.
+func typeArguments(f *ast.File, info *types.Info) []typeArgument {
+	var out []typeArgument
+	ast.Inspect(f, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok {
+			if inst, ok := info.Instances[id]; ok {
+				for i := range inst.TypeArgs.Len() {
+					out = append(out, typeArgument{id.Pos(), id.Name, inst.TypeArgs.At(i)})
+				}
+			}
+		}
+		return true
+	})
 	return out
 }
 
@@ -361,6 +475,10 @@ func TestOnlyTheExecutorCanWriteToHetzner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	linked := linkedBy(pkgs, ccmBinaryPath)
+	if !linked[ccmPath] || !linked[clientPath] || linked[modulePath+"/internal/hcloudemu"] {
+		t.Fatalf("the packages of the CCM binary are wrong: %v", linked)
+	}
 	var scanned int
 	for _, p := range pkgs {
 		files := make([]checkedFile, 0, len(p.Syntax))
@@ -369,7 +487,7 @@ func TestOnlyTheExecutorCanWriteToHetzner(t *testing.T) {
 			files = append(files, checkedFile{path: filepath.ToSlash(rel), file: f})
 		}
 		scanned += len(files)
-		for _, v := range wallFindings(p.Fset, p.PkgPath, files, p.TypesInfo) {
+		for _, v := range wallFindings(p.Fset, p.PkgPath, files, p.TypesInfo, linked[p.PkgPath]) {
 			t.Error(v)
 		}
 		if p.PkgPath == clientPath {
@@ -381,6 +499,29 @@ func TestOnlyTheExecutorCanWriteToHetzner(t *testing.T) {
 	if scanned < 100 {
 		t.Fatalf("type-checked only %d files: the load is broken", scanned)
 	}
+}
+
+// linkedBy returns the paths of the module's packages that the package root imports, itself
+// included, directly or through other packages of the module.
+func linkedBy(pkgs []*packages.Package, root string) map[string]bool {
+	byPath := map[string]*packages.Package{}
+	for _, p := range pkgs {
+		byPath[p.PkgPath] = p
+	}
+	out := map[string]bool{}
+	var visit func(path string)
+	visit = func(path string) {
+		p := byPath[path]
+		if p == nil || out[path] {
+			return
+		}
+		out[path] = true
+		for _, imp := range p.Imports {
+			visit(imp.PkgPath)
+		}
+	}
+	visit(root)
+	return out
 }
 
 // exportedClients returns the exported functions, methods, variables and fields of pkg that
@@ -443,11 +584,13 @@ func TestHCloudAllowlist_hasNoClient(t *testing.T) {
 	}
 }
 
-// TestWallFindings: the check sees through import names, fields, assertions and conversions,
-// and passes code that only reads.
+// TestWallFindings: the check sees through import names, fields, assertions, conversions and
+// type parameters, exempts no package below ccm/executor but the two, and passes code that
+// only reads.
 func TestWallFindings(t *testing.T) {
 	tests := []struct {
 		name string
+		pkg  string // the package path the snippet is checked as; "" for example.com/x
 		src  string
 		want []string // substrings of the findings (file:line: ...); none for clean code
 	}{
@@ -500,6 +643,54 @@ func f(v any) {
 			want: []string{"x.go:7: type switch case to example.com/x.deleter", "x.go:9: conversion to example.com/x.adder"},
 		},
 		{
+			name: "issue 30: an assertion through a type parameter, written or inferred",
+			src: `import (
+	"context"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+)
+type deleter interface {
+	Delete(context.Context, *hcloud.LoadBalancer) (*hcloud.Response, error)
+}
+func as[T any](v any) (T, bool) { t, ok := v.(T); return t, ok }
+func into[T any](v any, to *T) { *to, _ = v.(T) }
+func f(ctx context.Context, r *hcloudclient.LoadBalancerReader, lb *hcloud.LoadBalancer) {
+	if d, ok := as[deleter](r); ok {
+		_, _ = d.Delete(ctx, lb)
+	}
+	var d deleter
+	into(r, &d)
+}`,
+			want: []string{"x.go:15: type argument example.com/x.deleter of as, an interface with the write method Delete that hcloud-go's *hcloud.LoadBalancerClient has: an assertion through a type parameter",
+				"x.go:19: type argument example.com/x.deleter of into"},
+		},
+		{
+			name: "a type parameter constrained to a write",
+			src: `type deleter interface{ Delete() error }
+func as[T deleter](v any) T { return v.(T) }`,
+			want: []string{"x.go:4: type assertion to T, an interface with the write method Delete"},
+		},
+		{
+			name: "issue 30: a package below ccm/executor that imports its writing client",
+			pkg:  executorPath + "/sneaky",
+			src: `import (
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor/internal/writeclient"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+)
+func f(c *hcloudclient.Conn) { _ = writeclient.New(c) }`,
+			want: []string{"x.go:4: imports ccm/executor/internal/writeclient", "x.go:7: a value of hcloud-go's hcloud.Client"},
+		},
+		{
+			name: "an executor built outside the composition root",
+			src: `import (
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+)
+func f() { _, _ = executor.New(executor.Options{Decider: policy.AllowAll{}}) }`,
+			want: []string{"x.go:7: executor.New outside the composition root"},
+		},
+		{
 			name: "the recipe of the writing client",
 			src: `import "github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 func f(c *hcloudclient.Conn) { _ = c.ClientOptions() }`,
@@ -532,7 +723,7 @@ func f(ctx context.Context, r *hcloudclient.LoadBalancerReader, err error) (stri
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := findingsOf("package x\n\n" + tc.src + "\n")
+			got, err := findingsOf("package x\n\n"+tc.src+"\n", tc.pkg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -550,13 +741,16 @@ func f(ctx context.Context, r *hcloudclient.LoadBalancerReader, err error) (stri
 }
 
 // findingsOf type-checks src as the file x.go of a package example.com/x and returns its
-// findings.
-func findingsOf(src string) ([]string, error) {
+// findings as if the package were pkgPath ("" for example.com/x) and the CCM binary linked it.
+func findingsOf(src, pkgPath string) ([]string, error) {
 	fset, f, pkg, info, err := checkSnippet(src)
 	if err != nil {
 		return nil, err
 	}
-	return wallFindings(fset, pkg.Path(), []checkedFile{{path: "x.go", file: f}}, info), nil
+	if pkgPath == "" {
+		pkgPath = pkg.Path()
+	}
+	return wallFindings(fset, pkgPath, []checkedFile{{path: "x.go", file: f}}, info, true), nil
 }
 
 // checkSnippet type-checks src as the file x.go of a package example.com/x; it may import what
@@ -585,7 +779,8 @@ func checkSnippet(src string) (*token.FileSet, *ast.File, *types.Package, *types
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}, Uses: map[*ast.Ident]types.Object{}, Defs: map[*ast.Ident]types.Object{}}
+	info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}, Uses: map[*ast.Ident]types.Object{}, Defs: map[*ast.Ident]types.Object{},
+		Instances: map[*ast.Ident]types.Instance{}, Selections: map[*ast.SelectorExpr]*types.Selection{}}
 	conf := types.Config{Importer: importerFunc(func(path string) (*types.Package, error) {
 		if p := imported[path]; p != nil {
 			return p, nil

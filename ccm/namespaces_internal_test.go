@@ -16,6 +16,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
 // TestNamespacesReadable: the verbs the SelfSubjectAccessReviews deny are returned; a review
@@ -89,7 +90,7 @@ func TestForbiddenNamespacesLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := executor.New(executor.Options{Conn: conn, Namespaces: forbiddenNamespaces{}, Recorder: record.NewFakeRecorder(1)})
+	x, err := executor.New(executor.Options{Conn: conn, Decider: policy.AllowAll{}, Namespaces: forbiddenNamespaces{}, Recorder: record.NewFakeRecorder(1)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,11 @@
 // carries, and the declared outcomes of API error codes. Mutations of ccm/lbplan and
 // ccm/routeplan build one each; the executor (ccm/executor) is the only code that sends them.
 //
+// [Endpoints] is the one table of the API paths the CCM writes to: each method and path
+// pattern with the policy action and operation of a request to it. The executor derives a
+// request's operation from it ([Of]) and refuses to send a request whose operation is not the
+// one the policy decided.
+//
 // The package does no I/O and holds no client: a Request is a value that can be printed
 // (`hcloud-policy-ccm plan -o json` shows them), compared in tests and sent.
 package apireq
@@ -10,6 +15,7 @@ package apireq
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
@@ -20,12 +26,8 @@ type Request struct {
 	// Method is the HTTP method: POST, PUT or DELETE.
 	Method string
 	// Path is the request path below the API endpoint, with IDs filled in, for example
-	// /load_balancers/42/actions/add_target.
+	// /load_balancers/42/actions/add_target. Its pattern is an Endpoint's (Of).
 	Path string
-	// OpPath is Path's pattern as hcloud-go names it (/load_balancers/%d/actions/add_target):
-	// the api_endpoint label of hcloud-go's request metrics, so that they stay those of the
-	// official CCM (hcloud-go's typed methods set it the same way).
-	OpPath string
 	// Body is the JSON body, a value of a github.com/hetznercloud/hcloud-go/v2/hcloud/schema
 	// request type; nil sends no body. It is encoded with encoding/json, as hcloud-go does.
 	Body any
@@ -142,16 +144,110 @@ func (r Request) JSON() ([]byte, error) {
 	return b, nil
 }
 
-// Post returns a POST of body to the path pattern opPath filled with id (when opPath has a
-// %d), waiting for its action.
-func Post(opPath string, id int64, body any) Request {
-	return Request{Method: "POST", Path: Fill(opPath, id), OpPath: opPath, Body: body, Wait: true}
+// Post returns a POST of body to the path pattern filled with id (when pattern has a %d),
+// waiting for its action.
+func Post(pattern string, id int64, body any) Request {
+	return Request{Method: "POST", Path: Fill(pattern, id), Body: body, Wait: true}
 }
 
-// Fill returns opPath with id in place of its %d (opPath unchanged without one).
-func Fill(opPath string, id int64) string {
-	if !strings.Contains(opPath, "%d") {
-		return opPath
+// Fill returns pattern with id in place of its %d (pattern unchanged without one).
+func Fill(pattern string, id int64) string {
+	if !strings.Contains(pattern, "%d") {
+		return pattern
 	}
-	return fmt.Sprintf(opPath, id)
+	return fmt.Sprintf(pattern, id)
+}
+
+// The path patterns of the requests the CCM sends, below the API endpoint, as hcloud-go names
+// them; %d is the ID of the load balancer or network the request changes.
+const (
+	PathLoadBalancers       = "/load_balancers"
+	PathLoadBalancer        = "/load_balancers/%d"
+	PathLoadBalancerActions = "/load_balancers/%d/actions/" // followed by the action's name
+	PathCertificates        = "/certificates"
+	PathNetworkActions      = "/networks/%d/actions/" // followed by the action's name
+)
+
+// Endpoint is a mutating endpoint of the API that the CCM sends requests to.
+type Endpoint struct {
+	// Method is the HTTP method.
+	Method string
+	// Pattern is the path with %d for the ID of the load balancer or network it changes:
+	// hcloud-go's name for it and the api_endpoint label of its request metrics, so that they
+	// stay those of the official CCM.
+	Pattern string
+	// Action and Operation are what a request to it is as the policy input names it
+	// (policy.Input's action and operation).
+	Action, Operation string
+}
+
+// The policy actions of the endpoints, written out here so that this package links no policy
+// engine. TestRequests_AreWhatHcloudGoSends (ccm/executor) fails when a kind's request and its
+// Endpoint disagree.
+const (
+	actionLBCreate = "loadbalancer.create"
+	actionLBUpdate = "loadbalancer.update"
+	actionLBDelete = "loadbalancer.delete"
+)
+
+// Endpoints are every endpoint the CCM writes to, the one table of the paths it sends. A new
+// kind of mutation that uses a new endpoint adds it here; the executor refuses to send to any
+// other (ccm/executor, vetRequest).
+var Endpoints = []Endpoint{
+	{Method: "POST", Pattern: PathLoadBalancers, Action: actionLBCreate, Operation: "create"},
+	{Method: "PUT", Pattern: PathLoadBalancer, Action: actionLBUpdate, Operation: "update"},
+	{Method: "DELETE", Pattern: PathLoadBalancer, Action: actionLBDelete, Operation: "delete"},
+	{Method: "POST", Pattern: PathCertificates, Action: actionLBUpdate, Operation: "create_managed_certificate"},
+	loadBalancerAction("change_type"),
+	loadBalancerAction("change_algorithm"),
+	loadBalancerAction("change_dns_ptr"),
+	loadBalancerAction("attach_to_network"),
+	loadBalancerAction("detach_from_network"),
+	loadBalancerAction("enable_public_interface"),
+	loadBalancerAction("disable_public_interface"),
+	loadBalancerAction("add_service"),
+	loadBalancerAction("update_service"),
+	loadBalancerAction("delete_service"),
+	loadBalancerAction("add_target"),
+	loadBalancerAction("remove_target"),
+	{Method: "POST", Pattern: PathNetworkActions + "add_route", Action: "route.create", Operation: "add_route"},
+	{Method: "POST", Pattern: PathNetworkActions + "delete_route", Action: "route.delete", Operation: "delete_route"},
+}
+
+// loadBalancerAction is the endpoint of the load balancer action name: its operation is name.
+func loadBalancerAction(name string) Endpoint {
+	return Endpoint{Method: "POST", Pattern: PathLoadBalancerActions + name, Action: actionLBUpdate, Operation: name}
+}
+
+// Of returns the endpoint of a request with method to path and the ID in the path (0 when its
+// pattern has none). ok is false when path is not an endpoint's pattern with a positive
+// decimal ID (no sign, no leading zero) in place of its %d.
+func Of(method, path string) (e Endpoint, id int64, ok bool) {
+	for _, ep := range Endpoints {
+		if ep.Method != method {
+			continue
+		}
+		if id, ok := match(ep.Pattern, path); ok {
+			return ep, id, true
+		}
+	}
+	return Endpoint{}, 0, false
+}
+
+// match reports whether path is pattern with an ID in place of its %d (see Of), and returns
+// the ID.
+func match(pattern, path string) (int64, bool) {
+	before, after, hasID := strings.Cut(pattern, "%d")
+	if !hasID {
+		return 0, path == pattern
+	}
+	digits, ok := strings.CutPrefix(path, before)
+	if ok {
+		digits, ok = strings.CutSuffix(digits, after)
+	}
+	id, err := strconv.ParseInt(digits, 10, 64)
+	if !ok || err != nil || id <= 0 || strconv.FormatInt(id, 10) != digits {
+		return 0, false
+	}
+	return id, true
 }

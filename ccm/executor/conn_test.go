@@ -10,6 +10,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
 // testConn returns a connection to the emulator at endpoint; clientOpts (the tests' short
@@ -44,13 +45,18 @@ func withActionPoll(d time.Duration) func(*executor.Options) {
 	return func(o *executor.Options) { o.ActionPollInterval = d }
 }
 
+// TestNew_errors: a missing connection or decider is an error naming the field; allowing
+// every mutation is spelled out (policy.AllowAll), never a default.
 func TestNew_errors(t *testing.T) {
 	tests := []struct {
 		name    string
 		o       executor.Options
 		wantErr string
 	}{
-		{"no connection", executor.Options{}, "executor.New: Options.Conn is required: pass the connection of hcloudclient.New"},
+		{"no connection", executor.Options{Decider: policy.AllowAll{}}, "executor.New: Options.Conn is required: pass the connection of hcloudclient.New"},
+		// Issue 30: an executor with no decider allowed every mutation, and any package could build one.
+		{"no decider", executor.Options{Conn: testConn(t, "http://127.0.0.1:1/v1", "t")},
+			"executor.New: Options.Decider is required: pass the policy engine, or policy.AllowAll{} to allow every mutation"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -126,10 +126,14 @@ func Detachable(plan lbplan.Plan) bool {
 //
 // # Errors
 //
-// As Run, for the decisions and the first request; nothing runs in the background then.
+// As Run (a refusal too), for the decisions and the first request; nothing runs in the
+// background then.
 func (x *Executor) RunDetached(ctx context.Context, svc *corev1.Service, plan lbplan.Plan, failed func(error)) (*lbplan.Actual, error) {
 	if !Detachable(plan) {
 		return x.Run(ctx, svc, plan)
+	}
+	if err := vetKinds(plan.Mutations); err != nil {
+		return nil, err
 	}
 	if err := x.Settle(ctx, svc.UID); err != nil {
 		return nil, err
@@ -139,7 +143,7 @@ func (x *Executor) RunDetached(ctx context.Context, svc *corev1.Service, plan lb
 		return x.runGated(ctx, svc, plan, denied)
 	}
 	reqs := plan.Requests()
-	r := &run{svc: svc, state: plan.Actual}
+	r := newRun(svc, plan)
 	var pending *hcloud.Action
 	capture := func(_ context.Context, a *hcloud.Action) error { pending = a; return nil }
 	if _, err := x.send(ctx, r, reqs[0], capture); err != nil {

@@ -2,14 +2,22 @@
 // Cloud API. Run decides every request of a load balancer plan before it sends the first one;
 // RunRoutes (and AddRoute/DeleteRoute) gate route changes the same way. It writes through the
 // client of its internal package writeclient, which the compiler keeps every package outside
-// ccm/executor from importing; the others read through the wrappers of ccm/hcloudclient, which
-// have no write method, and TestOnlyTheExecutorCanWriteToHetzner (ccm/invariant_test.go) fails
-// on any other way to a client that writes.
+// ccm/executor from importing; the others read through the wrappers of ccm/hcloudclient,
+// which have no write method and whose client refuses writes at run time.
+// TestOnlyTheExecutorCanWriteToHetzner (ccm/invariant_test.go) fails on the other ways to write
+// that it knows (docs/rationale.md lists them); reflection and package unsafe are outside what
+// these guards see.
+//
+// It sends only what the policy decided (vet.go): a plan with a mutation whose exact type is
+// not a registered kind (lbplan.Kinds, routeplan.Kinds) is refused before it is decided, and a
+// request whose endpoint (apireq.Of, from its method and path) is not its mutation's action and
+// operation, or that names another load balancer or network than the one decided on, is
+// refused before it is sent (ErrRefused, counted as hcloud_ccm_mutations_total{result="refused"}).
 //
 // It is a small interpreter of data: every mutation (ccm/lbplan, ccm/routeplan) says how it is
 // sent, as an apireq.Request (method, path, a body of hcloud-go's schema types, whether to
 // await the action, declared outcomes of error codes). Run goes gate -> send -> wait -> Apply:
-// send (send.go) builds the request from the run's state, sends it with the client's
+// send (send.go) builds the request from the run's state, vets it, sends it with the client's
 // NewRequest and Do, turns a declared outcome into its result and events, awaits the action
 // and moves the state on with the mutation's Apply (or the create's answer).
 //
@@ -68,12 +76,13 @@ type Executor struct {
 	detached   detached     // the detached runs in flight (detach.go)
 }
 
-// Options configure [New]. Conn is required.
+// Options configure [New]. Conn and Decider are required.
 type Options struct {
 	// Conn is the connection to the API; New builds the one writing client from it
 	// (internal/writeclient), which shares its transport and so the API budget with the readers.
 	Conn *hcloudclient.Conn
-	// Decider decides every mutation; nil allows everything (policy.AllowAll).
+	// Decider decides every mutation. Pass policy.AllowAll{} to allow every mutation: the CCM
+	// does so only when no policy source is configured (ccm/sources.go, startPolicy).
 	Decider policy.Decider
 	// Recorder receives the events; nil drops them.
 	Recorder record.EventRecorder
@@ -92,13 +101,14 @@ type Options struct {
 //
 // # Errors
 //
-// A nil Conn is an error.
+// A nil Conn or Decider is an error: allowing every mutation is spelled out (policy.AllowAll),
+// never a default.
 func New(o Options) (*Executor, error) {
 	if o.Conn == nil {
 		return nil, errors.New("executor.New: Options.Conn is required: pass the connection of hcloudclient.New")
 	}
 	if o.Decider == nil {
-		o.Decider = policy.AllowAll{}
+		return nil, errors.New("executor.New: Options.Decider is required: pass the policy engine, or policy.AllowAll{} to allow every mutation")
 	}
 	if o.Recorder == nil {
 		o.Recorder = &record.FakeRecorder{}
@@ -122,6 +132,12 @@ func New(o Options) (*Executor, error) {
 // a load balancer group's load balancer without members, loadbalancer.SweepOrphanGroups): the
 // decisions' input.service is then null, and the events, with no object to sit on, are logged.
 //
+// Only what the policy decided is sent. A plan with a mutation whose exact type is not a
+// registered kind (lbplan.Kinds) is refused before anything is decided, and a request whose
+// method and path (apireq.Of) are not its mutation's action and operation, or that names
+// another load balancer than the one decided on, is refused before it is sent; both return an
+// error wrapping ErrRefused.
+//
 // # Errors
 //
 // Steps fail alone (Decide): a denied step of a plan on an existing load balancer skips
@@ -142,6 +158,9 @@ func (x *Executor) Run(ctx context.Context, svc *corev1.Service, plan lbplan.Pla
 	if plan.Empty() {
 		return plan.Actual, nil
 	}
+	if err := vetKinds(plan.Mutations); err != nil {
+		return nil, err
+	}
 	if svc != nil {
 		if err := x.Settle(ctx, svc.UID); err != nil {
 			return nil, err
@@ -158,7 +177,7 @@ func (x *Executor) runGated(ctx context.Context, svc *corev1.Service, plan lbpla
 		x.event(svc, corev1.EventTypeWarning, ReasonPolicyDenied, denied.summary())
 		return nil, denied
 	}
-	r := &run{svc: svc, state: plan.Actual}
+	r := newRun(svc, plan)
 	reqs := plan.Requests()
 	var err error
 	for i := 0; i < len(reqs) && err == nil; i++ {

@@ -12,13 +12,16 @@ const (
 	resultSuccess = "success"
 	resultError   = "error"
 	resultDenied  = "denied"
+	// resultRefused is a mutation the executor refused to send because it is not what the
+	// policy decided (ErrRefused): a bug of the CCM.
+	resultRefused = "refused"
 )
 
 // mutationsTotal counts mutations by policy action, operation and result (success, error,
-// denied). The name MUST not change: dashboards use it.
+// denied, refused). The name MUST not change: dashboards use it.
 var mutationsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 	Name:           "hcloud_ccm_mutations_total",
-	Help:           "Mutations of Hetzner Cloud resources by policy action, operation and result (success, error, denied).",
+	Help:           "Mutations of Hetzner Cloud resources by policy action, operation and result (success, error, denied, refused: not sent because the request was not what the policy decided).",
 	StabilityLevel: metrics.ALPHA,
 }, []string{"action", "operation", "result"})
 

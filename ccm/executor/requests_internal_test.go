@@ -14,6 +14,7 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/exp/ctxutil"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/apireq"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
 )
@@ -64,7 +65,9 @@ func sendBoth(t *testing.T, build func(*Executor) (*http.Request, error), typed 
 // method, path, body bytes and metric label of each kind's request equal those hcloud-go's
 // typed method (the one the executor called before requests were data, and the official CCM
 // calls) sends for the same change. The table must hold every kind (lbplan.Kinds,
-// routeplan.Kinds).
+// routeplan.Kinds). Each request also passes the executor's vetting (its endpoint in
+// apireq.Endpoints has its kind's action and operation), and every endpoint of the table is
+// some kind's.
 func TestRequests_AreWhatHcloudGoSends(t *testing.T) {
 	d := func(s string) *time.Duration { v, _ := time.ParseDuration(s); return &v }
 	httpsListener := lbplan.Listener{
@@ -231,6 +234,15 @@ func TestRequests_AreWhatHcloudGoSends(t *testing.T) {
 		}},
 	}
 	covered := map[string]bool{}
+	used := map[apireq.Endpoint]bool{}
+	vetted := func(m step, api apireq.Request, id int64) error {
+		if err := vetRequest(m, api, id); err != nil {
+			return err
+		}
+		ep, _, _ := apireq.Of(api.Method, api.Path)
+		used[ep] = true
+		return nil
+	}
 	for _, tt := range lbTests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, m := range tt.req.Mutations() {
@@ -239,6 +251,9 @@ func TestRequests_AreWhatHcloudGoSends(t *testing.T) {
 			ours, theirs := sendBoth(t, func(x *Executor) (*http.Request, error) {
 				api, err := tt.req.API(lb, certID)
 				if err != nil {
+					return nil, err
+				}
+				if err := vetted(tt.req.Mutation, api, lb.ID); err != nil {
 					return nil, err
 				}
 				return x.newRequest(context.Background(), api)
@@ -274,6 +289,9 @@ func TestRequests_AreWhatHcloudGoSends(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			covered[typeName(tt.m)] = true
 			ours, theirs := sendBoth(t, func(x *Executor) (*http.Request, error) {
+				if err := vetted(tt.m, tt.m.Request(5), 5); err != nil {
+					return nil, err
+				}
 				return x.newRequest(context.Background(), tt.m.Request(5))
 			}, tt.typed)
 			if ours != theirs {
@@ -284,6 +302,11 @@ func TestRequests_AreWhatHcloudGoSends(t *testing.T) {
 	for _, k := range routeplan.Kinds {
 		if !covered[typeName(k)] {
 			t.Errorf("%s has no case in this table", typeName(k))
+		}
+	}
+	for _, ep := range apireq.Endpoints {
+		if !used[ep] {
+			t.Errorf("no kind sends %s %s (%s): remove it from apireq.Endpoints or add its kind", ep.Method, ep.Pattern, ep.Operation)
 		}
 	}
 }

@@ -26,6 +26,12 @@ const (
 // order on network, waiting for each action. Concurrent runs share their action polls (one
 // GET /actions per 50 pending actions and round).
 //
+// Only what the policy decided is sent, as in Run: a mutation whose exact type is not a
+// registered kind (routeplan.Kinds), or a request whose endpoint (apireq.Of) is not its
+// mutation's action and operation or names another network than the one decided on (the
+// input's cluster.network when the cluster has one, else network), is refused with an error
+// wrapping ErrRefused.
+//
 // # Errors
 //
 // A denial of any mutation runs none of them (a gateway change denied on its add keeps the old
@@ -40,6 +46,13 @@ func (x *Executor) RunRoutes(ctx context.Context, network *hcloud.Network, plan 
 	if plan.Empty() {
 		return nil
 	}
+	if err := vetKinds(plan.Mutations); err != nil {
+		return err
+	}
+	decided := network.ID
+	if x.cluster.Network != nil {
+		decided = x.cluster.Network.ID
+	}
 	steps := RouteInputs(plan, x.cluster)
 	items := make([]gateItem, 0, len(steps))
 	for _, st := range steps {
@@ -50,7 +63,11 @@ func (x *Executor) RunRoutes(ctx context.Context, network *hcloud.Network, plan 
 	}
 	for _, m := range plan.Mutations {
 		klog.InfoS("executing", "op", m.Label(), "network", network.ID, "node", plan.Node)
-		if err := x.runRoute(ctx, network, plan.Node, m); err != nil {
+		api := m.Request(network.ID)
+		if err := vetRequest(m, api, decided); err != nil {
+			return err // logged and counted as refused
+		}
+		if err := x.runRoute(ctx, plan.Node, m, api); err != nil {
 			countMutation(m.Action(), m.Operation(), resultError)
 			return wrapAPIError(m.Label(), err)
 		}
@@ -74,10 +91,9 @@ func RouteInputs(plan routeplan.Plan, cluster policy.Cluster) []StepInput {
 	return out
 }
 
-// runRoute sends the request of m on network (m.Request) and waits for its action with the
-// shared waiter; a declared outcome Done (not_found of a delete) counts as done.
-func (x *Executor) runRoute(ctx context.Context, network *hcloud.Network, node string, m routeplan.Mutation) error {
-	api := m.Request(network.ID)
+// runRoute sends api, the request of m, and waits for its action with the shared waiter; a
+// declared outcome Done (not_found of a delete) counts as done.
+func (x *Executor) runRoute(ctx context.Context, node string, m routeplan.Mutation, api apireq.Request) error {
 	req, err := x.newRequest(ctx, api)
 	if err != nil {
 		return err

@@ -25,6 +25,10 @@ type run struct {
 	// state is the load balancer after the requests sent so far: plan.Actual, then each
 	// mutation's Apply (the create's answer after the create); nil after a delete.
 	state *lbplan.Actual
+	// lb is the ID of the load balancer the policy decided on: plan.Actual's (the input's
+	// current.id), or, after a create, the ID of the load balancer it made (0 before it). Every
+	// request whose path names a load balancer must name this one (vetRequest).
+	lb int64
 	// certificateID is the managed certificate created in this run, for listeners that use
 	// lbplan.PendingCertificateID.
 	certificateID int64
@@ -60,9 +64,19 @@ type reply struct {
 	Certificate  *schema.Certificate  `json:"certificate"`
 }
 
+// newRun returns the run of plan for svc.
+func newRun(svc *corev1.Service, plan lbplan.Plan) *run {
+	r := &run{svc: svc, state: plan.Actual}
+	if plan.Actual != nil {
+		r.lb = plan.Actual.ID
+	}
+	return r
+}
+
 // send sends the request of req (lbplan.Request.API, built from the run's state), awaits its
 // action when it says so, moves r.state on (the mutations' Apply, or the create's answer) and
-// records the outcome (metrics, applied labels). An API error with a declared outcome
+// records the outcome (metrics, applied labels). A request that is not what the policy decided
+// is refused before it is sent (vetRequest: ErrRefused). An API error with a declared outcome
 // (apireq.Outcome) is that outcome: its events are emitted, Done counts as success, Skipped
 // leaves the state, Split returns split (Run then sends the mutations one request each) and
 // Fail returns the outcome's error. wait awaits the action (Run: hcloud-go's WaitFor;
@@ -71,6 +85,11 @@ func (x *Executor) send(ctx context.Context, r *run, req lbplan.Request, wait wa
 	m := req.Mutation
 	klog.InfoS("executing", "op", m.Label(), "inline", req.Labels()[1:], "service", klog.KObj(r.svc), "loadBalancer", lbName(r.state))
 	api, err := req.API(r.state, r.certificateID)
+	if err == nil {
+		if err := vetRequest(m, api, r.lb); err != nil {
+			return false, err // logged and counted as refused
+		}
+	}
 	var hreq *http.Request
 	if err == nil {
 		hreq, err = x.newRequest(ctx, api)
@@ -124,6 +143,7 @@ func (r *run) advance(m lbplan.Mutation, kind apireq.Answer, then apireq.Result,
 			return errors.New("the answer has no load balancer")
 		}
 		r.state = lbplan.NewActual(hcloud.LoadBalancerFromSchema(*ans.LoadBalancer))
+		r.lb = ans.LoadBalancer.ID
 	case kind == apireq.AnswerCertificate:
 		if ans.Certificate == nil {
 			return errors.New("the answer has no certificate")
@@ -137,8 +157,13 @@ func (r *run) advance(m lbplan.Mutation, kind apireq.Answer, then apireq.Result,
 }
 
 // newRequest is api as an HTTP request of the client (its endpoint, token and headers), with
-// hcloud-go's operation path in ctx for its request metrics.
+// the pattern of its endpoint (apireq.Of) in ctx as hcloud-go's operation path, the label of
+// its request metrics.
 func (x *Executor) newRequest(ctx context.Context, api apireq.Request) (*http.Request, error) {
+	ep, _, ok := apireq.Of(api.Method, api.Path)
+	if !ok {
+		return nil, fmt.Errorf("%s %s: no endpoint of apireq.Endpoints", api.Method, api.Path)
+	}
 	b, err := api.JSON()
 	if err != nil {
 		return nil, err
@@ -147,7 +172,7 @@ func (x *Executor) newRequest(ctx context.Context, api apireq.Request) (*http.Re
 	if b != nil {
 		body = bytes.NewReader(b)
 	}
-	req, err := x.client.NewRequest(ctxutil.SetOpPath(ctx, api.OpPath), api.Method, api.Path, body)
+	req, err := x.client.NewRequest(ctxutil.SetOpPath(ctx, ep.Pattern), api.Method, api.Path, body)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", api.Method, api.Path, err)
 	}

@@ -5,12 +5,14 @@
 // It hands out read-only wrappers ([LoadBalancerReader], [ServerReader], [NetworkReader],
 // [CertificateReader], [LoadBalancerTypeReader]): structs with an unexported hcloud-go client
 // and only Get/List/All methods, so no type assertion or conversion of them finds a write
-// method (the compiler keeps that). The one client that writes is built by
-// ccm/executor/internal/writeclient from [Conn.ClientOptions]; the compiler keeps every
-// package but ccm/executor from importing writeclient, and TestOnlyTheExecutorCanWriteToHetzner
-// (ccm/invariant_test.go) keeps every package but the executor from calling ClientOptions or
-// building an hcloud-go client of its own. Reads and writes share the one pacing transport,
-// so they share the API budget.
+// method (the compiler keeps that). Their client sends through [ReadOnlyTransport], so a
+// write that reaches it anyway (package unsafe) is refused before it leaves the process, and
+// their answers do not carry the token (TestReaders_refuseWrites). The one client that writes
+// is built by ccm/executor/internal/writeclient from [Conn.ClientOptions]; the compiler keeps
+// every package outside ccm/executor from importing writeclient, and
+// TestOnlyTheExecutorCanWriteToHetzner (ccm/invariant_test.go) keeps every package but the
+// executor from importing it, calling ClientOptions or building an hcloud-go client of its
+// own; reflection and package unsafe are outside what it sees. Reads and writes share the one pacing transport, so they share the API budget.
 package hcloudclient
 
 import (
@@ -55,7 +57,9 @@ type Options struct {
 	// means [DefaultReserve].
 	Reserve float64
 	// ClientOptions are hcloud-go options applied after the ones New derives from Config, so
-	// they win (tests use them for short constant backoffs).
+	// they win (tests use them for short constant backoffs). An hcloud.WithHTTPClient among
+	// them applies to the writing client only: the readers always send through
+	// ReadOnlyTransport over the Conn's Transport (BaseTransport goes under both).
 	ClientOptions []hcloud.ClientOption
 }
 
@@ -70,7 +74,8 @@ type Conn struct {
 	transport *Transport
 	timeout   time.Duration
 	reg       prometheus.Registerer
-	// read serves the reader wrappers; it never leaves this package.
+	// read serves the reader wrappers; it sends through ReadOnlyTransport over transport and
+	// never leaves this package.
 	read *hcloud.Client
 }
 
@@ -142,7 +147,8 @@ func New(o Options) (*Conn, error) {
 	}
 	recipe = append(recipe, o.ClientOptions...)
 	c := &Conn{recipe: recipe, transport: newTransport(o.BaseTransport, o.Reserve), timeout: cfg.Timeout, reg: reg}
-	c.read = hcloud.NewClient(c.ClientOptions()...)
+	readOnly := &http.Client{Timeout: c.timeout, Transport: ReadOnlyTransport{Next: c.transport}}
+	c.read = hcloud.NewClient(append(c.ClientOptions(), hcloud.WithHTTPClient(readOnly))...)
 	return c, nil
 }
 

@@ -1,12 +1,17 @@
 package hcloudclient_test
 
 import (
+	"errors"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 )
 
 // TestReaders_haveNoWriteMethod: the method set of every reader (value and pointer) holds only
@@ -45,5 +50,58 @@ func TestReaders_haveNoWriteMethod(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReaders_refuseWrites: the readers' hcloud-go client sends through ReadOnlyTransport, so a
+// write that reaches it past the compiler and TestOnlyTheExecutorCanWriteToHetzner (here with
+// reflect and package unsafe, the way issue 30 names) is refused before it leaves the process,
+// and their answers, errors included, do not carry the token a write by hand would need. A
+// client built from ClientOptions (the executor's writing client) still writes.
+func TestReaders_refuseWrites(t *testing.T) {
+	emu, endpoint := hcloudemu.NewTestServer(t)
+	id, err := emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := hcloudclient.New(hcloudclient.Options{Config: emulatorConfig(endpoint, emu.Token())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := conn.LoadBalancers()
+	field := reflect.ValueOf(reader).Elem().Field(0)
+	inside := reflect.NewAt(field.Type(), unsafe.Pointer(field.UnsafeAddr())).Elem().Interface().(*hcloud.LoadBalancerClient)
+	if _, _, err := inside.DeleteWithResult(t.Context(), &hcloud.LoadBalancer{ID: id}); !errors.Is(err, hcloudclient.ErrWriteRefused) {
+		t.Errorf("Delete through the reader's client: err = %v, want ErrWriteRefused", err)
+	}
+	if _, ok := emu.LoadBalancer(id); !ok {
+		t.Error("the load balancer is gone")
+	}
+	if n := emu.MutatingRequests(); n != 0 {
+		t.Errorf("%d mutating requests reached the API", n)
+	}
+
+	_, resp, err := reader.GetByID(t.Context(), id)
+	if err != nil || resp == nil || resp.Request == nil {
+		t.Fatalf("GetByID: %v, %v", resp, err)
+	}
+	if got := resp.Request.Header.Get("Authorization"); got != "" {
+		t.Errorf("the answer's request carries Authorization %q", got)
+	}
+	emu.AddFault(hcloudemu.Fault{Method: "GET", Pattern: "/v1/load_balancers/*", Times: 1, Code: "forbidden"})
+	_, _, err = reader.GetByID(t.Context(), id)
+	var apiErr hcloud.Error
+	if !errors.As(err, &apiErr) || apiErr.Response() == nil || apiErr.Response().Request == nil {
+		t.Fatalf("GetByID with a fault: %v, want an API error with its answer", err)
+	}
+	if got := apiErr.Response().Request.Header.Get("Authorization"); got != "" {
+		t.Errorf("the error's answer carries Authorization %q", got)
+	}
+
+	if _, _, err := hcloud.NewClient(conn.ClientOptions()...).LoadBalancer.DeleteWithResult(t.Context(), &hcloud.LoadBalancer{ID: id}); err != nil {
+		t.Errorf("Delete through a client of ClientOptions: %v", err)
+	}
+	if _, ok := emu.LoadBalancer(id); ok {
+		t.Error("the writing client did not delete the load balancer")
 	}
 }

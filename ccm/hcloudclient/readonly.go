@@ -15,15 +15,25 @@ import (
 var ErrWriteRefused = fmt.Errorf("refused a request that is not GET or HEAD (this client only reads)")
 
 // ReadOnlyTransport is an http.RoundTripper that sends GET and HEAD requests and refuses every
-// other method before it leaves the process (TestReadOnlyTransport).
+// other method before it leaves the process (TestReadOnlyTransport in ccm/ciplan). The readers
+// of a [Conn] send through it.
 type ReadOnlyTransport struct{ Next http.RoundTripper }
 
-// RoundTrip sends r through Next when it is a GET or HEAD, and refuses it otherwise.
+// RoundTrip sends r through Next when it is a GET or HEAD, and refuses it otherwise. The
+// answer's Request is a copy of r without the Authorization header: hcloud-go hands the
+// answer out (hcloud.Response, hcloud.Error.Response), and the token in it would let its
+// receiver write by hand.
 func (t ReadOnlyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		return nil, fmt.Errorf("%s %s: %w", r.Method, r.URL.Path, ErrWriteRefused)
 	}
-	return t.Next.RoundTrip(r)
+	resp, err := t.Next.RoundTrip(r)
+	if resp != nil && resp.Request != nil {
+		req := resp.Request.Clone(resp.Request.Context())
+		req.Header.Del("Authorization")
+		resp.Request = req
+	}
+	return resp, err
 }
 
 // ListLoadBalancersReadOnly lists every load balancer of the project (GET /v1/load_balancers,

@@ -157,7 +157,7 @@ func (m Create) request(inline []Mutation, certificateID int64) (apireq.Request,
 		r.addTo(&opts, certificateID)
 	}
 	req := apireq.Request{
-		Method: "POST", Path: pathLoadBalancers, OpPath: pathLoadBalancers,
+		Method: "POST", Path: pathLoadBalancers,
 		Body: hcloud.SchemaFromLoadBalancerCreateOpts(opts), Wait: true, Answer: apireq.AnswerLoadBalancer,
 	}
 	if len(inline) > 0 {
@@ -192,7 +192,7 @@ func (m Update) Request(a *Actual, _ int64) (apireq.Request, error) {
 	if m.Labels != nil {
 		body.Labels = &m.Labels
 	}
-	return apireq.Request{Method: "PUT", Path: apireq.Fill(pathLoadBalancer, a.ID), OpPath: pathLoadBalancer, Body: body}, nil
+	return apireq.Request{Method: "PUT", Path: apireq.Fill(pathLoadBalancer, a.ID), Body: body}, nil
 }
 
 // ChangeType changes the load balancer type.
@@ -504,12 +504,12 @@ func (m CreateManagedCertificate) Request(*Actual, int64) (apireq.Request, error
 		body.Labels = &c.Labels
 	}
 	return apireq.Request{
-		Method: "POST", Path: pathCertificates, OpPath: pathCertificates, Body: body, Answer: apireq.AnswerCertificate,
+		Method: "POST", Path: pathCertificates, Body: body, Answer: apireq.AnswerCertificate,
 		Outcomes: []apireq.Outcome{{Code: hcloud.ErrorCodeUniquenessError, Then: apireq.Fail, Err: certificateNameTaken(c.Name)}},
 	}, nil
 }
 
-const pathCertificates = "/certificates"
+const pathCertificates = apireq.PathCertificates
 
 // certificateNameTaken is the error of a certificate name another certificate has.
 type certificateNameTaken string
@@ -539,7 +539,7 @@ func (Delete) Request(a *Actual, _ int64) (apireq.Request, error) {
 	if a == nil {
 		return apireq.Request{}, ErrNoLoadBalancer
 	}
-	return apireq.Request{Method: "DELETE", Path: apireq.Fill(pathLoadBalancer, a.ID), OpPath: pathLoadBalancer, Wait: true,
+	return apireq.Request{Method: "DELETE", Path: apireq.Fill(pathLoadBalancer, a.ID), Wait: true,
 		Outcomes: []apireq.Outcome{
 			{Code: hcloud.ErrorCodeNotFound, Then: apireq.Done, Log: "load balancer already gone"},
 			{Code: hcloud.ErrorCodeProtected, Then: apireq.Fail, Err: &ProtectedError{Name: a.Name, ID: a.ID},

@@ -26,11 +26,11 @@ const (
 // when there is none yet.
 var ErrNoLoadBalancer = errors.New("no load balancer to change: the plan must start with create")
 
-// The paths of the load balancer requests, as hcloud-go names them (apireq.Request.OpPath).
+// The paths of the load balancer requests (apireq.Endpoints).
 const (
-	pathLoadBalancers = "/load_balancers"
-	pathLoadBalancer  = "/load_balancers/%d"
-	pathActions       = "/load_balancers/%d/actions/"
+	pathLoadBalancers = apireq.PathLoadBalancers
+	pathLoadBalancer  = apireq.PathLoadBalancer
+	pathActions       = apireq.PathLoadBalancerActions
 )
 
 // API returns the API request that runs r on the load balancer lb (nil before the create),

@@ -15,6 +15,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
 // TestQuiet_CopiesEveryField guards quiet against drift: every field of LoadBalancers set in
@@ -26,7 +27,7 @@ func TestQuiet_CopiesEveryField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	exec, err := executor.New(executor.Options{Conn: conn})
+	exec, err := executor.New(executor.Options{Conn: conn, Decider: policy.AllowAll{}})
 	if err != nil {
 		t.Fatal(err)
 	}

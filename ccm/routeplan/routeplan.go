@@ -76,7 +76,7 @@ func (m Add) Apply(routes []Route) []Route {
 
 // Request is POST /networks/{id}/actions/add_route, as hcloud-go's AddRoute sends it.
 func (m Add) Request(networkID int64) apireq.Request {
-	return apireq.Post("/networks/%d/actions/add_route", networkID, Route(m).body())
+	return apireq.Post(apireq.PathNetworkActions+OpAddRoute, networkID, Route(m).body())
 }
 
 // Delete deletes the route (destination and gateway must both match, as in the API).
@@ -93,7 +93,7 @@ func (m Delete) Apply(routes []Route) []Route {
 // Request is POST /networks/{id}/actions/delete_route, as hcloud-go's DeleteRoute sends it. A
 // route that is already gone (not_found) counts as deleted.
 func (m Delete) Request(networkID int64) apireq.Request {
-	req := apireq.Post("/networks/%d/actions/delete_route", networkID, schema.NetworkActionDeleteRouteRequest(Route(m).body()))
+	req := apireq.Post(apireq.PathNetworkActions+OpDeleteRoute, networkID, schema.NetworkActionDeleteRouteRequest(Route(m).body()))
 	req.Outcomes = []apireq.Outcome{{Code: hcloud.ErrorCodeNotFound, Then: apireq.Done}}
 	return req
 }

@@ -447,7 +447,7 @@ func TestRoutes_staleCache(t *testing.T) {
 func TestNew_errors(t *testing.T) {
 	e := newEnv(t)
 	lister := corelisters.NewNodeLister(e.indexer)
-	runner, err := executor.New(executor.Options{Conn: e.conn})
+	runner, err := executor.New(executor.Options{Conn: e.conn, Decider: policy.AllowAll{}})
 	if err != nil {
 		t.Fatal(err)
 	}

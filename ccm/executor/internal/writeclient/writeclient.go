@@ -1,7 +1,8 @@
 // Package writeclient builds the one hcloud-go client of the CCM that can write to Hetzner
 // Cloud. It is internal to ccm/executor: the compiler refuses to build any package outside
-// ccm/executor that imports it. Every other package reads through the wrappers of
-// ccm/hcloudclient, which have no write method.
+// ccm/executor that imports it, and TestOnlyTheExecutorCanWriteToHetzner fails for any
+// importer but ccm/executor (a package below ccm/executor would compile). Every other package
+// reads through the wrappers of ccm/hcloudclient, which have no write method.
 package writeclient
 
 import (
