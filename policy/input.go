@@ -33,46 +33,32 @@ const (
 type (
 	// Input is input.Input, the document a policy decides on (one mutation of Hetzner Cloud).
 	Input = input.Input
-
 	// Group is input.Group, a load balancer group (the Services that share one load balancer).
 	Group = input.Group
-
 	// ServiceRef is input.ServiceRef, which names a Service.
 	ServiceRef = input.ServiceRef
-
 	// GroupMember is input.GroupMember, one Service of a load balancer group.
 	GroupMember = input.GroupMember
-
 	// GroupCapacity is input.GroupCapacity, the listener capacity of a group's load balancer.
 	GroupCapacity = input.GroupCapacity
-
 	// Certificate is input.Certificate, a Hetzner certificate the CCM creates for an https listener.
 	Certificate = input.Certificate
-
 	// Cluster is input.Cluster, which describes the cluster.
 	Cluster = input.Cluster
-
 	// Network is input.Network, the cluster's private Hetzner network.
 	Network = input.Network
-
 	// Service is input.Service, the Kubernetes Service behind a load balancer.
 	Service = input.Service
-
 	// ServicePort is input.ServicePort, one port of a Service.
 	ServicePort = input.ServicePort
-
 	// LoadBalancer is input.LoadBalancer, a Hetzner load balancer as policies see it.
 	LoadBalancer = input.LoadBalancer
-
 	// LBNetwork is input.LBNetwork, the load balancer's attachment to the private network.
 	LBNetwork = input.LBNetwork
-
 	// LBService is input.LBService, one listener of a load balancer.
 	LBService = input.LBService
-
 	// LBTarget is input.LBTarget, one target of a load balancer.
 	LBTarget = input.LBTarget
-
 	// Route is input.Route, a route of the private network.
 	Route = input.Route
 )

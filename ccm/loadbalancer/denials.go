@@ -22,41 +22,28 @@ import (
 const DefaultDenialMaxAge = time.Hour
 
 // denialCache remembers the last denial of each Service, so that the service controller's
-// retries of a Service that nothing changed for cost no Hetzner request: a retry that would be
-// decided on the same policy inputs under the same policy revision returns the same error
-// without reading the load balancer, the certificates or the types again, and without a new
-// decision or event.
+// retries of a Service that nothing changed for cost no Hetzner request, decision or event.
 //
-// # What "the same" is: derived, never listed
+// "Nothing changed" is derived, never listed: the digest of a denial is the gate's digest of the
+// inputs it decided (executor.DeniedError.Inputs: the policy revision and the JSON of every
+// step's policy input), so every input field is in it, fields added later too. A retry knows
+// its digest before any request: each call records the answers of the reads its planning makes
+// (reads.go), and a retry plans again from the denied call's record (replayDigest). A denial is
+// remembered only when that replay gives exactly the inputs the gate decided (remember), so a
+// replay that drifts from the real path can cost requests, never answer a changed Service.
+// The digest also covers the kind of call, the nodes as the planner receives them (a node
+// change is read fresh once even when the plan ignores it) and, for a group member, the plans
+// this CCM sent to the group's load balancer since the call (wroteGroup: another member's sync
+// changes the state the record holds).
 //
-// The digest of a denial is the gate's own: executor.DeniedError.Inputs, the sha256 of the
-// policy revision and the JSON of every step's policy input (executor.PlanDigest), so every
-// field of the policy input is in it, including fields added later, and no list of fields
-// is kept here. A retry must know its digest before any request, and its inputs come from a
-// plan of Hetzner's state, so the denied call's reads are recorded (reads.go: every read that
-// planning makes goes through read) and a retry plans again on a quiet copy of l whose reads
-// are answered from that record (replayDigest). The record is Hetzner's state "as last read":
-// a change made behind the CCM's back is seen on the first retry after maxAge, or at once when
-// anything else changes the inputs (a new revision, an annotation, a node, the namespace
-// labels; ccm/requeue retries on new revisions and namespace labels by changing an annotation).
-//
-// Besides the inputs, the digest covers the call's nodes as the planner receives them
-// (lbplan.Node, from targetNodes): a node change that leaves the plan as it is (its labels, when
-// no node selector looks at them) is decided again once, with fresh reads, as before the digest
-// was derived (TestAPIBudget_deniedRetries). It covers the kind of call (ensure, update, delete:
-// they read differently) and, for a member of a load balancer group, the number of plans this
-// CCM sent to the group's load balancer (wroteGroup): another member's sync changes the state
-// the record holds.
-//
-// A denial is remembered only when planning it again from its record gives exactly the inputs
-// the gate decided (remember checks it), so a replay that does not reproduce the call can only
-// cost requests, never answer a changed Service. Only denials by deny messages are remembered:
-// a decision that failed (deadline, unreadable namespace) may pass on the next try. A denial
-// whose other steps ran (steps fail alone) is remembered as the retry meets it: only its denied
-// and skipped steps, nothing applied (executor.DeniedError.Remaining). A call that is not denied
-// forgets the Service. TestDenialCache, TestAPIBudget_deniedRetries (ccm) and
-// TestGroup_DeniedMemberRetryCostsNothing enforce the zero-request retry;
-// TestPlanDigest_coversEveryInputField (ccm/executor) that every input field is in the digest.
+// The record is Hetzner's state as last read: a change made behind the CCM's back is seen on
+// the first retry after maxAge, or at once with any other change (ccm/requeue retries on new
+// revisions and namespace labels by changing an annotation). Only denials by deny messages are
+// remembered: a failed decision may pass on the next try. A denial whose other steps ran is
+// remembered as the retry meets it (executor.DeniedError.Remaining). Any other result forgets
+// the Service. Tests: TestDenialCache, TestDenialCache_derivedFromInputs,
+// TestRemember_onlyWhatTheReplayReproduces, TestAPIBudget_deniedRetries (ccm),
+// TestGroup_DeniedMemberRetryCostsNothing and TestPlanDigest_coversEveryInputField (executor).
 type denialCache struct {
 	maxAge time.Duration
 	now    func() time.Time
@@ -199,7 +186,7 @@ func (l *LoadBalancers) remember(ctx context.Context, c denialCall, reads *readR
 	answers := reads.recorded()
 	var digest string
 	var denied *executor.DeniedError
-	if errors.As(err, &denied) && denied.Inputs != "" {
+	if errors.As(err, &denied) && denied.Failed == 0 && denied.Inputs != "" {
 		var inputs string
 		if digest, inputs = l.replayDigest(ctx, c, answers); inputs != denied.Inputs {
 			digest = ""

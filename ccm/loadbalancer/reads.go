@@ -3,6 +3,7 @@ package loadbalancer
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync"
 )
 
@@ -47,11 +48,11 @@ func replayReads(ctx context.Context, answers map[string]any) (context.Context, 
 	return context.WithValue(ctx, readsKey{}, r), r
 }
 
-// recorded returns what the reads of r answered; r must no longer be read through.
+// recorded returns a copy of what the reads of r answered so far.
 func (r *readRecord) recorded() map[string]any {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.answers
+	return maps.Clone(r.answers)
 }
 
 // wasMissed reports whether the replay asked for a read the record does not have.
