@@ -8,7 +8,7 @@
 //
 // The policy contract (entrypoints data.ccm.deny and data.ccm.warn, message forms, data files,
 // the sandbox) is documented in docs/policy.md; the input schema in
-// docs/reference/policy-input.md is generated from input.go by `make generate` (go generate ./...).
+// docs/reference/policy-input.md is generated from input/input.go by `make generate` (go generate ./...).
 package policy
 
 //go:generate go run ./internal/gendoc

@@ -16,10 +16,10 @@ import (
 )
 
 // TestGeneratedCurrent regenerates the input reference and schema and compares them with the
-// committed files: run `make generate` (go generate ./...) after changing input.go or a
+// committed files: run `make generate` (go generate ./...) after changing input/input.go or a
 // mutation kind.
 func TestGeneratedCurrent(t *testing.T) {
-	src, err := os.ReadFile("input.go")
+	src, err := os.ReadFile("input/input.go")
 	if err != nil {
 		t.Fatal(err)
 	}

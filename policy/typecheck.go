@@ -13,12 +13,12 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/policy/internal/inputdoc"
 )
 
-// inputSource is input.go itself: the type check builds the input schema from it with the same
+// inputSource is input/input.go itself: the type check builds the input schema from it with the same
 // generator that writes docs/policy-input.schema.json (TestGeneratedDocs keeps that file equal
 // to the generator's output), so the schema the CCM checks with and the one `opa check
 // --schema` reads cannot differ.
 //
-//go:embed input.go
+//go:embed input/input.go
 var inputSource []byte
 
 // inputSchema returns the input schema as OPA's compiler takes it, built once.

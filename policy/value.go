@@ -5,7 +5,7 @@ import (
 )
 
 // inputValue converts in to the value Rego sees as input. The result equals the JSON encoding
-// of in (field names are the json tags of input.go; nil pointers, maps and slices are null;
+// of in (field names are the json tags of input/input.go; nil pointers, maps and slices are null;
 // omitempty fields are left out when zero), built directly: a JSON round trip would cost about
 // a third of a decision. TestInputValue keeps the two in step.
 func inputValue(in Input) (ast.Value, error) {

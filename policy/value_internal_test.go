@@ -8,7 +8,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// fill sets every field reachable from v to a non-zero value, so that a field added to input.go
+// fill sets every field reachable from v to a non-zero value, so that a field added to input/input.go
 // but not to inputValue makes TestInputValue fail.
 func fill(v reflect.Value, n *int) {
 	*n++

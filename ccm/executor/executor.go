@@ -251,6 +251,7 @@ func (x *Executor) reportApplied(svc *corev1.Service, applied []lbplan.Mutation)
 // PolicyDenied event is runGated's, once it knows what was applied.
 func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) (lbplan.Plan, *DeniedError) {
 	service, inputErr := x.policyService(svc)
+	rev, named := x.PolicyRevision() // before the decisions: see decidedDigest
 	v := Decide(ctx, plan, x.cluster, service, func(ctx context.Context, in policy.Input) policy.Decision {
 		return x.decide(ctx, gateItem{inputErr: inputErr, input: in})
 	})
@@ -264,6 +265,9 @@ func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Pl
 		return v.Run, nil
 	}
 	denied := x.deniedError(labels, decisions, func(i int) policy.Input { return v.Steps[i].Input })
+	if inputErr == nil {
+		denied.Inputs = decidedDigest(rev, named, Inputs(plan, x.cluster, service), decisions)
+	}
 	for _, st := range v.Steps {
 		if !st.Runs && !st.Denied() {
 			denied.Skipped = append(denied.Skipped, st.Label+" ("+st.SkipReason()+")")
@@ -431,6 +435,11 @@ type DeniedError struct {
 	// Skipped are the steps that did not run because they need a step that does not
 	// ("add_target(server:3) (needs attach_to_network(5))").
 	Skipped []string
+	// Inputs is the digest of what was decided (PlanDigest of the plan the gate was given):
+	// the policy revision and the policy input of every step. "" when the decisions name no one
+	// revision or the input could not be completed. The load balancer code remembers a denial
+	// under it (ccm/loadbalancer's denial cache).
+	Inputs string
 }
 
 func (e *DeniedError) Error() string {

@@ -3,6 +3,9 @@
 // mutations for the executor. Each mutation says what it does (Apply) and how it is sent
 // (Request: an apireq.Request, data the executor sends). Nothing here touches the network.
 //
+// It builds policy inputs from the leaf package policy/input and links neither the policy
+// engine, OPA nor client-go, and neither does ccm/routeplan (TestPlannersAreLight).
+//
 // The kinds of mutation live in mutation.go, except those with a file of their own
 // (change_dns_ptr.go, robot.go's AddIPTarget); Kinds lists them all. Plan.Requests groups a
 // plan into the API requests that run it (send.go: what rides along with a create).

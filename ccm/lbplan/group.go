@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
-	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // The labels that identify the shared load balancer of a group (docs/shared-load-balancers.md).
@@ -316,18 +316,18 @@ func GroupDesired(leader Desired, adm Admission, name string, labels map[string]
 // GroupView is the policy view of a group (input.group): its home namespace home (GroupHome),
 // its leader (GroupLeader), members in member order with their admitted ports, the type in
 // force with its max_services, and the listeners after the plan.
-func GroupView(group, home string, members []*corev1.Service, adm Admission, typ TypeLimit) *policy.Group {
-	g := &policy.Group{Name: group, Namespace: home, Members: make([]policy.GroupMember, 0, len(members)),
-		Capacity: policy.GroupCapacity{Type: typ.Name, MaxServices: typ.MaxServices, Used: len(adm.Listeners)}}
+func GroupView(group, home string, members []*corev1.Service, adm Admission, typ TypeLimit) *input.Group {
+	g := &input.Group{Name: group, Namespace: home, Members: make([]input.GroupMember, 0, len(members)),
+		Capacity: input.GroupCapacity{Type: typ.Name, MaxServices: typ.MaxServices, Used: len(adm.Listeners)}}
 	if leader := GroupLeader(members, home); leader != nil {
-		g.Leader = policy.ServiceRef{Namespace: leader.Namespace, Name: leader.Name}
+		g.Leader = input.ServiceRef{Namespace: leader.Namespace, Name: leader.Name}
 	}
 	for _, m := range members {
 		ports := slices.Clone(adm.Ports[Key(m)])
 		if ports == nil {
 			ports = []int{}
 		}
-		g.Members = append(g.Members, policy.GroupMember{Namespace: m.Namespace, Name: m.Name, Ports: ports})
+		g.Members = append(g.Members, input.GroupMember{Namespace: m.Namespace, Name: m.Name, Ports: ports})
 	}
 	return g
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
-	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 var t0 = time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
@@ -223,9 +223,9 @@ func TestGroupDesiredAndView(t *testing.T) {
 		t.Errorf("GroupDesired changed the leader's desired state: %+v", leader)
 	}
 	g := lbplan.GroupView("web", "shop", []*corev1.Service{a, b}, adm, lbplan.TypeLimit{Name: "lb11", MaxServices: 5})
-	want := &policy.Group{Name: "web", Namespace: "shop", Leader: policy.ServiceRef{Namespace: "shop", Name: "a"},
-		Members:  []policy.GroupMember{{Namespace: "shop", Name: "a", Ports: []int{80}}, {Namespace: "shop", Name: "b", Ports: []int{8080}}},
-		Capacity: policy.GroupCapacity{Type: "lb11", MaxServices: 5, Used: 2}}
+	want := &input.Group{Name: "web", Namespace: "shop", Leader: input.ServiceRef{Namespace: "shop", Name: "a"},
+		Members:  []input.GroupMember{{Namespace: "shop", Name: "a", Ports: []int{80}}, {Namespace: "shop", Name: "b", Ports: []int{8080}}},
+		Capacity: input.GroupCapacity{Type: "lb11", MaxServices: 5, Used: 2}}
 	if !reflect.DeepEqual(g, want) {
 		t.Errorf("GroupView() = %+v, want %+v", g, want)
 	}

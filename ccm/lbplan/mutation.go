@@ -11,14 +11,14 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/apireq"
 
-	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // Mutation is one change of a load balancer, run by the executor with one API call, or inline
 // in the create's call (see Plan.Requests); the policy gate decides each request once, with
 // its whole effect (Plan.Steps).
 //
-// Action is the policy action (policy.ActionLoadBalancer*), Operation the Hetzner operation
+// Action is the policy action (input.ActionLoadBalancer*), Operation the Hetzner operation
 // (also the policy input's operation and the metric label), Label a stable human label such as
 // add_service(80) used in logs, events and errors.
 //
@@ -46,7 +46,7 @@ type Mutation interface {
 	Request(a *Actual, certificateID int64) (apireq.Request, error)
 }
 
-// The operations, as in policy.Input.Operation. They MUST not change: policies match on them.
+// The operations, as in input.Input.Operation. They MUST not change: policies match on them.
 const (
 	OpCreate                 = "create"
 	OpUpdate                 = "update"
@@ -81,7 +81,7 @@ func init() {
 
 type update struct{}
 
-func (update) Action() string { return policy.ActionLoadBalancerUpdate }
+func (update) Action() string { return input.ActionLoadBalancerUpdate }
 
 // Create creates the load balancer. Network is set when the network is attached at create
 // time (no fixed IP or subnet wanted); otherwise an AttachNetwork follows.
@@ -97,7 +97,7 @@ type Create struct {
 	Network         *Network
 }
 
-func (Create) Action() string    { return policy.ActionLoadBalancerCreate }
+func (Create) Action() string    { return input.ActionLoadBalancerCreate }
 func (Create) Operation() string { return OpCreate }
 func (m Create) Label() string   { return fmt.Sprintf("create(%s)", m.Name) }
 
@@ -526,7 +526,7 @@ type Delete struct {
 	Name string
 }
 
-func (Delete) Action() string    { return policy.ActionLoadBalancerDelete }
+func (Delete) Action() string    { return input.ActionLoadBalancerDelete }
 func (Delete) Operation() string { return OpDelete }
 func (m Delete) Label() string   { return fmt.Sprintf("delete(%s)", m.Name) }
 
@@ -557,12 +557,12 @@ func deleteNetwork(list []AttachedNetwork, id int64) []AttachedNetwork {
 	return slices.DeleteFunc(list, func(n AttachedNetwork) bool { return n.ID == id })
 }
 
-func policyService(s Listener) policy.LBService {
-	return policy.LBService{Protocol: string(s.Protocol), ListenPort: s.ListenPort, DestinationPort: s.DestinationPort, Proxyprotocol: s.Proxyprotocol != nil && *s.Proxyprotocol}
+func policyService(s Listener) input.LBService {
+	return input.LBService{Protocol: string(s.Protocol), ListenPort: s.ListenPort, DestinationPort: s.DestinationPort, Proxyprotocol: s.Proxyprotocol != nil && *s.Proxyprotocol}
 }
 
-func policyTarget(t Target) policy.LBTarget {
-	return policy.LBTarget{Type: string(hcloud.LoadBalancerTargetTypeServer), ServerID: t.ServerID, UsePrivateIP: t.UsePrivateIP}
+func policyTarget(t Target) input.LBTarget {
+	return input.LBTarget{Type: string(hcloud.LoadBalancerTargetTypeServer), ServerID: t.ServerID, UsePrivateIP: t.UsePrivateIP}
 }
 
 // setService puts s in place of the listener on its port and keeps list sorted by port.

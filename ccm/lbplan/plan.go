@@ -9,7 +9,7 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
-	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // ErrProtected is matched (errors.Is) by every *ProtectedError.
@@ -62,7 +62,7 @@ type Plan struct {
 	IPv6 bool
 	// Group is the load balancer group the plan is for (every step's input.group); nil for
 	// the load balancer of one Service.
-	Group *policy.Group
+	Group *input.Group
 	// network is the cluster network; its range fills the policy view of an attachment the
 	// API reports without one.
 	network *Network
@@ -94,12 +94,12 @@ type Step struct {
 	// Inline are the mutations sent in the same request as Mutation (a create's listeners and
 	// targets); they have no step of their own.
 	Inline       []Mutation
-	Current      *policy.LoadBalancer
-	LoadBalancer *policy.LoadBalancer
-	Final        *policy.LoadBalancer
-	Target       *policy.LBTarget
-	Listener     *policy.LBService
-	Certificate  *policy.Certificate
+	Current      *input.LoadBalancer
+	LoadBalancer *input.LoadBalancer
+	Final        *input.LoadBalancer
+	Target       *input.LBTarget
+	Listener     *input.LBService
+	Certificate  *input.Certificate
 }
 
 // Label is the label of the step's request: its mutation's label (a create's inline listeners
@@ -154,7 +154,7 @@ func (p Plan) Steps() []Step {
 }
 
 // policyTargetOf is the target m adds or removes; nil for other mutations.
-func policyTargetOf(m Mutation) *policy.LBTarget {
+func policyTargetOf(m Mutation) *input.LBTarget {
 	if t, ok := m.(TargetMutation); ok {
 		pt := t.PolicyTarget()
 		return &pt
@@ -164,7 +164,7 @@ func policyTargetOf(m Mutation) *policy.LBTarget {
 
 // policyListenerOf is the listener m adds or changes (as it is after m), or deletes (as it was
 // in before); nil for other mutations.
-func policyListenerOf(m Mutation, before *Actual) *policy.LBService {
+func policyListenerOf(m Mutation, before *Actual) *input.LBService {
 	var port int
 	switch m := m.(type) {
 	case AddService:
@@ -190,18 +190,18 @@ func policyListenerOf(m Mutation, before *Actual) *policy.LBService {
 }
 
 // policyCertificateOf is the managed certificate m creates; nil for other mutations.
-func policyCertificateOf(m Mutation) *policy.Certificate {
+func policyCertificateOf(m Mutation) *input.Certificate {
 	c, ok := m.(CreateManagedCertificate)
 	if !ok {
 		return nil
 	}
-	return &policy.Certificate{Type: string(hcloud.CertificateTypeManaged), Name: c.Certificate.Name,
+	return &input.Certificate{Type: string(hcloud.CertificateTypeManaged), Name: c.Certificate.Name,
 		Domains: slices.Clone(c.Certificate.Domains), Labels: maps.Clone(c.Certificate.Labels)}
 }
 
 // view is the policy view of a (nil for none); an attachment to the cluster network that the
 // API reported without its range gets the cluster network's.
-func (p Plan) view(a *Actual) *policy.LoadBalancer {
+func (p Plan) view(a *Actual) *input.LoadBalancer {
 	if a == nil {
 		return nil
 	}
@@ -213,15 +213,15 @@ func (p Plan) view(a *Actual) *policy.LoadBalancer {
 }
 
 // Policy returns the policy view of the load balancer; ipv6 is the view's ipv6 flag.
-func (a *Actual) Policy(ipv6 bool) *policy.LoadBalancer {
-	lb := &policy.LoadBalancer{
+func (a *Actual) Policy(ipv6 bool) *input.LoadBalancer {
+	lb := &input.LoadBalancer{
 		ID: a.ID, Name: a.Name, Type: a.Type, Location: a.Location, NetworkZone: a.NetworkZone,
 		Algorithm: string(a.Algorithm), PublicInterface: a.PublicInterface, IPv6: ipv6,
 		Labels: maps.Clone(a.Labels), Protected: a.Protected,
-		Services: []policy.LBService{}, Targets: []policy.LBTarget{},
+		Services: []input.LBService{}, Targets: []input.LBTarget{},
 	}
 	if len(a.Networks) > 0 {
-		n := &policy.LBNetwork{ID: a.Networks[0].ID}
+		n := &input.LBNetwork{ID: a.Networks[0].ID}
 		n.IPRange = a.Networks[0].IPRange
 		if a.Networks[0].IP != nil {
 			n.PrivateIP = a.Networks[0].IP.String()
@@ -235,12 +235,12 @@ func (a *Actual) Policy(ipv6 bool) *policy.LoadBalancer {
 		lb.Targets = append(lb.Targets, policyTarget(t))
 	}
 	for _, ip := range a.IPTargets {
-		lb.Targets = append(lb.Targets, policy.LBTarget{Type: string(hcloud.LoadBalancerTargetTypeIP), IP: ip})
+		lb.Targets = append(lb.Targets, input.LBTarget{Type: string(hcloud.LoadBalancerTargetTypeIP), IP: ip})
 	}
 	return lb
 }
 
-func clonePolicy(lb *policy.LoadBalancer) *policy.LoadBalancer {
+func clonePolicy(lb *input.LoadBalancer) *input.LoadBalancer {
 	if lb == nil {
 		return nil
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
-	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 const uid = "5f0c6a1e-0d7b-4b0e-9a53-1a2b3c4d5e6f"
@@ -667,11 +667,11 @@ func TestPlan_Steps(t *testing.T) {
 	if steps[1].Current.Type != "lb21" || len(steps[1].Current.Services) != 1 || len(steps[1].LoadBalancer.Services) != 2 {
 		t.Errorf("step 1: current %+v after %+v", steps[1].Current, steps[1].LoadBalancer)
 	}
-	want := policy.LBService{Protocol: "tcp", ListenPort: 443, DestinationPort: 30443}
+	want := input.LBService{Protocol: "tcp", ListenPort: 443, DestinationPort: 30443}
 	if got := steps[1].LoadBalancer.Services[1]; got != want {
 		t.Errorf("added service = %+v", got)
 	}
-	if steps[1].Mutation.Action() != policy.ActionLoadBalancerUpdate || steps[1].Mutation.Operation() != "add_service" {
+	if steps[1].Mutation.Action() != input.ActionLoadBalancerUpdate || steps[1].Mutation.Operation() != "add_service" {
 		t.Errorf("action/operation = %s/%s", steps[1].Mutation.Action(), steps[1].Mutation.Operation())
 	}
 }
@@ -705,7 +705,7 @@ func TestPlan_StepsKnowTheClusterNetworkRange(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := p.Steps()[0]
-	want := &policy.LBNetwork{ID: 5, IPRange: "10.0.0.0/8", PrivateIP: "10.0.0.3"}
+	want := &input.LBNetwork{ID: 5, IPRange: "10.0.0.0/8", PrivateIP: "10.0.0.3"}
 	if diff := cmp.Diff(want, st.Current.Network); diff != "" {
 		t.Errorf("current network (-want +got):\n%s", diff)
 	}
@@ -720,7 +720,7 @@ func TestPlan_StepsOnCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	steps := p.Steps()
-	if steps[0].Current != nil || steps[0].LoadBalancer.Name != "web-lb" || steps[0].Mutation.Action() != policy.ActionLoadBalancerCreate {
+	if steps[0].Current != nil || steps[0].LoadBalancer.Name != "web-lb" || steps[0].Mutation.Action() != input.ActionLoadBalancerCreate {
 		t.Errorf("create step = %+v", steps[0])
 	}
 	last := steps[len(steps)-1].LoadBalancer
@@ -740,7 +740,7 @@ func TestComputeDelete(t *testing.T) {
 		t.Fatalf("plan %v, err %v", p.Labels(), err)
 	}
 	st := p.Steps()[0]
-	if st.Mutation.Action() != policy.ActionLoadBalancerDelete || st.Current.Name != "web-lb" || st.LoadBalancer.Name != "web-lb" {
+	if st.Mutation.Action() != input.ActionLoadBalancerDelete || st.Current.Name != "web-lb" || st.LoadBalancer.Name != "web-lb" {
 		t.Errorf("delete step = %+v", st)
 	}
 	if st.Final != nil {

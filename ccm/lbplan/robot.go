@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/apireq"
-	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // Event reasons of Robot targets, as the official CCM names them. They MUST not change.
@@ -189,23 +189,23 @@ func (m AddIPTarget) Request(a *Actual, _ int64) (apireq.Request, error) {
 // is that target as the policy input's "target" shows it.
 type TargetMutation interface {
 	Mutation
-	PolicyTarget() policy.LBTarget
+	PolicyTarget() input.LBTarget
 }
 
 var _ = []TargetMutation{AddTarget{}, RemoveTarget{}, AddIPTarget{}, RemoveIPTarget{}}
 
 // PolicyTarget is the server target added.
-func (m AddTarget) PolicyTarget() policy.LBTarget { return policyTarget(m.Target) }
+func (m AddTarget) PolicyTarget() input.LBTarget { return policyTarget(m.Target) }
 
 // PolicyTarget is the server target removed.
-func (m RemoveTarget) PolicyTarget() policy.LBTarget { return policyTarget(m.Target) }
+func (m RemoveTarget) PolicyTarget() input.LBTarget { return policyTarget(m.Target) }
 
 // PolicyTarget is the IP target added.
-func (m AddIPTarget) PolicyTarget() policy.LBTarget {
-	return policy.LBTarget{Type: string(hcloud.LoadBalancerTargetTypeIP), IP: m.Target.IP}
+func (m AddIPTarget) PolicyTarget() input.LBTarget {
+	return input.LBTarget{Type: string(hcloud.LoadBalancerTargetTypeIP), IP: m.Target.IP}
 }
 
 // PolicyTarget is the IP target removed.
-func (m RemoveIPTarget) PolicyTarget() policy.LBTarget {
-	return policy.LBTarget{Type: string(hcloud.LoadBalancerTargetTypeIP), IP: m.IP}
+func (m RemoveIPTarget) PolicyTarget() input.LBTarget {
+	return input.LBTarget{Type: string(hcloud.LoadBalancerTargetTypeIP), IP: m.IP}
 }

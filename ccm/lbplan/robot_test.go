@@ -8,7 +8,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
-	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // withRobot adds a Robot node bm-<number> to the input.
@@ -141,12 +141,12 @@ func TestCompute_robotTargetsCountAgainstMaxTargets(t *testing.T) {
 func TestTargetMutation_PolicyTarget(t *testing.T) {
 	tests := []struct {
 		m    lbplan.TargetMutation
-		want policy.LBTarget
+		want input.LBTarget
 	}{
-		{lbplan.AddIPTarget{Target: lbplan.IPTarget{IP: "203.0.113.51", Node: "bm-1"}}, policy.LBTarget{Type: "ip", IP: "203.0.113.51"}},
-		{lbplan.RemoveIPTarget{IP: "203.0.113.51"}, policy.LBTarget{Type: "ip", IP: "203.0.113.51"}},
-		{lbplan.AddTarget{Target: lbplan.Target{ServerID: 7, UsePrivateIP: true}}, policy.LBTarget{Type: "server", ServerID: 7, UsePrivateIP: true}},
-		{lbplan.RemoveTarget{Target: lbplan.Target{ServerID: 7}}, policy.LBTarget{Type: "server", ServerID: 7}},
+		{lbplan.AddIPTarget{Target: lbplan.IPTarget{IP: "203.0.113.51", Node: "bm-1"}}, input.LBTarget{Type: "ip", IP: "203.0.113.51"}},
+		{lbplan.RemoveIPTarget{IP: "203.0.113.51"}, input.LBTarget{Type: "ip", IP: "203.0.113.51"}},
+		{lbplan.AddTarget{Target: lbplan.Target{ServerID: 7, UsePrivateIP: true}}, input.LBTarget{Type: "server", ServerID: 7, UsePrivateIP: true}},
+		{lbplan.RemoveTarget{Target: lbplan.Target{ServerID: 7}}, input.LBTarget{Type: "server", ServerID: 7}},
 	}
 	for _, tc := range tests {
 		if got := tc.m.PolicyTarget(); got != tc.want {

@@ -167,9 +167,17 @@ func (l *LoadBalancers) basis(lb *lbplan.Actual) *lbplan.Actual {
 }
 
 // deniedSteps is the executor's DeniedSteps, or the audit's StepDenier on the audit's copy.
+// The executor's answers are reads of a call like any other (reads.go), named by the plan's
+// digest: a replay of a denied group sync gets them without a new decision. Without a digest
+// (no policy revision, unreadable namespace labels) they are not recorded.
 func (l *LoadBalancers) deniedSteps(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) []int {
 	if l.auditDenied != nil {
 		return l.auditDenied(ctx, svc, plan)
 	}
-	return l.exec.DeniedSteps(ctx, svc, plan)
+	key := ""
+	if digest := l.exec.PlanDigest(svc, plan); digest != "" {
+		key = "gate denials of the plan " + digest
+	}
+	denied, _ := read(ctx, key, func() ([]int, error) { return l.exec.DeniedSteps(ctx, svc, plan), nil })
+	return denied
 }

@@ -1,12 +1,11 @@
 package loadbalancer
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,26 +21,29 @@ import (
 // Service (see denialCache) when Options.DenialMaxAge is 0.
 const DefaultDenialMaxAge = time.Hour
 
-// denialCache remembers the last denial of each Service together with a digest of every input
-// it was decided on, so that the service controller's retries of a Service that nothing changed
-// for cost no Hetzner request: a retry with the same digest returns the same error without
-// reading the load balancer, the certificates or the types again.
+// denialCache remembers the last denial of each Service, so that the service controller's
+// retries of a Service that nothing changed for cost no Hetzner request, decision or event.
 //
-// The digest covers what the CCM knows without asking Hetzner: the kind of call (ensure,
-// update, delete), the cluster name, the Service (UID, name, labels, annotations and the whole
-// spec: resourceVersion would change on every status write, generation misses annotation
-// edits), the nodes passed in (name, provider ID, labels, addresses), the load balancer name
-// (annotation or naming plugin) and whether it may rename, the policy revision in force and the labels of the Service's
-// namespace. What it reads from Hetzner (the load balancer, certificates by name, the type list,
-// Robot servers) counts "as last read": a change made behind the CCM's back is seen on the
-// first retry after maxAge, or at once when any input above changes (a new policy revision or
-// namespace labels also trigger a retry through ccm/requeue, which changes an annotation).
+// "Nothing changed" is derived, never listed: the digest of a denial is the gate's digest of the
+// inputs it decided (executor.DeniedError.Inputs: the policy revision and the JSON of every
+// step's policy input), so every input field is in it, fields added later too. A retry knows
+// its digest before any request: each call records the answers of the reads its planning makes
+// (reads.go), and a retry plans again from the denied call's record (replayDigest). A denial is
+// remembered only when that replay gives exactly the inputs the gate decided (remember), so a
+// replay that drifts from the real path can cost requests, never answer a changed Service.
+// The digest also covers the kind of call, the nodes as the planner receives them (a node
+// change is read fresh once even when the plan ignores it) and, for a group member, the plans
+// this CCM sent to the group's load balancer since the call (wroteGroup: another member's sync
+// changes the state the record holds).
 //
-// Only denials by deny messages are remembered: a decision that failed (deadline, unreadable
-// namespace) may pass on the next try. A denial whose other steps ran (steps fail alone) is
-// remembered as the retry meets it: only its denied and skipped steps, nothing applied
-// (executor.DeniedError.Remaining). A call that is not denied forgets the Service.
-// TestDenialCache and TestAPIBudget (ccm) enforce the zero-request retry.
+// The record is Hetzner's state as last read: a change made behind the CCM's back is seen on
+// the first retry after maxAge, or at once with any other change (ccm/requeue retries on new
+// revisions and namespace labels by changing an annotation). Only denials by deny messages are
+// remembered: a failed decision may pass on the next try. A denial whose other steps ran is
+// remembered as the retry meets it (executor.DeniedError.Remaining). Any other result forgets
+// the Service. Tests: TestDenialCache, TestDenialCache_derivedFromInputs,
+// TestRemember_onlyWhatTheReplayReproduces, TestAPIBudget_deniedRetries (ccm),
+// TestGroup_DeniedMemberRetryCostsNothing and TestPlanDigest_coversEveryInputField (executor).
 type denialCache struct {
 	maxAge time.Duration
 	now    func() time.Time
@@ -49,15 +51,18 @@ type denialCache struct {
 	mu      sync.Mutex
 	entries map[types.UID]denialEntry
 	// groupWrites counts, per load balancer group, the plans this CCM sent to the group's load
-	// balancer: a member's sync changes what the others plan from, so it is in their digests
-	// (groupDenialDigest).
+	// balancer: a member's sync changes what the others plan from, so the count when a call
+	// starts is in its digest (replayDigest).
 	groupWrites map[string]uint64
 }
 
+// denialEntry is a remembered denial: its digest (replayDigest), the reads of the call that was
+// denied (reads.go), which a retry plans from, and the error.
 type denialEntry struct {
-	digest string
-	err    error
-	at     time.Time
+	digest  string
+	answers map[string]any
+	err     error
+	at      time.Time
 }
 
 func newDenialCache(maxAge time.Duration) *denialCache {
@@ -78,6 +83,18 @@ func (c *denialCache) groupWriteCount(group string) uint64 {
 	return c.groupWrites[group]
 }
 
+// reads returns the reads of the call whose denial of uid is remembered, if one less than
+// maxAge old is.
+func (c *denialCache) reads(uid types.UID) (map[string]any, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[uid]
+	if !ok || c.now().Sub(e.at) >= c.maxAge {
+		return nil, false
+	}
+	return e.answers, true
+}
+
 // get returns the remembered denial of uid if it was decided on digest less than maxAge ago.
 func (c *denialCache) get(uid types.UID, digest string) error {
 	c.mu.Lock()
@@ -89,10 +106,16 @@ func (c *denialCache) get(uid types.UID, digest string) error {
 	return e.err
 }
 
-// record remembers err for uid and digest when it is a denial by deny messages, and forgets
-// uid otherwise. digest "" (an input that could not be digested) forgets too. Expired entries
-// are dropped on the way, so the map holds at most the Services denied within maxAge.
+// record is keep without reads.
 func (c *denialCache) record(uid types.UID, digest string, err error) {
+	c.keep(uid, digest, nil, err)
+}
+
+// keep remembers err for uid, digest and the reads of its call (answers) when err is a denial
+// by deny messages, and forgets uid otherwise. digest "" (a call whose inputs could not be
+// digested) forgets too. Expired entries are dropped on the way, so the map holds at most the
+// Services denied within maxAge.
+func (c *denialCache) keep(uid types.UID, digest string, answers map[string]any, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.now()
@@ -109,90 +132,102 @@ func (c *denialCache) record(uid types.UID, digest string, err error) {
 	if len(denied.Applied) > 0 { // steps that failed alone: a retry finds the rest applied
 		err = denied.Remaining()
 	}
-	c.entries[uid] = denialEntry{digest: digest, err: err, at: now}
+	c.entries[uid] = denialEntry{digest: digest, answers: answers, err: err, at: now}
 }
 
-// Kinds of call in a denial digest.
+// denialKind is the kind of call of a denial: a denial of one kind does not answer another.
+type denialKind string
+
+// Kinds of call of a denial.
 const (
-	callEnsure = "ensure"
-	callUpdate = "update"
-	callDelete = "delete"
+	callEnsure denialKind = "ensure"
+	callUpdate denialKind = "update"
+	callDelete denialKind = "delete"
 )
 
-// denialDigest digests the inputs of one call for svc (see denialCache); "" when there is no
-// policy revision to name (no policy: nothing is denied) or the namespace labels cannot be read
-// (the decision fails, and a failure is not remembered).
-func (l *LoadBalancers) denialDigest(call, clusterName, name string, rename bool, svc *corev1.Service, nodes []*corev1.Node) string {
-	return l.digest(call, clusterName, name, rename, svc, nodes, nil)
+// denialCall is one call of the cloudprovider.LoadBalancer methods as the denial cache sees it.
+type denialCall struct {
+	kind  denialKind
+	group string // "" for a Service of its own
+	// writes is the group's write count (wroteGroup) when the call started: a write during the
+	// call is a change.
+	writes uint64
+	svc    *corev1.Service
+	nodes  []*corev1.Node
+	// plan plans the call on q without running it: the plan the call hands to the executor,
+	// nil when it hands none. It reads through ctx (reads.go) and never writes.
+	plan func(ctx context.Context, q *LoadBalancers) (*lbplan.Plan, error)
 }
 
-// digest is denialDigest with group (nil for a Service of its own: see groupDenialDigest) in
-// the digested inputs.
-func (l *LoadBalancers) digest(call, clusterName, name string, rename bool, svc *corev1.Service, nodes []*corev1.Node, group any) string {
-	rev, ok := l.exec.PolicyRevision()
+// rememberedDenial returns the remembered denial of c.svc when c plans, from the reads of the
+// denied call, to the digest it was denied on (see denialCache); nil when c must run. It sends
+// no request, decides nothing and records no event.
+func (l *LoadBalancers) rememberedDenial(ctx context.Context, c denialCall) error {
+	answers, ok := l.denied.reads(c.svc.UID)
 	if !ok {
-		return ""
+		return nil
 	}
-	nsLabels, err := l.exec.NamespaceLabels(svc.Namespace)
+	digest, _ := l.replayDigest(ctx, c, answers)
+	if digest == "" {
+		return nil
+	}
+	err := l.denied.get(c.svc.UID, digest)
 	if err != nil {
-		return ""
+		klog.V(2).InfoS("Denied again without a request: planned from the reads of the denied call, the policy inputs, the nodes and the policy revision are unchanged",
+			"service", klog.KObj(c.svc), "err", err)
 	}
-	type node struct {
-		Name, ProviderID string
-		Labels           map[string]string
-		Addresses        []corev1.NodeAddress
-	}
-	ns := make([]node, 0, len(nodes))
-	for _, n := range nodes {
-		if n != nil {
-			ns = append(ns, node{n.Name, n.Spec.ProviderID, n.Labels, n.Status.Addresses})
+	return err
+}
+
+// remember remembers the result err of c, whose reads reads recorded, under the digest of the
+// inputs the gate decided when it is a denial (see denialCache), and forgets the Service
+// otherwise.
+func (l *LoadBalancers) remember(ctx context.Context, c denialCall, reads *readRecord, err error) {
+	answers := reads.recorded()
+	var digest string
+	var denied *executor.DeniedError
+	if errors.As(err, &denied) && denied.Failed == 0 && denied.Inputs != "" {
+		var inputs string
+		if digest, inputs = l.replayDigest(ctx, c, answers); inputs != denied.Inputs {
+			digest = ""
+			klog.V(2).InfoS("Denial not remembered: planning the call again from its reads does not give the inputs the gate decided",
+				"service", klog.KObj(c.svc))
 		}
 	}
-	slices.SortFunc(ns, func(a, b node) int { return strings.Compare(a.Name, b.Name) })
-	b, err := json.Marshal(struct {
-		Call, Cluster, Name, Revision string
-		Rename                        bool
-		UID                           types.UID
-		Namespace, Service            string
-		Labels, Annotations           map[string]string
-		Spec                          corev1.ServiceSpec
-		NamespaceLabels               map[string]string
-		Nodes                         []node
-		Group                         any `json:",omitempty"`
-	}{call, clusterName, name, rev, rename, svc.UID, svc.Namespace, svc.Name, svc.Labels, svc.Annotations, svc.Spec, nsLabels, ns, group})
-	if err != nil {
-		klog.V(2).InfoS("cannot digest the inputs of a load balancer call; its denial is not remembered", "service", klog.KObj(svc), "err", err)
-		return ""
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	l.denied.keep(c.svc.UID, digest, answers, err)
 }
 
-// groupDenialDigest is denialDigest for svc, a member of group: besides svc's own inputs it
-// covers every member of the group as the Service lister has it (namespace/name, UID, age,
-// annotations and spec: the plan of a group is the whole group's) and the plans this CCM sent
-// to the group's load balancer since (denialCache.wroteGroup: another member's sync changes what
-// svc plans from). So an unchanged denied member is denied again without a request, while any
-// change to the group decides again. "" (decide again) when the members cannot be listed.
-func (l *LoadBalancers) groupDenialDigest(call, clusterName, group string, svc *corev1.Service, nodes []*corev1.Node) string {
-	members, err := l.members(svc, group, true)
+// replayDigest plans c again on a quiet copy of l whose reads are answered from answers (the
+// record of a denied call) and returns the digest a denial of c is remembered under, and the
+// executor's PlanDigest of the plan (inputs). The digest covers the kind of call, its group with
+// the group's write count, inputs, and the nodes as the planner receives them. Both are
+// "" when the replay needs a read the call did not make, plans nothing, fails, or the plan has
+// no digest.
+func (l *LoadBalancers) replayDigest(ctx context.Context, c denialCall, answers map[string]any) (digest, inputs string) {
+	rctx, replay := replayReads(ctx, answers)
+	q := l.quiet()
+	q.exec = l.exec // for PlanDigest; nothing runs: c.plan only plans
+	plan, err := c.plan(rctx, q)
+	if err != nil || plan == nil || replay.wasMissed() {
+		return "", ""
+	}
+	if inputs = l.exec.PlanDigest(c.svc, *plan); inputs == "" {
+		return "", ""
+	}
+	nodes, _, err := q.targetNodes(rctx, c.nodes)
+	if err != nil || replay.wasMissed() {
+		return "", ""
+	}
+	b, err := json.Marshal(struct {
+		Call   denialKind
+		Group  string
+		Writes uint64
+		Inputs string
+		Nodes  []lbplan.Node
+	}{c.kind, c.group, c.writes, inputs, nodes})
 	if err != nil {
-		return ""
+		return "", ""
 	}
-	type member struct {
-		Key         string
-		UID         types.UID
-		Created     time.Time
-		Annotations map[string]string
-		Spec        corev1.ServiceSpec
-	}
-	ms := make([]member, 0, len(members))
-	for _, m := range members {
-		ms = append(ms, member{lbplan.Key(m), m.UID, m.CreationTimestamp.UTC(), m.Annotations, m.Spec})
-	}
-	return l.digest(call, clusterName, "", false, svc, nodes, struct {
-		Name    string
-		Writes  uint64
-		Members []member
-	}{group, l.denied.groupWriteCount(group), ms})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:]), inputs
 }

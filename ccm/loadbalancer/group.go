@@ -78,14 +78,18 @@ func groupLBName(leader *corev1.Service, cluster, group string) string {
 // its max age old, which the CCM's own writes keep current); without, it is listed by the
 // labels now (one request) and the cache keeps the answer.
 func (l *LoadBalancers) groupLB(ctx context.Context, group, cluster string, cached bool) (*lbplan.Actual, time.Time, error) {
-	read := l.cache.ReadGroup
+	list := l.cache.ReadGroup
 	if cached {
-		read = l.cache.GetGroup
+		list = l.cache.GetGroup
 	}
-	lbs, readAt, err := read(ctx, group, cluster)
+	r, err := read(ctx, fmt.Sprintf("load balancers of group %s in cluster %s (cached %t)", group, cluster, cached), func() (listed, error) {
+		lbs, readAt, err := list(ctx, group, cluster)
+		return listed{lbs, readAt}, err
+	})
 	if err != nil {
 		return nil, time.Time{}, err
 	}
+	lbs, readAt := r.lbs, r.at
 	lb, err := single(lbs, lbplan.GroupSelector(group, cluster)+": more than one load balancer carries the group's labels")
 	if err != nil {
 		return nil, time.Time{}, err
@@ -126,13 +130,9 @@ func (l *LoadBalancers) findGroupLB(ctx context.Context, svc *corev1.Service, gr
 	if err != nil || lb != nil {
 		return lb, readAt, err
 	}
-	readAt = time.Now()
-	found, _, err := l.read.LoadBalancers.GetByName(ctx, name)
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("get load balancer by name %q: %w", name, err)
-	}
-	if found == nil {
-		return nil, readAt, nil
+	found, readAt, err := l.byName(ctx, name)
+	if err != nil || found == nil {
+		return nil, readAt, err
 	}
 	if found.Labels[lbplan.LabelGroup] == group && found.Labels[lbplan.LabelCluster] == cluster {
 		return lbplan.NewActual(found), readAt, nil // created between the list and this read
@@ -292,19 +292,22 @@ func (l *LoadBalancers) typeInForce(ctx context.Context, leaderD lbplan.Desired,
 
 // syncGroup is ensureGroup with the denial cache, as for a Service of its own: an unchanged
 // retry of a member whose last sync was denied returns the same denial without a request, a new
-// decision or an event (groupDenialDigest says what "unchanged" covers).
+// decision or an event (denialCache says what "unchanged" covers).
 // TestGroup_DeniedMemberRetryCostsNothing tests it.
 func (l *LoadBalancers) syncGroup(ctx context.Context, cluster, group string, svc *corev1.Service, nodes []*corev1.Node, create bool) (*corev1.LoadBalancerStatus, error) {
-	call := callUpdate
+	call := denialCall{kind: callUpdate, group: group, writes: l.denied.groupWriteCount(group), svc: svc, nodes: nodes, plan: func(ctx context.Context, q *LoadBalancers) (*lbplan.Plan, error) {
+		gp, err := q.planGroup(ctx, cluster, group, svc, nodes, create, q.gateDenied(ctx, svc))
+		return gp.plan, err
+	}}
 	if create {
-		call = callEnsure
+		call.kind = callEnsure
 	}
-	digest := l.groupDenialDigest(call, cluster, group, svc, nodes)
-	if err := l.rememberedDenial(svc, digest); err != nil {
+	if err := l.rememberedDenial(ctx, call); err != nil {
 		return nil, err
 	}
-	st, err := l.ensureGroup(ctx, cluster, group, svc, nodes, create)
-	l.denied.record(svc.UID, digest, err)
+	rctx, reads := recordReads(ctx)
+	st, err := l.ensureGroup(rctx, cluster, group, svc, nodes, create)
+	l.remember(ctx, call, reads, err)
 	return st, err
 }
 

@@ -14,6 +14,11 @@
 // calls read it fresh. WatchGroups (group_watch.go) resyncs the members left when one leaves.
 // Every write of a group is a plan the executor gates too, with input.group set.
 //
+// A denied call is remembered (denials.go): an unchanged retry returns the same denial without a
+// request. "Unchanged" is derived from the policy inputs the gate decided, never from a list of
+// fields: each call records the answers of its Hetzner reads (reads.go), and a retry plans again
+// from them to compare its inputs' digest with the denial's.
+//
 // RepairDrift (drift.go) checks every Service's load balancer against the state the CCM's last
 // successful plan left it in, with one labelled list per period, and syncs the Services whose
 // load balancer was changed or deleted by hand, so drift is repaired while the cluster is idle.
@@ -279,7 +284,10 @@ func clusterNetwork(n *hcloud.Network) *lbplan.ClusterNetwork {
 // refreshNetwork reads the cluster network again (one request) and keeps it.
 func (l *LoadBalancers) refreshNetwork(ctx context.Context) (*lbplan.ClusterNetwork, error) {
 	cur := l.network.Load()
-	n, _, err := l.read.Networks.GetByID(ctx, cur.ID)
+	n, err := read(ctx, fmt.Sprintf("network %d", cur.ID), func() (*hcloud.Network, error) {
+		n, _, err := l.read.Networks.GetByID(ctx, cur.ID)
+		return n, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read network %d: %w", cur.ID, err)
 	}
@@ -326,13 +334,14 @@ func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 		return st, err
 	}
 	name, rename := l.name(ctx, clusterName, svc)
-	digest := l.denialDigest(callEnsure, clusterName, name, rename, svc, nodes)
-	if err := l.rememberedDenial(svc, digest); err != nil {
+	call := l.serviceCall(callEnsure, svc, nodes, name, rename)
+	if err := l.rememberedDenial(ctx, call); err != nil {
 		l.track(svc, err, true)
 		return nil, err
 	}
-	lb, d, err := l.reconcile(ctx, svc, nodes, name, rename, true)
-	l.denied.record(svc.UID, digest, err)
+	rctx, reads := recordReads(ctx)
+	lb, d, err := l.reconcile(rctx, svc, nodes, name, rename, true)
+	l.remember(ctx, call, reads, err)
 	l.track(svc, err, true)
 	if errors.Is(err, policy.ErrDenied) {
 		l.clearIfGone(ctx, svc) // a denied re-create of a load balancer deleted by hand (drift.go)
@@ -365,13 +374,14 @@ func (l *LoadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 		return err
 	}
 	name, rename := l.name(ctx, clusterName, svc)
-	digest := l.denialDigest(callUpdate, clusterName, name, rename, svc, nodes)
-	if err := l.rememberedDenial(svc, digest); err != nil {
+	call := l.serviceCall(callUpdate, svc, nodes, name, rename)
+	if err := l.rememberedDenial(ctx, call); err != nil {
 		l.track(svc, err, false)
 		return err
 	}
-	lb, _, err := l.reconcile(ctx, svc, nodes, name, rename, false)
-	l.denied.record(svc.UID, digest, err)
+	rctx, reads := recordReads(ctx)
+	lb, _, err := l.reconcile(rctx, svc, nodes, name, rename, false)
+	l.remember(ctx, call, reads, err)
 	// A missing load balancer is not reconciled here, so only a denial says something; one
 	// deleted behind the CCM's back is recreated by an Ensure (drift.go).
 	l.track(svc, err, false)
@@ -409,29 +419,32 @@ func (l *LoadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 		l.track(svc, err, true)
 		return err
 	}
-	digest := l.denialDigest(callDelete, clusterName, "", false, svc, nil)
-	if err := l.rememberedDenial(svc, digest); err != nil {
+	call := denialCall{kind: callDelete, svc: svc, plan: func(ctx context.Context, q *LoadBalancers) (*lbplan.Plan, error) {
+		lb, _, err := q.byUID(ctx, svc, false)
+		if err != nil || lb == nil {
+			return nil, err
+		}
+		plan, err := lbplan.ComputeDelete(lb)
+		return &plan, err
+	}}
+	if err := l.rememberedDenial(ctx, call); err != nil {
 		l.track(svc, err, true)
 		return err
 	}
-	err := l.ensureDeleted(ctx, svc)
-	l.denied.record(svc.UID, digest, err)
+	rctx, reads := recordReads(ctx)
+	err := l.ensureDeleted(rctx, svc)
+	l.remember(ctx, call, reads, err)
 	l.track(svc, err, true)
 	return err
 }
 
-// rememberedDenial returns the remembered denial of svc when its inputs digest to digest
-// (see denialCache); nil when the call must run.
-func (l *LoadBalancers) rememberedDenial(svc *corev1.Service, digest string) error {
-	if digest == "" {
-		return nil
-	}
-	err := l.denied.get(svc.UID, digest)
-	if err != nil {
-		klog.V(2).InfoS("Denied again without a request: the Service, its nodes, namespace labels and the policy revision are unchanged",
-			"service", klog.KObj(svc), "err", err)
-	}
-	return err
+// serviceCall is the denialCall of an Ensure or Update (kind) of svc, a Service of its own,
+// with the name and rename of l.name: its plan is plan's.
+func (l *LoadBalancers) serviceCall(kind denialKind, svc *corev1.Service, nodes []*corev1.Node, name string, rename bool) denialCall {
+	return denialCall{kind: kind, svc: svc, nodes: nodes, plan: func(ctx context.Context, q *LoadBalancers) (*lbplan.Plan, error) {
+		plan, _, _, err := q.plan(ctx, svc, nodes, name, rename, kind == callEnsure)
+		return plan, err
+	}}
 }
 
 // ensureDeleted is EnsureLoadBalancerDeleted.
@@ -797,7 +810,10 @@ func (l *LoadBalancers) certificates(ctx context.Context, svc *corev1.Service) (
 			ids = append(ids, id)
 			continue
 		}
-		c, _, err := l.read.Certificates.GetByName(ctx, ref)
+		c, err := read(ctx, "certificate named "+ref, func() (*hcloud.Certificate, error) {
+			c, _, err := l.read.Certificates.GetByName(ctx, ref)
+			return c, err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("certificate %q: %w", ref, err)
 		}
@@ -818,7 +834,10 @@ func (l *LoadBalancers) managedCertificate(ctx context.Context, svc *corev1.Serv
 		return 0, nil // bad values are reported by lbplan.NewDesired
 	}
 	sel := lbplan.LabelServiceUID + "=" + string(svc.UID)
-	certs, _, err := l.read.Certificates.List(ctx, hcloud.CertificateListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel, PerPage: 50}})
+	certs, err := read(ctx, "certificates with "+sel, func() ([]*hcloud.Certificate, error) {
+		certs, _, err := l.read.Certificates.List(ctx, hcloud.CertificateListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel, PerPage: 50}})
+		return certs, err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("list certificates by %s: %w", sel, err)
 	}
@@ -843,13 +862,9 @@ func (l *LoadBalancers) find(ctx context.Context, svc *corev1.Service, name stri
 	if err != nil || lb != nil {
 		return lb, readAt, err
 	}
-	readAt = time.Now()
-	found, _, err := l.read.LoadBalancers.GetByName(ctx, name)
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("get load balancer by name %q: %w", name, err)
-	}
-	if found == nil {
-		return nil, readAt, nil
+	found, readAt, err := l.byName(ctx, name)
+	if err != nil || found == nil {
+		return nil, readAt, err
 	}
 	uid, owner := found.Labels[lbplan.LabelServiceUID], found.Labels[lbplan.LabelGroup]
 	if uid != "" && uid != string(svc.UID) || owner != "" {
@@ -892,19 +907,46 @@ func (e *NameConflictError) Error() string {
 // (lbcache.Cache.Get: at most its max age old, a list page shared by every Service); without,
 // it is listed by the UID label now (one request) and the cache keeps the answer.
 func (l *LoadBalancers) byUID(ctx context.Context, svc *corev1.Service, cached bool) (*lbplan.Actual, time.Time, error) {
-	read := l.cache.Read
+	list := l.cache.Read
 	if cached {
-		read = l.cache.Get
+		list = l.cache.Get
 	}
-	lbs, readAt, err := read(ctx, string(svc.UID))
+	r, err := read(ctx, fmt.Sprintf("load balancers of Service %s (cached %t)", svc.UID, cached), func() (listed, error) {
+		lbs, readAt, err := list(ctx, string(svc.UID))
+		return listed{lbs, readAt}, err
+	})
 	if err != nil {
 		return nil, time.Time{}, err
 	}
+	lbs, readAt := r.lbs, r.at
 	lb, err := single(lbs, lbplan.LabelServiceUID+"="+string(svc.UID))
 	if err != nil {
 		return nil, time.Time{}, err
 	}
 	return lb, readAt, nil
+}
+
+// listed is what a list of load balancers answered and when it was read.
+type listed struct {
+	lbs []*lbplan.Actual
+	at  time.Time
+}
+
+// byName returns the load balancer called name (nil for none) and when it was read.
+func (l *LoadBalancers) byName(ctx context.Context, name string) (*hcloud.LoadBalancer, time.Time, error) {
+	type named struct {
+		lb *hcloud.LoadBalancer
+		at time.Time
+	}
+	r, err := read(ctx, "load balancer named "+name, func() (named, error) {
+		at := time.Now()
+		lb, _, err := l.read.LoadBalancers.GetByName(ctx, name)
+		return named{lb, at}, err
+	})
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("get load balancer by name %q: %w", name, err)
+	}
+	return r.lb, r.at, nil
 }
 
 // single returns the one load balancer of lbs, nil for none, or for more than one an error

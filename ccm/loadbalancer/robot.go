@@ -47,7 +47,7 @@ func (l *LoadBalancers) robotNodes(ctx context.Context, nodes []*corev1.Node) (m
 	if len(out) == 0 || l.robot.servers == nil {
 		return out, unknown, nil
 	}
-	servers, err := l.robot.servers.Servers(ctx)
+	servers, err := read(ctx, "robot servers", func() ([]robot.Server, error) { return l.robot.servers.Servers(ctx) })
 	if err != nil {
 		return nil, nil, fmt.Errorf("robot server list for the load balancer's IP targets: %w", err)
 	}

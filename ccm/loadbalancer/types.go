@@ -25,6 +25,19 @@ type typeCache struct {
 
 // get returns the type called name (nil if unknown) and the known names.
 func (c *typeCache) get(ctx context.Context, name string) (*hcloud.LoadBalancerType, []string, error) {
+	type found struct {
+		t     *hcloud.LoadBalancerType
+		known []string
+	}
+	r, err := read(ctx, "load balancer type "+name, func() (found, error) {
+		t, known, err := c.lookup(ctx, name)
+		return found{t, known}, err
+	})
+	return r.t, r.known, err
+}
+
+// lookup is get without the record of reads (reads.go).
+func (c *typeCache) lookup(ctx context.Context, name string) (*hcloud.LoadBalancerType, []string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	result := compatmetrics.ResultHit

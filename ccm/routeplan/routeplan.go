@@ -2,7 +2,8 @@
 // balancers: a pure function from the routes the network has to an ordered list of typed
 // mutations (add_route, delete_route) that the executor decides as a whole, before the first
 // one runs, and then runs in order, each as the API request its Request returns. It imports
-// no client.
+// no client, and takes the policy input types from policy/input, not from the engine
+// (TestPlannersAreLight in ccm/lbplan).
 //
 // A route whose gateway changes is one plan of two mutations (delete the old route, add the
 // new one): when the policy denies either, neither runs and the old route stays.
@@ -18,10 +19,10 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/apireq"
-	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
-// The operations, as in policy.Input.Operation. They MUST not change: policies and metrics
+// The operations, as in input.Input.Operation. They MUST not change: policies and metrics
 // match on them.
 const (
 	OpAddRoute    = "add_route"
@@ -39,7 +40,7 @@ func (r Route) String() string { return r.Destination.String() + " via " + r.Gat
 
 // Mutation is one change of the network's routes, run by the executor with one API call.
 //
-// Action is the policy action (policy.ActionRoute*), Operation the Hetzner operation (also the
+// Action is the policy action (input.ActionRoute*), Operation the Hetzner operation (also the
 // policy input's operation and the metric label), Label a stable human label such as
 // add_route(10.244.1.0/24 via 10.0.0.2) used in logs, events and errors. Apply returns the
 // routes after the mutation, the one model of its effect (the routes cache uses it after a
@@ -63,7 +64,7 @@ var Kinds = []Mutation{Add{}, Delete{}}
 // holds a route once), so applying it twice is applying it once.
 type Add Route
 
-func (Add) Action() string    { return policy.ActionRouteCreate }
+func (Add) Action() string    { return input.ActionRouteCreate }
 func (Add) Operation() string { return OpAddRoute }
 func (m Add) Label() string   { return fmt.Sprintf("%s(%s)", OpAddRoute, Route(m)) }
 func (m Add) Route() Route    { return Route(m) }
@@ -82,7 +83,7 @@ func (m Add) Request(networkID int64) apireq.Request {
 // Delete deletes the route (destination and gateway must both match, as in the API).
 type Delete Route
 
-func (Delete) Action() string    { return policy.ActionRouteDelete }
+func (Delete) Action() string    { return input.ActionRouteDelete }
 func (Delete) Operation() string { return OpDeleteRoute }
 func (m Delete) Label() string   { return fmt.Sprintf("%s(%s)", OpDeleteRoute, Route(m)) }
 func (m Delete) Route() Route    { return Route(m) }

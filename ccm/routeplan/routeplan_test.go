@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
-	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 func route(dest, gw string) routeplan.Route {
@@ -125,8 +125,8 @@ func TestMutations(t *testing.T) {
 		m                 routeplan.Mutation
 		action, op, label string
 	}{
-		{m: routeplan.Add(r), action: policy.ActionRouteCreate, op: "add_route", label: "add_route(10.244.1.0/24 via 10.0.0.2)"},
-		{m: routeplan.Delete(r), action: policy.ActionRouteDelete, op: "delete_route", label: "delete_route(10.244.1.0/24 via 10.0.0.2)"},
+		{m: routeplan.Add(r), action: input.ActionRouteCreate, op: "add_route", label: "add_route(10.244.1.0/24 via 10.0.0.2)"},
+		{m: routeplan.Delete(r), action: input.ActionRouteDelete, op: "delete_route", label: "delete_route(10.244.1.0/24 via 10.0.0.2)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.op, func(t *testing.T) {

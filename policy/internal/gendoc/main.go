@@ -1,6 +1,6 @@
 // Command gendoc writes policy/operations.go from the mutation kinds of ccm/lbplan and
 // ccm/routeplan (lbplan.Kinds, routeplan.Kinds), then docs/reference/policy-input.md and
-// docs/policy-input.schema.json from policy/input.go and those operations (package
+// docs/policy-input.schema.json from policy/input/input.go and those operations (package
 // policy/internal/inputdoc). `go generate ./...` (make generate) runs it from policy;
 // TestGeneratedCurrent in policy fails while a committed file differs.
 package main
@@ -39,7 +39,7 @@ func main() {
 	if err := os.WriteFile("operations.go", code, 0o644); err != nil {
 		log.Fatalf("gendoc: %v", err)
 	}
-	src, err := os.ReadFile("input.go")
+	src, err := os.ReadFile("input/input.go")
 	if err != nil {
 		log.Fatalf("gendoc: %v", err)
 	}
