@@ -11,6 +11,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 )
 
 // maxServices are the listener limits of the load balancer types, which plan (without the API)
@@ -153,7 +154,11 @@ func memberListeners(svc *corev1.Service, members []*corev1.Service, name string
 	var leader lbplan.Desired
 	var lists []lbplan.MemberListeners
 	for i, m := range members {
-		d, err := lbplan.NewDesired(lbplan.Input{Service: m, Name: name, Rename: true, Defaults: o.Config.LoadBalancer})
+		err := lbplan.CheckService(m, plugins.ValidateLoadBalancerName)
+		var d lbplan.Desired
+		if err == nil {
+			d, err = lbplan.NewDesired(lbplan.Input{Service: m, Name: name, Rename: true, Defaults: o.Config.LoadBalancer})
+		}
 		switch {
 		case err != nil && (i == 0 || lbplan.Key(m) == lbplan.Key(svc)):
 			if i == 0 && lbplan.Key(m) != lbplan.Key(svc) {

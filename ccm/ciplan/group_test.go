@@ -216,3 +216,42 @@ func TestRun_GroupMemberRetried(t *testing.T) {
 		t.Errorf("--save-state %+v, want one load balancer with b's listener", after.LoadBalancers)
 	}
 }
+
+// TestRun_PrePlanChecks: plan refuses what the CCM refuses before it plans (lbplan.CheckService),
+// for a Service and for a member of a group, with the error naming the annotation.
+func TestRun_PrePlanChecks(t *testing.T) {
+	single := func(a map[string]string) Manifest {
+		m := groupManifest("a", 1, "", 80)
+		m.Service.Annotations = a
+		return m
+	}
+	grouped := func(a annotation.Name, v string) Manifest {
+		m := groupManifest("a", 1, "web", 80)
+		m.Service.Annotations[string(a)] = v
+		return m
+	}
+	tests := []struct {
+		name    string
+		m       Manifest
+		wantErr string // "" for no error
+	}{
+		{"fine", single(nil), ""},
+		{"name with a leading space", single(map[string]string{string(annotation.LBName): " web"}), string(annotation.LBName)},
+		{"bad node selector", single(map[string]string{string(annotation.LBNodeSelector): "a=(b"}), string(annotation.LBNodeSelector)},
+		{"group member's bad name", grouped(annotation.LBName, " web"), string(annotation.LBName)},
+		{"group member's bad node selector", grouped(annotation.LBNodeSelector, "a=(b"), string(annotation.LBNodeSelector)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Run(context.Background(), Manifests{Services: []Manifest{tt.m}}, Options{Config: config.Config{LoadBalancer: config.LoadBalancer{Location: "fsn1", Type: "lb11"}},
+				Cluster: policy.Cluster{Name: "k8s"}, Decider: &groupsSeen{}})
+			if len(r.Services) != 1 {
+				t.Fatalf("report %+v, want one Service", r)
+			}
+			got := r.Services[0].Error
+			if tt.wantErr == "" && got != "" || !strings.Contains(got, tt.wantErr) {
+				t.Errorf("error %q, want one naming %q", got, tt.wantErr)
+			}
+		})
+	}
+}

@@ -334,11 +334,8 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 // and node selector checks, lbplan.NewDesired with the environment's defaults and no nodes,
 // and lbplan.Compute against lb.
 func compute(svc *corev1.Service, name string, rename bool, lb *hcloud.LoadBalancer, o Options) (lbplan.Plan, error) {
-	if _, err := annotation.LBNodeSelector.Selector(svc); err != nil && !errors.Is(err, annotation.ErrNotSet) {
+	if err := lbplan.CheckService(svc, plugins.ValidateLoadBalancerName); err != nil {
 		return lbplan.Plan{}, err
-	}
-	if n, ok := annotation.LBName.Value(svc); ok && plugins.ValidateLoadBalancerName(n) != nil {
-		return lbplan.Plan{}, &annotation.InvalidError{Name: annotation.LBName, Value: n, Accepted: "1 to 128 characters without leading or trailing whitespace"}
 	}
 	d, err := lbplan.NewDesired(lbplan.Input{Service: svc, Name: name, Rename: rename, Defaults: o.Config.LoadBalancer})
 	if err != nil {

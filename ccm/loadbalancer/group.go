@@ -16,6 +16,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
+	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
@@ -254,8 +255,12 @@ func (l *LoadBalancers) memberListeners(ctx context.Context, svc *corev1.Service
 }
 
 // memberDesired is the desired state m asks for on its own; targets only with nodes, the managed
-// certificate looked up only with managed (the leader's).
+// certificate looked up only with managed (the leader's). The pre-plan checks
+// (lbplan.CheckService) come before any read, as for a Service.
 func (l *LoadBalancers) memberDesired(ctx context.Context, m *corev1.Service, nodes []*corev1.Node, name string, managed bool) (lbplan.Desired, error) {
+	if err := lbplan.CheckService(m, plugins.ValidateLoadBalancerName); err != nil {
+		return lbplan.Desired{}, err
+	}
 	certs, err := l.certificates(ctx, m)
 	if err != nil {
 		return lbplan.Desired{}, err

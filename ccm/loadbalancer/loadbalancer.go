@@ -298,20 +298,6 @@ func (l *LoadBalancers) refreshNetwork(ctx context.Context) (*lbplan.ClusterNetw
 	return clusterNetwork(n), nil
 }
 
-// checkName refuses a name annotation the API would refuse, with the CCM's one name rule
-// (plugins.ValidateLoadBalancerName: Hetzner's 1 to 128 characters, no leading or trailing
-// whitespace), before anything is planned.
-func checkName(svc *corev1.Service) error {
-	n, ok := annotation.LBName.Value(svc)
-	if !ok {
-		return nil
-	}
-	if plugins.ValidateLoadBalancerName(n) != nil {
-		return &annotation.InvalidError{Name: annotation.LBName, Value: n, Accepted: "1 to 128 characters without leading or trailing whitespace"}
-	}
-	return nil
-}
-
 // EnsureLoadBalancer creates or updates the Service's load balancer and returns its status.
 // Implementations must treat the *v1.Service and *v1.Node parameters as read-only and not
 // modify them.
@@ -522,8 +508,9 @@ func (l *LoadBalancers) reconcile(ctx context.Context, svc *corev1.Service, node
 // old); an Ensure reads it fresh, so a change behind the CCM's back is seen at once and a load
 // balancer missing from a stale cache can never be created twice.
 func (l *LoadBalancers) plan(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, name string, rename, create bool) (*lbplan.Plan, lbplan.Desired, time.Time, error) {
-	// The official CCM reads the node selector first: a bad one fails before any warning.
-	if _, err := annotation.LBNodeSelector.Selector(svc); err != nil && !errors.Is(err, annotation.ErrNotSet) {
+	// The pre-plan checks come before any read: the official CCM reads the node selector
+	// first, so a bad one fails before any warning.
+	if err := lbplan.CheckService(svc, plugins.ValidateLoadBalancerName); err != nil {
 		return nil, lbplan.Desired{}, time.Time{}, l.invalid(svc, err)
 	}
 	lb, readAt, err := l.find(ctx, svc, name, !create)
@@ -580,12 +567,9 @@ func (l *LoadBalancers) planWith(ctx context.Context, svc *corev1.Service, nodes
 	return &plan, d, nil
 }
 
-// desired checks the name annotation and builds the desired state; a subnet that is not in the
-// network read at start is looked up again (a subnet added since is found).
+// desired builds the desired state; a subnet that is not in the network read at start is
+// looked up again (a subnet added since is found).
 func (l *LoadBalancers) desired(ctx context.Context, in lbplan.Input) (lbplan.Desired, error) {
-	if err := checkName(in.Service); err != nil {
-		return lbplan.Desired{}, err
-	}
 	d, err := lbplan.NewDesired(in)
 	var usage *annotation.UsageError
 	if errors.As(err, &usage) && usage.Field == string(annotation.LBPrivateSubnetIPRange) {
