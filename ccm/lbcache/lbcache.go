@@ -60,6 +60,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/flight"
 )
 
 // DefaultMaxAge is the max age when Options.MaxAge is 0: long enough that one list serves a
@@ -105,10 +106,10 @@ type Cache struct {
 	now    func() time.Time
 
 	mu      sync.Mutex
-	snap    *snapshot        // the last complete list
-	listing *call            // the list in flight, shared by concurrent Gets
-	entries map[string]entry // per Service UID: written or read alone after a list started
-	groups  map[string]entry // per GroupSelector: a group's load balancer, never listed
+	snap    *snapshot               // the last complete list
+	listing *flight.Call[*snapshot] // the list in flight, shared by concurrent Gets
+	entries map[string]entry        // per Service UID: written or read alone after a list started
+	groups  map[string]entry        // per GroupSelector: a group's load balancer, never listed
 }
 
 // snapshot is one complete list of the labelled load balancers, by Service UID.
@@ -123,13 +124,6 @@ type entry struct {
 	written time.Time // when the entry was stored: newer than a list's start, it wins
 	lbs     []*lbplan.Actual
 	known   bool // false: Forget; the next Get reads the Service alone
-}
-
-// call is a list in flight; done is closed when the result is set.
-type call struct {
-	done chan struct{}
-	snap *snapshot
-	err  error
 }
 
 // New returns a cache reading o.LoadBalancers.
@@ -348,27 +342,22 @@ func (c *Cache) ListGroups(ctx context.Context, cluster string) ([]*lbplan.Actua
 	return all, started, nil
 }
 
-// list returns a new snapshot, starting one list or joining the one in flight. The list runs
-// on its own goroutine without the caller's cancellation, so a caller that gives up does not
-// fail the others; each caller waits until its own context ends.
+// list returns a new snapshot, starting one list or joining the one in flight (flight.Start:
+// a caller that gives up does not fail the others); each caller waits until its own context
+// ends.
 func (c *Cache) list(ctx context.Context) (*snapshot, error) {
 	c.mu.Lock()
+	if c.listing == nil {
+		started := c.now()
+		c.listing = flight.Start(ctx, func(ctx context.Context) (*snapshot, error) { return c.runList(ctx, started) })
+	}
 	cl := c.listing
-	if cl == nil {
-		cl = &call{done: make(chan struct{})}
-		c.listing = cl
-		go c.runList(context.WithoutCancel(ctx), cl, c.now())
-	}
 	c.mu.Unlock()
-	select {
-	case <-cl.done:
-		return cl.snap, cl.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return cl.Wait(ctx)
 }
 
-func (c *Cache) runList(ctx context.Context, cl *call, started time.Time) {
+// runList lists the load balancers, installs the snapshot and ends the list in flight.
+func (c *Cache) runList(ctx context.Context, started time.Time) (*snapshot, error) {
 	cacheRefreshes.WithLabelValues("list").Inc()
 	all, err := c.listAll(ctx, lbplan.LabelServiceUID)
 	var snap *snapshot
@@ -390,9 +379,8 @@ func (c *Cache) runList(ctx context.Context, cl *call, started time.Time) {
 		}
 	}
 	c.listing = nil
-	cl.snap, cl.err = snap, err
 	c.mu.Unlock()
-	close(cl.done)
+	return snap, err
 }
 
 // listAll reads every page of the load balancers matching the label selector sel.
