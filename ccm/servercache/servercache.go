@@ -48,6 +48,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/compatmetrics"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/flight"
 )
 
 // MinMissRefreshInterval is the shortest time between two refreshes caused by a server that
@@ -95,14 +96,14 @@ type Cache struct {
 	now     func() time.Time
 
 	mu          sync.Mutex
-	snap        *snapshot        // mode all: the last complete list
-	lastRefresh time.Time        // start of the last list
-	listing     *call            // the list in flight, shared by concurrent lookups
-	entries     map[string]entry // servers read alone (mode one; mode all: newer than snap)
-	fetching    map[string]*call // reads of one server in flight by key
-	missReads   int              // mode all: servers read alone since the last list
-	liveTokens  float64          // mode all: liveness reads left in the budget
-	liveAt      time.Time        // when liveTokens was last refilled
+	snap        *snapshot               // mode all: the last complete list
+	lastRefresh time.Time               // start of the last list
+	listing     *flight.Call[*snapshot] // the list in flight, shared by concurrent lookups
+	entries     map[string]entry        // servers read alone (mode one; mode all: newer than snap)
+	fetching    map[string]*call        // reads of one server in flight by key
+	missReads   int                     // mode all: servers read alone since the last list
+	liveTokens  float64                 // mode all: liveness reads left in the budget
+	liveAt      time.Time               // when liveTokens was last refilled
 }
 
 // snapshot is one complete list of servers.
@@ -122,7 +123,6 @@ type entry struct {
 // call is a read in flight; done is closed when the result is set.
 type call struct {
 	done   chan struct{}
-	snap   *snapshot
 	server *hcloud.Server
 	err    error
 }
@@ -433,29 +433,23 @@ func (c *Cache) fresh(s *snapshot) bool {
 	return s != nil && c.now().Sub(s.at) <= c.listAge(s)
 }
 
-// list returns a new snapshot, starting one list or joining the one in flight. The list runs
-// on its own goroutine without the caller's cancellation, so a caller that gives up does not
-// fail the others; each caller waits until its own context ends.
+// list returns a new snapshot, starting one list or joining the one in flight (flight.Start:
+// a caller that gives up does not fail the others); each caller waits until its own context
+// ends.
 func (c *Cache) list(ctx context.Context) (*snapshot, error) {
 	c.mu.Lock()
-	cl := c.listing
-	if cl == nil {
-		cl = &call{done: make(chan struct{})}
-		c.listing = cl
+	if c.listing == nil {
 		c.lastRefresh = c.now()
 		started := c.lastRefresh
-		go c.runList(context.WithoutCancel(ctx), cl, started)
+		c.listing = flight.Start(ctx, func(ctx context.Context) (*snapshot, error) { return c.runList(ctx, started) })
 	}
+	cl := c.listing
 	c.mu.Unlock()
-	select {
-	case <-cl.done:
-		return cl.snap, cl.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return cl.Wait(ctx)
 }
 
-func (c *Cache) runList(ctx context.Context, cl *call, started time.Time) {
+// runList lists the servers, installs the snapshot and ends the list in flight.
+func (c *Cache) runList(ctx context.Context, started time.Time) (*snapshot, error) {
 	cacheRefreshes.WithLabelValues("list").Inc()
 	all, err := c.servers.All(ctx)
 	var snap *snapshot
@@ -481,9 +475,8 @@ func (c *Cache) runList(ctx context.Context, cl *call, started time.Time) {
 		}
 	}
 	c.listing = nil
-	cl.snap, cl.err = snap, err
 	c.mu.Unlock()
-	close(cl.done)
+	return snap, err
 }
 
 // lookupOne serves mode one: each server is read and cached on its own. A server that does
