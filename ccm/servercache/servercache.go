@@ -96,14 +96,14 @@ type Cache struct {
 	now     func() time.Time
 
 	mu          sync.Mutex
-	snap        *snapshot               // mode all: the last complete list
-	lastRefresh time.Time               // start of the last list
-	listing     *flight.Call[*snapshot] // the list in flight, shared by concurrent lookups
-	entries     map[string]entry        // servers read alone (mode one; mode all: newer than snap)
-	fetching    map[string]*call        // reads of one server in flight by key
-	missReads   int                     // mode all: servers read alone since the last list
-	liveTokens  float64                 // mode all: liveness reads left in the budget
-	liveAt      time.Time               // when liveTokens was last refilled
+	snap        *snapshot                               // mode all: the last complete list
+	lastRefresh time.Time                               // start of the last list
+	listing     *flight.Call[*snapshot]                 // the list in flight, shared by concurrent lookups
+	entries     map[string]entry                        // servers read alone (mode one; mode all: newer than snap)
+	fetching    map[string]*flight.Call[*hcloud.Server] // reads of one server in flight by key
+	missReads   int                                     // mode all: servers read alone since the last list
+	liveTokens  float64                                 // mode all: liveness reads left in the budget
+	liveAt      time.Time                               // when liveTokens was last refilled
 }
 
 // snapshot is one complete list of servers.
@@ -118,13 +118,6 @@ type snapshot struct {
 type entry struct {
 	at     time.Time
 	server *hcloud.Server
-}
-
-// call is a read in flight; done is closed when the result is set.
-type call struct {
-	done   chan struct{}
-	server *hcloud.Server
-	err    error
 }
 
 // count counts one lookup in our series and in the official CCM's (whose subsystem label this
@@ -172,7 +165,7 @@ func New(o Options) (*Cache, error) {
 		budget:     cfg.BudgetPerHour,
 		now:        time.Now,
 		entries:    map[string]entry{},
-		fetching:   map[string]*call{},
+		fetching:   map[string]*flight.Call[*hcloud.Server]{},
 		liveTokens: float64(cfg.BudgetPerHour) / 2,
 	}, nil
 }
@@ -325,7 +318,7 @@ func (c *Cache) lookup(ctx context.Context, key string, find func(*snapshot) *hc
 		cl := c.fetchLocked(ctx, key, fetch)
 		c.mu.Unlock()
 		c.count(compatmetrics.ResultMiss)
-		return wait(ctx, cl)
+		return cl.Wait(ctx)
 	}
 	c.mu.Unlock()
 	c.count(compatmetrics.ResultMiss)
@@ -494,32 +487,24 @@ func (c *Cache) lookupOne(ctx context.Context, key string, fetch func(context.Co
 	cl := c.fetchLocked(ctx, key, fetch)
 	c.mu.Unlock()
 	c.count(compatmetrics.ResultMiss)
-	return wait(ctx, cl)
+	return cl.Wait(ctx)
 }
 
 // fetchLocked starts a read of the one server of key, or joins the one in flight. c.mu must be
 // held.
-func (c *Cache) fetchLocked(ctx context.Context, key string, fetch func(context.Context) (*hcloud.Server, error)) *call {
+func (c *Cache) fetchLocked(ctx context.Context, key string, fetch func(context.Context) (*hcloud.Server, error)) *flight.Call[*hcloud.Server] {
 	cl := c.fetching[key]
 	if cl == nil {
-		cl = &call{done: make(chan struct{})}
+		started := c.now()
+		cl = flight.Start(ctx, func(ctx context.Context) (*hcloud.Server, error) { return c.runOne(ctx, key, fetch, started) })
 		c.fetching[key] = cl
-		go c.runOne(context.WithoutCancel(ctx), key, fetch, cl, c.now())
 	}
 	return cl
 }
 
-// wait returns the server of cl once it is read, or the error of ctx if that ends first.
-func wait(ctx context.Context, cl *call) (*hcloud.Server, error) {
-	select {
-	case <-cl.done:
-		return cl.server, cl.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-func (c *Cache) runOne(ctx context.Context, key string, fetch func(context.Context) (*hcloud.Server, error), cl *call, started time.Time) {
+// runOne reads the one server of key, installs it under both its keys and ends the read in
+// flight.
+func (c *Cache) runOne(ctx context.Context, key string, fetch func(context.Context) (*hcloud.Server, error), started time.Time) (*hcloud.Server, error) {
 	cacheRefreshes.WithLabelValues(kind(key)).Inc()
 	s, err := fetch(ctx)
 	c.mu.Lock()
@@ -533,9 +518,8 @@ func (c *Cache) runOne(ctx context.Context, key string, fetch func(context.Conte
 		c.evictLocked(started)
 	}
 	delete(c.fetching, key)
-	cl.server, cl.err = s, err
 	c.mu.Unlock()
-	close(cl.done)
+	return s, err
 }
 
 // evictLocked drops entries that expired long ago, so the map does not grow without bound.
