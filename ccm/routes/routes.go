@@ -35,6 +35,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/providerid"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/flight"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
@@ -86,19 +87,12 @@ type Routes struct {
 	now         func() time.Time
 
 	mu      sync.Mutex
-	routes  []routeplan.Route // the network's routes as last read plus our own writes since
-	readAt  time.Time         // zero: read again on the next lookup
-	loading *load             // the read in flight, if any
+	routes  []routeplan.Route               // the network's routes as last read plus our own writes since
+	readAt  time.Time                       // zero: read again on the next lookup
+	loading *flight.Call[[]routeplan.Route] // the read in flight, if any
 	// replay holds the plans that ran while a read was in flight (non-nil while recording):
 	// the read may predate them, so they are applied to its result.
 	replay []routeplan.Plan
-}
-
-// load is one read of the network that concurrent lookups share.
-type load struct {
-	done   chan struct{}
-	routes []routeplan.Route
-	err    error
 }
 
 var _ cloudprovider.Routes = (*Routes)(nil)
@@ -458,8 +452,8 @@ func (r *Routes) warnOutsideClusterCIDR(node *corev1.Node, dest netip.Prefix) {
 }
 
 // networkRoutes returns the network's routes: the cached copy while it is younger than
-// NetworkMaxAge, otherwise a new read, shared with every concurrent caller. The read runs
-// without the caller's cancellation, so a caller that gives up does not fail the others.
+// NetworkMaxAge, otherwise a new read, shared with every concurrent caller (flight.Start: a
+// caller that gives up does not fail the others).
 func (r *Routes) networkRoutes(ctx context.Context) ([]routeplan.Route, error) {
 	r.mu.Lock()
 	if !r.readAt.IsZero() && r.now().Sub(r.readAt) <= r.o.NetworkMaxAge {
@@ -467,24 +461,19 @@ func (r *Routes) networkRoutes(ctx context.Context) ([]routeplan.Route, error) {
 		r.mu.Unlock()
 		return routes, nil
 	}
-	l := r.loading
-	if l == nil {
-		l = &load{done: make(chan struct{})}
-		r.loading = l
+	if r.loading == nil {
+		started := r.now()
+		r.loading = flight.Start(ctx, func(ctx context.Context) ([]routeplan.Route, error) { return r.read(ctx, started) })
 		r.replay = []routeplan.Plan{}
-		go r.read(context.WithoutCancel(ctx), l, r.now())
 	}
+	l := r.loading
 	r.mu.Unlock()
-	select {
-	case <-l.done:
-		return l.routes, l.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	return l.Wait(ctx)
 }
 
-// read reads the network for l and installs the result, with the plans that ran meanwhile.
-func (r *Routes) read(ctx context.Context, l *load, started time.Time) {
+// read reads the network and installs the result, with the plans that ran meanwhile, and ends
+// the read in flight.
+func (r *Routes) read(ctx context.Context, started time.Time) ([]routeplan.Route, error) {
 	id := r.o.Network.ID
 	n, _, err := r.o.Networks.GetByID(ctx, id)
 	switch {
@@ -505,9 +494,8 @@ func (r *Routes) read(ctx context.Context, l *load, started time.Time) {
 		r.routes, r.readAt = routes, started
 	}
 	r.loading, r.replay = nil, nil
-	l.routes, l.err = routes, err
 	r.mu.Unlock()
-	close(l.done)
+	return routes, err
 }
 
 // convert returns the network's IPv4 routes for the planner.
