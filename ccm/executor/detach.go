@@ -187,7 +187,7 @@ func (x *Executor) background(ctx context.Context, r *run, reqs []lbplan.Request
 				countMutation(m.Action(), m.Operation(), resultError)
 			}
 			r.applied = nil // counted as applied when the API accepted it
-			return wrapAPIError(reqs[0].Mutation.Label(), err)
+			return wrapAPIError(reqs[0].Mutation, err)
 		}
 	}
 	for i, req := range reqs[1:] {

@@ -152,7 +152,7 @@ func send[R any](ctx context.Context, x *Executor, t target[R], req R, wait wait
 		countMutation(c.Action(), c.Operation(), result)
 	}
 	if err != nil {
-		return false, wrapAPIError(m.Label(), err)
+		return false, wrapAPIError(m, err)
 	}
 	return false, nil
 }
