@@ -146,7 +146,7 @@ func (x *Executor) RunDetached(ctx context.Context, svc *corev1.Service, plan lb
 	r := newRun(svc, plan)
 	var pending *hcloud.Action
 	capture := func(_ context.Context, a *hcloud.Action) error { pending = a; return nil }
-	if _, err := x.send(ctx, r, reqs[0], capture); err != nil {
+	if _, err := send(ctx, x, r, reqs[0], capture); err != nil {
 		return nil, err
 	}
 	final := r.state
@@ -187,7 +187,7 @@ func (x *Executor) background(ctx context.Context, r *run, reqs []lbplan.Request
 				countMutation(m.Action(), m.Operation(), resultError)
 			}
 			r.applied = nil // counted as applied when the API accepted it
-			return wrapAPIError(reqs[0].Mutation.Label(), err)
+			return wrapAPIError(reqs[0].Mutation, err)
 		}
 	}
 	for i, req := range reqs[1:] {
@@ -195,7 +195,7 @@ func (x *Executor) background(ctx context.Context, r *run, reqs []lbplan.Request
 		if i+2 < len(reqs) {
 			wait = x.waitNext
 		}
-		if _, err := x.send(ctx, r, req, wait); err != nil {
+		if _, err := send(ctx, x, r, req, wait); err != nil {
 			return err
 		}
 	}

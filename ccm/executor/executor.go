@@ -16,10 +16,11 @@
 //
 // It is a small interpreter of data: every mutation (ccm/lbplan, ccm/routeplan) says how it is
 // sent, as an apireq.Request (method, path, a body of hcloud-go's schema types, whether to
-// await the action, declared outcomes of error codes). Run goes gate -> send -> wait -> Apply:
-// send (send.go) builds the request from the run's state, vets it, sends it with the client's
-// NewRequest and Do, turns a declared outcome into its result and events, awaits the action
-// and moves the state on with the mutation's Apply (or the create's answer).
+// await the action, declared outcomes of error codes). Run and RunRoutes go gate -> send ->
+// wait -> advance: send (send.go), the one interpreter of every resource, builds the request
+// from the run's state, vets it, sends it with the client's NewRequest and Do, turns a
+// declared outcome into its result and events, awaits the action and moves the state on (a
+// load balancer's: the mutation's Apply, or the create's answer; routes carry none).
 //
 // Start with New, then Run (load balancers), RunDetached (UpdateLoadBalancer's target changes:
 // returns once the API accepted the first request, the rest ends in the background; detach.go)
@@ -72,7 +73,7 @@ type Executor struct {
 	recorder   record.EventRecorder
 	cluster    policy.Cluster
 	namespaces corelisters.NamespaceLister
-	actions    actionWaiter // batched action polls of route writes (routes.go) and detached runs (detach.go)
+	actions    actionWaiter // batched action polls of route writes (RunRoutes) and detached runs (detach.go)
 	detached   detached     // the detached runs in flight (detach.go)
 }
 
@@ -182,7 +183,7 @@ func (x *Executor) runGated(ctx context.Context, svc *corev1.Service, plan lbpla
 	var err error
 	for i := 0; i < len(reqs) && err == nil; i++ {
 		var split bool
-		if split, err = x.send(ctx, r, reqs[i], x.waitAlone); split {
+		if split, err = send(ctx, x, r, reqs[i], x.waitAlone); split {
 			reqs = slices.Insert(reqs, i+1, reqs[i].Split()...)
 		}
 	}

@@ -14,10 +14,11 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 )
 
-// wrapAPIError prefixes err with the mutation label and, for an invalid_input refusal, the
+// wrapAPIError prefixes err with the label of m and, for an invalid_input refusal, the
 // fields the API named with their messages (as the official CCM adds them) and the annotations
 // that set those fields (annotationHints); locked and conflict become retry errors.
-func wrapAPIError(label string, err error) error {
+func wrapAPIError(m step, err error) error {
+	label := m.Label()
 	if hcloud.IsError(err, hcloud.ErrorCodeLocked, hcloud.ErrorCodeConflict) {
 		return fmt.Errorf("%s: %w", label, api.NewRetryError(fmt.Sprintf("load balancer busy, retrying in %s: %v", RetryAfter, err), RetryAfter))
 	}
@@ -25,7 +26,7 @@ func wrapAPIError(label string, err error) error {
 	if fields := invalidFields(err); fields != "" {
 		msg += ": invalid fields: " + strings.ReplaceAll(fields, "%", "%%")
 	}
-	if names := annotationHints(label, err); len(names) > 0 {
+	if names := annotationHints(m, err); len(names) > 0 {
 		quoted := make([]string, len(names))
 		for i, n := range names {
 			quoted[i] = fmt.Sprintf("%q", n)
@@ -102,13 +103,11 @@ func fieldKey(field string) string {
 	return k
 }
 
-// annotationHints names the annotations behind an API refusal of the mutation label, so the
+// annotationHints names the annotations behind an API refusal of the request of m, so the
 // error says what to fix; nil when the refusal points at none. An invalid_input refusal is
-// mapped field by field (fieldAnnotations); the fields ip and dns_ptr depend on the mutation
-// (the private IP of attach_to_network, the record of change_dns_ptr(ipv4|ipv6)), and type is
-// the algorithm of change_algorithm. A refusal without fields (a not_found naming a
+// mapped field by field (fieldAnnotation). A refusal without fields (a not_found naming a
 // certificate) falls back to whole words of its message.
-func annotationHints(label string, err error) []annotation.Name {
+func annotationHints(m step, err error) []annotation.Name {
 	var herr hcloud.Error
 	if !errors.As(err, &herr) {
 		return nil
@@ -131,7 +130,7 @@ func annotationHints(label string, err error) []annotation.Name {
 	var out []annotation.Name
 	if d, ok := herr.Details.(hcloud.ErrorDetailsInvalidInput); ok {
 		for _, f := range d.Fields {
-			if n := fieldAnnotation(label, fieldKey(f.Name)); n != "" && !slices.Contains(out, n) {
+			if n := fieldAnnotation(m, fieldKey(f.Name)); n != "" && !slices.Contains(out, n) {
 				out = append(out, n)
 			}
 		}
@@ -142,21 +141,21 @@ func annotationHints(label string, err error) []annotation.Name {
 	return messageHint(herr.Message)
 }
 
-// fieldAnnotation is the annotation of one field key of a refusal of the mutation label.
-func fieldAnnotation(label, key string) annotation.Name {
-	op := operationOf(label)
-	switch {
-	case key == "dns_ptr" || key == "ip" && op == "change_dns_ptr":
-		if strings.Contains(label, "ipv6") {
-			return annotation.LBPublicIPv6RDNS
+// fieldHinter is a kind whose request has fields that the shared table (fieldAnnotations)
+// does not map, or maps to another annotation: the ip of attach_to_network, the type of
+// change_algorithm. FieldAnnotation returns the annotation of field key of an invalid_input
+// refusal of its request, "" to leave key to the table.
+type fieldHinter interface {
+	FieldAnnotation(key string) annotation.Name
+}
+
+// fieldAnnotation is the annotation of one field key of a refusal of the request of m: its
+// kind's (fieldHinter), else the table's.
+func fieldAnnotation(m step, key string) annotation.Name {
+	if h, ok := m.(fieldHinter); ok {
+		if n := h.FieldAnnotation(key); n != "" {
+			return n
 		}
-		return annotation.LBPublicIPv4RDNS
-	case key == "ip" && op == "attach_to_network":
-		return annotation.LBPrivateIPv4
-	case key == "type" && op == "change_algorithm":
-		return annotation.LBAlgorithmType
-	case key == "type" && op == "change_type":
-		return annotation.LBType
 	}
 	return fieldAnnotations[key]
 }
@@ -181,10 +180,4 @@ func messageHint(message string) []annotation.Name {
 		}
 	}
 	return nil
-}
-
-// operationOf is the operation of a mutation label: "add_service" of "add_service(80)".
-func operationOf(label string) string {
-	op, _, _ := strings.Cut(label, "(")
-	return op
 }

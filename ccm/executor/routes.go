@@ -7,7 +7,7 @@ import (
 	"net/netip"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
-	"k8s.io/klog/v2"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/apireq"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
@@ -23,8 +23,9 @@ const (
 // RunRoutes decides every mutation of plan through the same gate as load balancer plans
 // (actions route.create and route.delete, operations add_route and delete_route, the input's
 // route {destination, gateway, node: plan.Node}) before the first one runs, then runs them in
-// order on network, waiting for each action. Concurrent runs share their action polls (one
-// GET /actions per 50 pending actions and round).
+// order on network with send, the interpreter of load balancer requests too, waiting for each
+// action. Concurrent runs share their action polls (one GET /actions per 50 pending actions
+// and round).
 //
 // Only what the policy decided is sent, as in Run: a mutation whose exact type is not a
 // registered kind (routeplan.Kinds), or a request whose endpoint (apireq.Of) is not its
@@ -61,17 +62,11 @@ func (x *Executor) RunRoutes(ctx context.Context, network *hcloud.Network, plan 
 	if err := x.decideAll(ctx, nodeRef(plan.Node), items); err != nil {
 		return err
 	}
+	r := &routeRun{network: network.ID, decidedID: decided, node: plan.Node}
 	for _, m := range plan.Mutations {
-		klog.InfoS("executing", "op", m.Label(), "network", network.ID, "node", plan.Node)
-		api := m.Request(network.ID)
-		if err := vetRequest(m, api, decided); err != nil {
-			return err // logged and counted as refused
+		if _, err := send(ctx, x, r, m, x.waitShared); err != nil {
+			return err
 		}
-		if err := x.runRoute(ctx, plan.Node, m, api); err != nil {
-			countMutation(m.Action(), m.Operation(), resultError)
-			return wrapAPIError(m.Label(), err)
-		}
-		countMutation(m.Action(), m.Operation(), resultSuccess)
 	}
 	return nil
 }
@@ -91,30 +86,28 @@ func RouteInputs(plan routeplan.Plan, cluster policy.Cluster) []StepInput {
 	return out
 }
 
-// runRoute sends api, the request of m, and waits for its action with the shared waiter; a
-// declared outcome Done (not_found of a delete) counts as done.
-func (x *Executor) runRoute(ctx context.Context, node string, m routeplan.Mutation, api apireq.Request) error {
-	req, err := x.newRequest(ctx, api)
-	if err != nil {
-		return err
-	}
-	var ans reply
-	_, err = x.client.Do(req, &ans)
-	if o, ok := api.On(err); ok {
-		x.report(nodeRef(node), o, m.Label(), "")
-		switch o.Then {
-		case apireq.Done, apireq.Skipped:
-			return nil
-		case apireq.Fail:
-			if o.Err != nil {
-				err = o.Err.Because(err)
-			}
-		}
-	}
-	if err != nil || !api.Wait || ans.Action == nil {
-		return err
-	}
-	return x.actions.wait(ctx, x.client, hcloud.ActionFromSchema(*ans.Action))
+// routeRun is the run of a route plan on a network for send: a route write has no
+// answer to read and no state to carry to the next request.
+type routeRun struct {
+	network   int64 // the network the requests name
+	decidedID int64 // the network the policy decided on (RunRoutes)
+	node      string
+}
+
+func (r *routeRun) build(m routeplan.Mutation) ([]step, apireq.Request, error) {
+	return []step{m}, m.Request(r.network), nil
+}
+
+func (r *routeRun) decided() int64 { return r.decidedID }
+
+func (r *routeRun) object() runtime.Object { return nodeRef(r.node) }
+
+func (r *routeRun) name() string { return "" }
+
+func (r *routeRun) logKeys() []any { return []any{"network", r.network, "node", r.node} }
+
+func (r *routeRun) advance(routeplan.Mutation, apireq.Answer, apireq.Result, reply) error {
+	return nil
 }
 
 // AddRoute runs a plan of one add_route for nodeName (see RunRoutes).

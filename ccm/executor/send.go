@@ -73,20 +73,44 @@ func newRun(svc *corev1.Service, plan lbplan.Plan) *run {
 	return r
 }
 
-// send sends the request of req (lbplan.Request.API, built from the run's state), awaits its
-// action when it says so, moves r.state on (the mutations' Apply, or the create's answer) and
-// records the outcome (metrics, applied labels). A request that is not what the policy decided
-// is refused before it is sent (vetRequest: ErrRefused). An API error with a declared outcome
-// (apireq.Outcome) is that outcome: its events are emitted, Done counts as success, Skipped
-// leaves the state, Split returns split (Run then sends the mutations one request each) and
-// Fail returns the outcome's error. wait awaits the action (Run: hcloud-go's WaitFor;
-// RunDetached: the shared waiter, or a capture that leaves the wait to the background).
-func (x *Executor) send(ctx context.Context, r *run, req lbplan.Request, wait waitFunc) (split bool, err error) {
-	m := req.Mutation
-	klog.InfoS("executing", "op", m.Label(), "inline", req.Labels()[1:], "service", klog.KObj(r.svc), "loadBalancer", lbName(r.state))
-	api, err := req.API(r.state, r.certificateID)
+// target is the resource a run changes, as send sees it: the load balancer of a Service
+// (*run, R lbplan.Request) or the routes of a network (*routeRun, R routeplan.Mutation). It
+// holds the state of the run; send does everything else.
+type target[R any] interface {
+	// build returns the mutations req carries (the decided one first; its label names the
+	// request) and its API request, built from the run's state.
+	build(req R) (carried []step, api apireq.Request, err error)
+	// decided is the ID of the load balancer or network the policy decided on (vetRequest).
+	decided() int64
+	// object is where the events of outcomes go; name names the load balancer in the logs of
+	// outcomes ("" for none); logKeys name the resource in the log line of each request.
+	object() runtime.Object
+	name() string
+	logKeys() []any
+	// advance moves the state on after req's request succeeded (or its outcome was Done or
+	// Skipped); answer is what the request answers with (apireq.Request.Answer).
+	advance(req R, answer apireq.Answer, then apireq.Result, ans reply) error
+}
+
+// send is the one interpreter of requests, for every resource (Run, RunDetached, RunRoutes).
+// It builds the request of req (target.build), awaits its action when it says so, moves the
+// run's state on (target.advance) and counts the outcome of every mutation req carries. A request that is not what the policy
+// decided is refused before it is sent (vetRequest: ErrRefused). An API error with a declared
+// outcome (apireq.Outcome) is that outcome: its events are emitted, Done counts as success,
+// Skipped leaves the state, Split returns split when req carries more than one mutation (the
+// caller then sends them one request each) and Fail returns the outcome's error. wait awaits
+// the action (Run: hcloud-go's WaitFor; RunDetached and RunRoutes: the shared waiter, or a
+// capture that leaves the wait to the background). An error is prefixed with req's label.
+func send[R any](ctx context.Context, x *Executor, t target[R], req R, wait waitFunc) (split bool, err error) {
+	carried, api, err := t.build(req)
+	m := carried[0]
+	labels := make([]string, len(carried))
+	for i, c := range carried {
+		labels[i] = c.Label()
+	}
+	klog.InfoS("executing", append([]any{"op", m.Label(), "inline", labels[1:]}, t.logKeys()...)...)
 	if err == nil {
-		if err := vetRequest(m, api, r.lb); err != nil {
+		if err := vetRequest(m, api, t.decided()); err != nil {
 			return false, err // logged and counted as refused
 		}
 	}
@@ -100,10 +124,10 @@ func (x *Executor) send(ctx context.Context, r *run, req lbplan.Request, wait wa
 	}
 	then := apireq.Fail
 	if o, ok := api.On(err); ok {
-		x.report(r.svc, o, m.Label(), lbName(r.state))
+		x.report(t.object(), o, m.Label(), t.name())
 		switch then = o.Then; then {
 		case apireq.Split:
-			if len(req.Inline) > 0 {
+			if len(carried) > 1 {
 				return true, nil
 			}
 		case apireq.Done, apireq.Skipped:
@@ -118,24 +142,45 @@ func (x *Executor) send(ctx context.Context, r *run, req lbplan.Request, wait wa
 		err = wait(ctx, hcloud.ActionFromSchema(*ans.Action))
 	}
 	if err == nil {
-		err = r.advance(m, api.Answer, then, ans)
+		err = t.advance(req, api.Answer, then, ans)
 	}
 	result := resultSuccess
 	if err != nil {
 		result = resultError
 	}
-	for _, rm := range req.Mutations() {
-		countMutation(rm.Action(), rm.Operation(), result)
+	for _, c := range carried {
+		countMutation(c.Action(), c.Operation(), result)
 	}
 	if err != nil {
-		return false, wrapAPIError(m.Label(), err)
+		return false, wrapAPIError(m, err)
 	}
-	r.applied = append(r.applied, req.Mutations()...)
 	return false, nil
 }
 
-// advance moves the run on after m's request succeeded (or its outcome was Done or Skipped).
-func (r *run) advance(m lbplan.Mutation, kind apireq.Answer, then apireq.Result, ans reply) error {
+func (r *run) build(req lbplan.Request) ([]step, apireq.Request, error) {
+	ms := req.Mutations()
+	carried := make([]step, len(ms))
+	for i, m := range ms {
+		carried[i] = m
+	}
+	api, err := req.API(r.state, r.certificateID)
+	return carried, api, err
+}
+
+func (r *run) decided() int64 { return r.lb }
+
+func (r *run) object() runtime.Object { return r.svc }
+
+func (r *run) name() string { return lbName(r.state) }
+
+func (r *run) logKeys() []any {
+	return []any{"service", klog.KObj(r.svc), "loadBalancer", lbName(r.state)}
+}
+
+// advance moves the run on after req's request succeeded (or its outcome was Done or
+// Skipped) and records its mutations as applied.
+func (r *run) advance(req lbplan.Request, kind apireq.Answer, then apireq.Result, ans reply) error {
+	m := req.Mutation
 	switch {
 	case then == apireq.Skipped:
 	case kind == apireq.AnswerLoadBalancer:
@@ -153,6 +198,7 @@ func (r *run) advance(m lbplan.Mutation, kind apireq.Answer, then apireq.Result,
 	default:
 		r.state = m.Apply(r.state)
 	}
+	r.applied = append(r.applied, req.Mutations()...)
 	return nil
 }
 

@@ -85,7 +85,7 @@ func TestSend_RefusesARequestThatIsNotTheDecidedStep(t *testing.T) {
 	before, _ := testutil.GetCounterMetricValue(refused)
 	emu.ResetRequests()
 	plan := lbplan.Plan{Actual: &lbplan.Actual{ID: id, Name: "web"}, Mutations: []lbplan.Mutation{sendsDelete{}}}
-	_, err = x.send(context.Background(), newRun(nil, plan), plan.Requests()[0], x.waitAlone)
+	_, err = send(context.Background(), x, newRun(nil, plan), plan.Requests()[0], x.waitAlone)
 	if !errors.Is(err, ErrRefused) {
 		t.Errorf("send = %v, want a refusal", err)
 	}

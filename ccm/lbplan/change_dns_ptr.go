@@ -6,6 +6,7 @@ import (
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/apireq"
 )
 
@@ -29,6 +30,18 @@ func (m ChangeDNSPtr) Label() string {
 		return "change_dns_ptr(ipv6)"
 	}
 	return "change_dns_ptr(ipv4)"
+}
+
+// FieldAnnotation names the annotation of the record for the fields dns_ptr and ip of a
+// refusal of its request (the executor's refusal hints); "" for the others.
+func (m ChangeDNSPtr) FieldAnnotation(key string) annotation.Name {
+	switch {
+	case key != "dns_ptr" && key != "ip":
+		return ""
+	case m.IPv6:
+		return annotation.LBPublicIPv6RDNS
+	}
+	return annotation.LBPublicIPv4RDNS
 }
 
 // Apply sets the record (the policy view has no PTR records).

@@ -9,6 +9,7 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/apireq"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
@@ -201,6 +202,15 @@ type ChangeType struct {
 	Type string
 }
 
+// FieldAnnotation names the annotation of the field type of a refusal of its request (the
+// executor's refusal hints); "" for the others.
+func (ChangeType) FieldAnnotation(key string) annotation.Name {
+	if key == "type" {
+		return annotation.LBType
+	}
+	return ""
+}
+
 func (ChangeType) Operation() string { return OpChangeType }
 func (m ChangeType) Label() string   { return fmt.Sprintf("change_type(%s)", m.Type) }
 func (m ChangeType) Apply(a *Actual) *Actual {
@@ -222,6 +232,15 @@ type ChangeAlgorithm struct {
 	Algorithm hcloud.LoadBalancerAlgorithmType
 }
 
+// FieldAnnotation names the annotation of the field type of a refusal of its request (the
+// executor's refusal hints); "" for the others.
+func (ChangeAlgorithm) FieldAnnotation(key string) annotation.Name {
+	if key == "type" {
+		return annotation.LBAlgorithmType
+	}
+	return ""
+}
+
 func (ChangeAlgorithm) Operation() string { return OpChangeAlgorithm }
 func (m ChangeAlgorithm) Label() string   { return fmt.Sprintf("change_algorithm(%s)", m.Algorithm) }
 func (m ChangeAlgorithm) Apply(a *Actual) *Actual {
@@ -237,6 +256,15 @@ func (m ChangeAlgorithm) Request(a *Actual, _ int64) (apireq.Request, error) {
 type AttachNetwork struct {
 	update
 	Network Network
+}
+
+// FieldAnnotation names the annotation of the field ip of a refusal of its request (the
+// executor's refusal hints); "" for the others.
+func (AttachNetwork) FieldAnnotation(key string) annotation.Name {
+	if key == "ip" {
+		return annotation.LBPrivateIPv4
+	}
+	return ""
 }
 
 func (AttachNetwork) Operation() string { return OpAttachToNetwork }

@@ -162,25 +162,39 @@ func policyTargetOf(m Mutation) *input.LBTarget {
 	return nil
 }
 
-// policyListenerOf is the listener m adds or changes (as it is after m), or deletes (as it was
-// in before); nil for other mutations.
+// listenerMutation is implemented by the mutations that add, change or delete one listener:
+// policyListener is that listener as the policy input's "listener" shows it, as it is after m
+// (add, change) or as it was in before (delete); nil when it is not there.
+type listenerMutation interface {
+	Mutation
+	policyListener(before *Actual) *input.LBService
+}
+
+var _ = []listenerMutation{AddService{}, UpdateService{}, DeleteService{}}
+
+// certificateMutation is implemented by the mutations that create a certificate:
+// policyCertificate is that certificate as the policy input's "certificate" shows it.
+type certificateMutation interface {
+	Mutation
+	policyCertificate() *input.Certificate
+}
+
+var _ certificateMutation = CreateManagedCertificate{}
+
+// policyListenerOf is the listener of m (listenerMutation) on before; nil for other mutations.
 func policyListenerOf(m Mutation, before *Actual) *input.LBService {
-	var port int
-	switch m := m.(type) {
-	case AddService:
-		port = m.Listener.ListenPort
-	case UpdateService:
-		port = m.Listener.ListenPort
-	case DeleteService:
-		port = m.ListenPort
-	default:
+	if l, ok := m.(listenerMutation); ok {
+		return l.policyListener(before)
+	}
+	return nil
+}
+
+// policyListenerOn is the policy view of the listener on port of a; nil when a has none.
+func policyListenerOn(a *Actual, port int) *input.LBService {
+	if a == nil {
 		return nil
 	}
-	in := m.Apply(before)
-	if _, del := m.(DeleteService); del {
-		in = before
-	}
-	for _, s := range in.Services {
+	for _, s := range a.Services {
 		if s.ListenPort == port {
 			ps := policyService(s)
 			return &ps
@@ -189,14 +203,29 @@ func policyListenerOf(m Mutation, before *Actual) *input.LBService {
 	return nil
 }
 
-// policyCertificateOf is the managed certificate m creates; nil for other mutations.
+func (m AddService) policyListener(before *Actual) *input.LBService {
+	return policyListenerOn(m.Apply(before), m.Listener.ListenPort)
+}
+
+func (m UpdateService) policyListener(before *Actual) *input.LBService {
+	return policyListenerOn(m.Apply(before), m.Listener.ListenPort)
+}
+
+func (m DeleteService) policyListener(before *Actual) *input.LBService {
+	return policyListenerOn(before, m.ListenPort)
+}
+
+// policyCertificateOf is the certificate of m (certificateMutation); nil for other mutations.
 func policyCertificateOf(m Mutation) *input.Certificate {
-	c, ok := m.(CreateManagedCertificate)
-	if !ok {
-		return nil
+	if c, ok := m.(certificateMutation); ok {
+		return c.policyCertificate()
 	}
-	return &input.Certificate{Type: string(hcloud.CertificateTypeManaged), Name: c.Certificate.Name,
-		Domains: slices.Clone(c.Certificate.Domains), Labels: maps.Clone(c.Certificate.Labels)}
+	return nil
+}
+
+func (m CreateManagedCertificate) policyCertificate() *input.Certificate {
+	return &input.Certificate{Type: string(hcloud.CertificateTypeManaged), Name: m.Certificate.Name,
+		Domains: slices.Clone(m.Certificate.Domains), Labels: maps.Clone(m.Certificate.Labels)}
 }
 
 // view is the policy view of a (nil for none); an attachment to the cluster network that the
