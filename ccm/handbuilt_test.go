@@ -292,19 +292,7 @@ func f(ctx context.Context, r *http.Request) (string, error) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := findingsOf("package x\n\n"+tc.src+"\n", tc.pkg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			joined := strings.Join(got, "\n")
-			if len(tc.want) == 0 && len(got) > 0 {
-				t.Errorf("findings = \n%s\nwant none", joined)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(joined, w) {
-					t.Errorf("findings = \n%s\nwant one with %q", joined, w)
-				}
-			}
+			checkFindings(t, tc.src, tc.pkg, tc.want)
 		})
 	}
 }

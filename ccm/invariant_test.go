@@ -723,19 +723,7 @@ func f(ctx context.Context, r *hcloudclient.LoadBalancerReader, err error) (stri
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := findingsOf("package x\n\n"+tc.src+"\n", tc.pkg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			joined := strings.Join(got, "\n")
-			if len(tc.want) == 0 && len(got) > 0 {
-				t.Errorf("findings = \n%s\nwant none", joined)
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(joined, w) {
-					t.Errorf("findings = \n%s\nwant one with %q", joined, w)
-				}
-			}
+			checkFindings(t, tc.src, tc.pkg, tc.want)
 		})
 	}
 }
@@ -827,3 +815,22 @@ func TestExportedClients(t *testing.T) {
 type importerFunc func(path string) (*types.Package, error)
 
 func (f importerFunc) Import(path string) (*types.Package, error) { return f(path) }
+
+// checkFindings runs the wall's checks (findingsOf) on src as a file of package pkg: with want
+// empty there must be no finding; otherwise a finding must contain each string of want.
+func checkFindings(t *testing.T, src, pkg string, want []string) {
+	t.Helper()
+	got, err := findingsOf("package x\n\n"+src+"\n", pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := strings.Join(got, "\n")
+	if len(want) == 0 && len(got) > 0 {
+		t.Errorf("findings = \n%s\nwant none", joined)
+	}
+	for _, w := range want {
+		if !strings.Contains(joined, w) {
+			t.Errorf("findings = \n%s\nwant one with %q", joined, w)
+		}
+	}
+}

@@ -37,28 +37,8 @@ func TestSchema_typesNested(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			src := "package ccm\n\ndeny contains \"x\" if {\n    " + tt.body + "\n}\n"
-			e := policy.NewEngine(policy.Options{})
-			_, err := e.Load(context.Background(), files("lb.rego", src), policy.Source{Name: "test"})
-			if tt.want == nil {
-				if err != nil {
-					t.Fatalf("Load: %v", err)
-				}
-				return
-			}
-			var lerr *policy.LoadError
-			if !errors.As(err, &lerr) {
-				t.Fatalf("Load error = %v, want a *LoadError", err)
-			}
-			if len(lerr.Problems) != 1 {
-				t.Fatalf("problems = %v, want one", lerr.Problems)
-			}
-			got := lerr.Problems[0].String()
-			for _, w := range tt.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("problem %q\nlacks %q", got, w)
-				}
-			}
-			if e.Revision() != "" {
+			e := checkOneProblem(t, src, tt.want)
+			if tt.want != nil && e.Revision() != "" {
 				t.Errorf("revision %s is in force after a type error", e.Revision())
 			}
 		})
@@ -120,27 +100,7 @@ func TestSchema_objectGetKeys(t *testing.T) {
 			if strings.Contains(tt.body, "object.get(lb") { // the import rows (strict mode: an unused import is an error)
 				src += "\nimport input.load_balancer as lb\n" // after the rule, which Rego allows: the rule's lines stay
 			}
-			e := policy.NewEngine(policy.Options{})
-			_, err := e.Load(context.Background(), files("lb.rego", src), policy.Source{Name: "test"})
-			if tt.want == nil {
-				if err != nil {
-					t.Fatalf("Load: %v", err)
-				}
-				return
-			}
-			var lerr *policy.LoadError
-			if !errors.As(err, &lerr) {
-				t.Fatalf("Load error = %v, want a *LoadError", err)
-			}
-			if len(lerr.Problems) != 1 {
-				t.Fatalf("problems = %v, want one", lerr.Problems)
-			}
-			got := lerr.Problems[0].String()
-			for _, w := range tt.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("problem %q\nlacks %q", got, w)
-				}
-			}
+			checkOneProblem(t, src, tt.want)
 		})
 	}
 }
@@ -157,4 +117,32 @@ func TestSchema_objectGetKeysWithCompileErrors(t *testing.T) {
 	if p := lerr.Problems; p[0].Row != 3 || p[0].Code != "rego_type_error" || p[1].Row != 5 || p[1].Code != "ccm_type_error" {
 		t.Errorf("problems = %v, want the type error of line 3, then the object.get key of line 5", p)
 	}
+}
+
+// checkOneProblem loads src as lb.rego: with want nil it must load; otherwise it must be refused
+// with exactly one problem that contains every string of want. It returns the engine.
+func checkOneProblem(t *testing.T, src string, want []string) *policy.Engine {
+	t.Helper()
+	e := policy.NewEngine(policy.Options{})
+	_, err := e.Load(context.Background(), files("lb.rego", src), policy.Source{Name: "test"})
+	if want == nil {
+		if err != nil {
+			t.Fatalf("Load: %v", err)
+		}
+		return e
+	}
+	var lerr *policy.LoadError
+	if !errors.As(err, &lerr) {
+		t.Fatalf("Load error = %v, want a *LoadError", err)
+	}
+	if len(lerr.Problems) != 1 {
+		t.Fatalf("problems = %v, want one", lerr.Problems)
+	}
+	got := lerr.Problems[0].String()
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("problem %q\nlacks %q", got, w)
+		}
+	}
+	return e
 }
