@@ -217,6 +217,53 @@ func TestRun_GroupMemberRetried(t *testing.T) {
 	}
 }
 
+// port8443Reserved denies every step that adds a listener on 8443.
+type port8443Reserved struct{}
+
+func (port8443Reserved) Decide(_ context.Context, in policy.Input) policy.Decision {
+	adds := in.Listener != nil && in.Listener.ListenPort == 8443
+	if in.Operation == lbplan.OpCreate && in.LoadBalancer != nil {
+		adds = slices.ContainsFunc(in.LoadBalancer.Services, func(s policy.LBService) bool { return s.ListenPort == 8443 })
+	}
+	if adds {
+		return policy.Decision{Deny: []policy.Message{{Msg: "port 8443 reserved"}}}
+	}
+	return policy.Decision{Allowed: true}
+}
+
+// TestRun_GroupMemberPartlyApplied: a denied member whose other steps run changes its group as
+// the CCM does (steps fail alone), and the later members and --save-state see it. The oldest
+// member a (443, 8443) asks for the create and is denied (a create is all or nothing); b creates
+// the load balancer with its own listeners, leaving a out; a, planned again, adds 443 and is
+// denied 8443 (seed 1795778295347155765 of the e2e differential test).
+func TestRun_GroupMemberPartlyApplied(t *testing.T) {
+	a, b := groupManifest("a", 1, "api", 443, 8443), groupManifest("b", 2, "api", 8080, 9090)
+	r := Run(context.Background(), Manifests{Services: []Manifest{a, b}}, Options{Config: config.Config{LoadBalancer: config.LoadBalancer{Location: "fsn1", Type: "lb11"}},
+		Cluster: policy.Cluster{Name: "k8s"}, Decider: port8443Reserved{}})
+	var got []string
+	for _, s := range r.Services {
+		for _, st := range s.Steps {
+			got = append(got, s.Name+": "+st.Label+map[bool]string{true: " runs", false: " does not run"}[st.Runs])
+		}
+	}
+	want := []string{"a: add_service(443) runs", "a: add_service(8443) does not run", "b: create(k8s-group-api) runs"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("steps %q, want %q", got, want)
+	}
+	after := r.After(State{})
+	if len(after.LoadBalancers) != 1 {
+		t.Fatalf("--save-state holds %d load balancers, want the group's one", len(after.LoadBalancers))
+	}
+	var ports []int
+	for _, s := range after.LoadBalancers[0].Services {
+		ports = append(ports, s.ListenPort)
+	}
+	slices.Sort(ports)
+	if !reflect.DeepEqual(ports, []int{443, 8080, 9090}) {
+		t.Errorf("--save-state listeners %v, want [443 8080 9090] (a's 443 runs, its 8443 is denied)", ports)
+	}
+}
+
 // TestRun_PrePlanChecks: plan refuses what the CCM refuses before it plans (lbplan.CheckService),
 // for a Service and for a member of a group, with the error naming the annotation.
 func TestRun_PrePlanChecks(t *testing.T) {

@@ -124,8 +124,10 @@ type ServiceResult struct {
 	// Final is the load balancer after every step, in the policy input's shape; null when the
 	// Service has an error.
 	Final *policy.LoadBalancer `json:"final"`
-	// final is the planner's load balancer after every step (nil: none, or an error), for After.
+	// final is the planner's load balancer after the steps that run (nil: none, or an error),
+	// for After; ran is true when at least one step runs.
 	final *lbplan.Actual
+	ran   bool
 	// seq orders the plans as they were made (retryGroupMembers plans some again), for After.
 	seq int
 	// group is the Service's load balancer group ("" for none) and groupVersion how many
@@ -246,17 +248,21 @@ func Run(ctx context.Context, m Manifests, o Options) Report {
 // backoff, and the CCM decides a group member again once another member's sync changed the
 // group's load balancer (the denial cache's digest counts those writes). For example, a member
 // that syncs first asks for the group's create and is denied for a reason of its own; once
-// another member created the load balancer, its retry may have nothing left to do. It ends: a
-// group changes only through a plan that is allowed, and an allowed member is not planned again.
+// another member created the load balancer, its retry may have nothing left to do. A denied
+// member whose other steps run (steps fail alone) changes its group too; its own change is no
+// reason to plan it again, another member's is. It ends: an allowed member is not planned
+// again, and a denied member at most once per round (the rounds are also capped at one per
+// Service, a guard the tests never reach).
 func retryGroupMembers(ctx context.Context, m Manifests, planned []Manifest, o Options, groups *groupState, results []ServiceResult) {
-	for changed := true; changed; {
+	for round, changed := 0, true; changed && round <= len(results); round++ {
 		changed = false
 		for i, res := range results {
 			if res.Allowed || res.Error != "" || res.group == "" || res.groupVersion == groups.version[res.group] {
 				continue
 			}
+			before := groups.version[res.group]
 			results[i] = planService(ctx, planned[i], namespaceLabels(m, planned[i]), o, groups)
-			changed = changed || results[i].Allowed && results[i].groupVersion != groups.version[res.group]
+			changed = changed || groups.version[res.group] != before
 		}
 	}
 }
@@ -316,12 +322,16 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 	if steps := plan.Steps(); len(steps) > 0 {
 		res.Final = steps[len(steps)-1].Final
 	}
-	res.final = plan.Actual
-	for _, m := range plan.Mutations {
+	// The state the CCM leaves is that of the steps that run (v.Run): all of them when nothing is
+	// denied; on an existing load balancer, the ones a denied step does not skip (steps fail
+	// alone); none for a denied create. The later members of a group plan from it.
+	res.final, res.ran = v.Run.Actual, !v.Run.Empty()
+	for _, m := range v.Run.Mutations {
 		res.final = m.Apply(res.final)
 	}
-	if res.Allowed { // a denied plan sends nothing: the later members plan from the state before it
-		groups.planned(plan, res.final)
+	if res.ran {
+		groups.planned(v.Run, res.final)
+		res.groupVersion = groups.version[res.group] // its own change is no reason to plan it again
 	}
 	res.seq = groups.next()
 	if plan.Empty() && plan.Actual != nil {

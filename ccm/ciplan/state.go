@@ -13,10 +13,11 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 )
 
-// After returns the state the CCM would leave if r's plans ran on st: each allowed Service's
-// load balancer as its last step leaves it (a created one gets the next free ID and no public
-// IP, which only the API assigns); a denied Service changes nothing (the gate denies a plan
-// whole), nor does a Service with an error. The plans apply in the order they were made (a
+// After returns the state the CCM would leave if r's plans ran on st: each Service's load
+// balancer as the steps that run leave it (a created one gets the next free ID and no public
+// IP, which only the API assigns). A denied step skips itself and the steps that need it (steps
+// fail alone, executor.Decide), so a denied create changes nothing, nor does a Service with an
+// error. The plans apply in the order they were made (a
 // group member planned again comes after the others). Other load balancers of st are kept. The
 // members of a load balancer group plan one load balancer: a later member's plan of a load
 // balancer an earlier one creates updates that one (matched by name), it creates no second.
@@ -31,7 +32,7 @@ func (r Report) After(st State) State {
 	}
 	created := map[string]int64{} // by name: the IDs given to the load balancers created here
 	for _, s := range slices.SortedFunc(slices.Values(r.Services), func(a, b ServiceResult) int { return a.seq - b.seq }) {
-		if !s.Allowed || s.Error != "" || s.final == nil || len(s.Steps) == 0 {
+		if !s.ran || s.final == nil {
 			continue
 		}
 		lb := loadBalancerOf(s.final)

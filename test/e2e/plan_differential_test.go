@@ -173,6 +173,7 @@ type planReport struct {
 		Steps           []struct {
 			Label    string `json:"label"`
 			Allowed  bool   `json:"allowed"`
+			Runs     bool   `json:"runs"`
 			Requests []struct {
 				Method string          `json:"method"`
 				Path   string          `json:"path"`
@@ -319,10 +320,11 @@ func TestPlanMatchesCCMOnGeneratedManifests(t *testing.T) {
 		for _, st := range s.Steps {
 			if !st.Allowed {
 				v.denied = append(v.denied, stepLabels(st.Label)...)
-				continue
 			}
-			v.applied = append(v.applied, stepLabels(st.Label)...)
-			v.applied = append(v.applied, inlineListeners(t, st.Requests)...)
+			if st.Runs { // a denied Service's other steps run too (steps fail alone)
+				v.applied = append(v.applied, stepLabels(st.Label)...)
+				v.applied = append(v.applied, inlineListeners(t, st.Requests)...)
+			}
 		}
 		if s.Final != nil {
 			for _, l := range s.Final.Services {
@@ -349,7 +351,9 @@ func TestPlanMatchesCCMOnGeneratedManifests(t *testing.T) {
 	})
 
 	// Per load balancer, the steps the CCM applied are the ones plan sends (a group's by whichever
-	// member's sync), and its listeners are plan's final ones.
+	// member's sync, a denied member's steps that still run among them), and its listeners are
+	// plan's final ones: for a group, those of --save-state, which has every member's steps that
+	// run.
 	lbs := emu.LoadBalancers()
 	applied, planned := map[string][]string{}, map[string][]string{}
 	ports := map[string][]int{}
@@ -361,18 +365,26 @@ func TestPlanMatchesCCMOnGeneratedManifests(t *testing.T) {
 		}
 		ns, name, _ := strings.Cut(key, "/")
 		applied[lbKey] = append(applied[lbKey], appliedLabels(t, c, ns, name)...)
+		planned[lbKey] = append(planned[lbKey], v.applied...)
 		if !v.allowed {
 			continue
 		}
-		planned[lbKey] = append(planned[lbKey], v.applied...)
 		if v.ports != nil {
 			ports[lbKey] = v.ports
+		}
+		if g := groupOf[key]; g != "" {
+			if lb, ok := savedGroupLB(saved, g); ok {
+				ports[lbKey] = lb
+			}
 		}
 		if _, ok := servingLB(lbs, uids[key], groupOf[key]); !ok && v.ports != nil {
 			t.Errorf("%s: served, but no load balancer of it in the emulator", key)
 		}
 	}
 	for lbKey, steps := range planned {
+		if len(steps) == 0 && len(applied[lbKey]) == 0 {
+			continue
+		}
 		if !sameSet(applied[lbKey], steps) {
 			t.Errorf("%s: plan sends %v, the CCM applied %v", lbKey, steps, applied[lbKey])
 		}
@@ -539,6 +551,20 @@ func servingLB(lbs []schema.LoadBalancer, uid, group string) (schema.LoadBalance
 		}
 	}
 	return schema.LoadBalancer{}, false
+}
+
+// savedGroupLB is the listen ports of group's load balancer in plan's --save-state.
+func savedGroupLB(saved ciplan.State, group string) ([]int, bool) {
+	for _, lb := range saved.LoadBalancers {
+		if lb.Labels[labelGroup] == group && lb.Labels[labelCluster] == clusterName {
+			var out []int
+			for _, s := range lb.Services {
+				out = append(out, s.ListenPort)
+			}
+			return out, true
+		}
+	}
+	return nil, false
 }
 
 func lbListenPorts(lb schema.LoadBalancer) []int {
