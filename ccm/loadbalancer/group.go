@@ -440,6 +440,32 @@ func servedError(svc *corev1.Service, group string, gp groupPlan) error {
 	return fmt.Errorf("load balancer group %s: %s; none of %s's ports is left: %w", group, strings.Join(lost, ", "), key, ErrGroupNotServed)
 }
 
+// leaveGroupOnce is leaveGroup with the denial cache, as syncGroup is ensureGroup with it: an
+// unchanged retry of a denied leave (the removal of svc's listeners, or the delete of the group's
+// load balancer when svc was its last member) costs no request, no decision and no event.
+// TestGroup_DeniedLeaveRetryCostsNothing tests it.
+func (l *LoadBalancers) leaveGroupOnce(ctx context.Context, cluster, group string, svc *corev1.Service) error {
+	call := denialCall{kind: callDelete, group: group, writes: l.denied.groupWriteCount(group), svc: svc, plan: func(ctx context.Context, q *LoadBalancers) (*lbplan.Plan, error) {
+		members, err := q.members(svc, group, false)
+		if err != nil {
+			return nil, err
+		}
+		lb, _, err := q.groupLB(ctx, group, cluster, false)
+		if err != nil || lb == nil {
+			return nil, err
+		}
+		plan, err := q.planShrink(group, svc, members, lb)
+		return &plan, err
+	}}
+	if err := l.rememberedDenial(ctx, call); err != nil {
+		return err
+	}
+	rctx, reads := recordReads(ctx)
+	err := l.leaveGroup(rctx, cluster, group, svc)
+	l.remember(ctx, call, reads, err)
+	return err
+}
+
 // leaveGroup is EnsureLoadBalancerDeleted of a member of group: the members left (svc not among
 // them) keep the load balancer, which loses only the listeners of ports no member left
 // declares; with no member left the load balancer is deleted (delete protection honoured:

@@ -224,6 +224,61 @@ func TestGroup_DeniedMemberRetryCostsNothing(t *testing.T) {
 	}
 }
 
+// TestGroup_DeniedLeaveRetryCostsNothing: a member's leave (EnsureLoadBalancerDeleted) that the
+// policy denies (here: no listener may be removed) is remembered as a denied sync is: an
+// unchanged retry sends no request, decides nothing and records no event; another member's write
+// and a new policy revision decide it again.
+func TestGroup_DeniedLeaveRetryCostsNothing(t *testing.T) {
+	a := groupMember("a", 0, "web", []int32{80})
+	b := groupMember("b", 1, "web", []int32{81})
+	g := newGroupEnv(t)
+	g.add(a)
+	g.add(b)
+	g.mustEnsure(a)
+	g.mustEnsure(b)
+	g.decider.denyIf = func(in policy.Input) string {
+		if in.Operation == "delete_service" {
+			return "listeners stay"
+		}
+		return ""
+	}
+	g.decider.revision = "r1"
+	ctx := context.Background()
+	leave := func() error { return g.lbs.EnsureLoadBalancerDeleted(ctx, clusterName, b) }
+	steps := []struct {
+		name    string
+		before  func()
+		decided bool
+	}{
+		{"the first leave", nil, true},
+		{"an unchanged retry", nil, false},
+		{"another unchanged retry", nil, false},
+		{"another member's sync wrote the load balancer", func() {
+			if err := g.lbs.UpdateLoadBalancer(ctx, clusterName, a, g.nodes[:1]); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"unchanged since that write", nil, false},
+		{"a new policy revision", func() { g.decider.mu.Lock(); g.decider.revision = "r2"; g.decider.mu.Unlock() }, true},
+		{"unchanged at last", nil, false},
+	}
+	for _, st := range steps {
+		if st.before != nil {
+			st.before()
+		}
+		g.events()
+		decisions := g.decider.decisions()
+		g.emu.ResetRequests()
+		if err := leave(); !errors.Is(err, policy.ErrDenied) {
+			t.Fatalf("%s: err = %v, want the denial", st.name, err)
+		}
+		reqs, newDecisions, events := requests(g.emu.Counts()), g.decider.decisions()-decisions, g.events()
+		if st.decided != (newDecisions > 0 && len(events) > 0) || !st.decided && (reqs > 0 || newDecisions > 0 || len(events) > 0) {
+			t.Errorf("%s: %d requests, %d decisions, events %v; want decided again: %v", st.name, reqs, newDecisions, events, st.decided)
+		}
+	}
+}
+
 // TestGroup_PreviewLeavesOutDeniedMembers: Preview (the admission webhook's plan) of a group
 // member leaves out the members its DeniedSteps denies only for their listeners, as the CCM's
 // sync does; without DeniedSteps it shows every member.

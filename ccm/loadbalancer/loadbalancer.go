@@ -401,7 +401,7 @@ func (l *LoadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	// A Service with an invalid group annotation (or without the Service lister) can only have
 	// a load balancer of its own: the normal path deletes it, so the Service can go.
 	if group, err := annotation.Group(svc); err == nil && l.services != nil {
-		err = l.leaveGroup(ctx, clusterName, group, svc)
+		err = l.leaveGroupOnce(ctx, clusterName, group, svc)
 		l.track(svc, err, true)
 		return err
 	}
