@@ -59,8 +59,10 @@ func (d *detached) running(uid types.UID) chan struct{} {
 // Settle returns when no detached run of the Service uid is in flight (at once when none is):
 // its failure callback has then run, so a plan made after Settle sees what that run left. The
 // load balancer code calls it before it reads a Service's load balancer to plan; Run and
-// RunDetached call it too, so two runs of one Service never overlap (enforced here, tested by
-// TestRunDetached).
+// RunDetached call it too, so no run of a Service overlaps the background part of its detached
+// run (enforced here, tested by TestRunDetached). Two calls of one Service that plan and run at
+// once are the caller's to serialise (ccm/loadbalancer's lockService and lockGroup, tested by
+// TestConcurrentEnsureAndUpdate).
 //
 // # Errors
 //

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -221,27 +220,21 @@ func (l *LoadBalancers) sweepGroup(ctx context.Context, cluster, group string, l
 	return l.shrinkGroup(ctx, cluster, group, leaver, nil, lb, readAt)
 }
 
-// groupLocks serialises the reconciles of one group within this CCM (the service controller may
-// sync several members at once, and the sweep runs beside it).
-type groupLocks struct {
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+// lockGroup locks group and returns the unlock: the reconciles of one group are serialised within
+// this CCM (the service controller may sync several members at once, and the sweep runs beside
+// it).
+func (l *LoadBalancers) lockGroup(group string) func() {
+	return l.groupLocks.lock(group)
 }
 
-// lockGroup locks group and returns the unlock.
-func (l *LoadBalancers) lockGroup(group string) func() {
-	l.groupLocks.mu.Lock()
-	if l.groupLocks.locks == nil {
-		l.groupLocks.locks = map[string]*sync.Mutex{}
-	}
-	m := l.groupLocks.locks[group]
-	if m == nil {
-		m = &sync.Mutex{}
-		l.groupLocks.locks[group] = m
-	}
-	l.groupLocks.mu.Unlock()
-	m.Lock()
-	return m.Unlock
+// lockService locks the Service uid and returns the unlock: the calls for one Service (an Ensure
+// from the service worker and an Update from the node sync may come at once) plan and send one
+// after the other, so the second plans from what the first left (the cache), never from the
+// state before it. The background part of a detached run is not covered: Settle waits for it.
+// A group's reconciles take lockGroup instead; a member's own load balancer (deleteOwn) is
+// deleted under both, the group's first.
+func (l *LoadBalancers) lockService(uid string) func() {
+	return l.serviceLocks.lock(uid)
 }
 
 // GroupSweepInterval is how often SweepGroups looks again for load balancers of groups without

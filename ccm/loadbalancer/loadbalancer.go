@@ -109,8 +109,9 @@ type LoadBalancers struct {
 	// services lists the cluster's Services, the members of load balancer groups (group.go);
 	// nil: groups are refused.
 	services corelisters.ServiceLister
-	// groupLocks serialise the reconciles of each load balancer group (group_watch.go).
-	groupLocks *groupLocks
+	// groupLocks serialise the reconciles of each load balancer group, serviceLocks the calls
+	// of each Service of its own (lockGroup, lockService).
+	groupLocks, serviceLocks *keyLocks
 	// converged is the state each Service's last successful plan left its load balancer in,
 	// which CheckDrift compares with a fresh list (drift.go).
 	converged converged
@@ -199,7 +200,7 @@ func New(o Options) (*LoadBalancers, error) {
 	l := &LoadBalancers{
 		read: o.Readers, cache: cache, exec: o.Executor, cfg: o.Config, recorder: o.Recorder, namer: o.Namer, denials: o.DenialTracker,
 		types:  &typeCache{list: o.Readers.Types, maxAge: typeMaxAge, now: time.Now},
-		denied: newDenialCache(denialMaxAge), services: o.Services, groupLocks: &groupLocks{},
+		denied: newDenialCache(denialMaxAge), services: o.Services, groupLocks: &keyLocks{}, serviceLocks: &keyLocks{},
 	}
 	if o.Robot {
 		l.robot = &robotTargets{servers: o.RobotClient}
@@ -435,6 +436,7 @@ func (l *LoadBalancers) serviceCall(kind denialKind, svc *corev1.Service, nodes 
 
 // ensureDeleted is EnsureLoadBalancerDeleted.
 func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) error {
+	defer l.lockService(string(svc.UID))()
 	if err := l.exec.Settle(ctx, svc.UID); err != nil { // an Update's detached run (detach.go)
 		return err
 	}
@@ -483,6 +485,7 @@ func (l *LoadBalancers) stored(svc *corev1.Service, state *lbplan.Actual, readAt
 //
 // name and rename are l.name's answer (the caller needs them for the denial digest).
 func (l *LoadBalancers) reconcile(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, name string, rename, create bool) (*lbplan.Actual, lbplan.Desired, error) {
+	defer l.lockService(string(svc.UID))()
 	if err := l.exec.Settle(ctx, svc.UID); err != nil { // an Update's detached run (detach.go)
 		return nil, lbplan.Desired{}, err
 	}

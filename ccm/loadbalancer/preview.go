@@ -83,8 +83,8 @@ func (l *LoadBalancers) quiet() *LoadBalancers {
 		denials:  nil,
 		denied:   newDenialCache(0),
 		services: l.services,
-		// Preview only reads: it takes no group lock, but shares them so the field is set.
-		groupLocks: l.groupLocks,
+		// Preview only reads: it takes no lock, but shares them so the fields are set.
+		groupLocks: l.groupLocks, serviceLocks: l.serviceLocks,
 		// converged stays empty: Preview runs nothing, so it converges nothing (drift.go).
 	}
 	q.network.Store(l.network.Load())
