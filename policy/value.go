@@ -38,6 +38,17 @@ func inputValue(in Input) (ast.Value, error) {
 	if in.Audit { // omitempty
 		items = append(items, item("audit", ast.BooleanTerm(true)))
 	}
+	if in.Inventory != nil { // omitempty
+		items = append(items, item("inventory", inventoryTerm(*in.Inventory)))
+	}
+	if c := in.Cost; c != nil { // omitempty
+		items = append(items, item("cost", ast.ObjectTerm(
+			item("currency", ast.StringTerm(c.Currency)),
+			item("before", amountTerm(c.Before)),
+			item("after", amountTerm(c.After)),
+			item("delta", amountTerm(c.Delta)),
+		)))
+	}
 	return ast.NewObject(items...), nil
 }
 
@@ -200,6 +211,77 @@ func groupTerm(g *Group) *ast.Term {
 			item("max_services", intTerm(g.Capacity.MaxServices)),
 			item("used", intTerm(g.Capacity.Used)),
 		)),
+	)
+}
+
+func inventoryTerm(inv Inventory) *ast.Term {
+	lbs := ast.NullTerm()
+	if inv.LoadBalancers != nil {
+		ts := make([]*ast.Term, len(inv.LoadBalancers))
+		for i, lb := range inv.LoadBalancers {
+			kv := make([][2]*ast.Term, 0, 10)
+			if lb.ID != 0 { // omitempty
+				kv = append(kv, item("id", intTerm(lb.ID)))
+			}
+			ts[i] = ast.ObjectTerm(append(kv,
+				item("name", ast.StringTerm(lb.Name)),
+				item("owner", ast.ObjectTerm(
+					item("kind", ast.StringTerm(lb.Owner.Kind)),
+					item("namespace", ast.StringTerm(lb.Owner.Namespace)),
+					item("name", ast.StringTerm(lb.Owner.Name)),
+				)),
+				item("type", ast.StringTerm(lb.Type)),
+				item("location", ast.StringTerm(lb.Location)),
+				item("network_zone", ast.StringTerm(lb.NetworkZone)),
+				item("listeners", intTerm(lb.Listeners)),
+				item("targets", intTerm(lb.Targets)),
+				item("price", ast.ObjectTerm(
+					item("known", ast.BooleanTerm(lb.Price.Known)),
+					item("monthly_net", ast.FloatNumberTerm(lb.Price.MonthlyNet)),
+					item("monthly_gross", ast.FloatNumberTerm(lb.Price.MonthlyGross)),
+					item("currency", ast.StringTerm(lb.Price.Currency)),
+				)),
+			)...)
+		}
+		lbs = ast.ArrayTerm(ts...)
+	}
+	namespaces := ast.NullTerm()
+	if inv.Namespaces != nil {
+		kv := make([][2]*ast.Term, 0, len(inv.Namespaces))
+		for ns, t := range inv.Namespaces {
+			kv = append(kv, ast.Item(ast.StringTerm(ns), totalsTerm(t)))
+		}
+		namespaces = ast.ObjectTerm(kv...)
+	}
+	return ast.ObjectTerm(
+		item("currency", ast.StringTerm(inv.Currency)),
+		item("load_balancers", lbs),
+		item("namespaces", namespaces),
+		item("cluster", totalsTerm(inv.Cluster)),
+	)
+}
+
+func totalsTerm(t Totals) *ast.Term {
+	byType := ast.NullTerm()
+	if t.ByType != nil {
+		kv := make([][2]*ast.Term, 0, len(t.ByType))
+		for typ, n := range t.ByType {
+			kv = append(kv, ast.Item(ast.StringTerm(typ), intTerm(n)))
+		}
+		byType = ast.ObjectTerm(kv...)
+	}
+	return ast.ObjectTerm(
+		item("load_balancers", intTerm(t.LoadBalancers)),
+		item("by_type", byType),
+		item("monthly_net", ast.FloatNumberTerm(t.MonthlyNet)),
+		item("monthly_gross", ast.FloatNumberTerm(t.MonthlyGross)),
+	)
+}
+
+func amountTerm(a Amount) *ast.Term {
+	return ast.ObjectTerm(
+		item("monthly_net", ast.FloatNumberTerm(a.MonthlyNet)),
+		item("monthly_gross", ast.FloatNumberTerm(a.MonthlyGross)),
 	)
 }
 
