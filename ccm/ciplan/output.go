@@ -70,7 +70,17 @@ func (r Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  final: %s type=%s at=%s public=%t listeners=[%s] targets=%d\n",
 				f.Name, f.Type, where, f.PublicInterface, strings.Join(ports, " "), len(f.Targets))
 		}
+		if s.Cost != nil {
+			applied := ""
+			if !s.Allowed {
+				applied = " (denied: not applied)"
+			}
+			fmt.Fprintf(&b, "  cost: %s%s\n", costText(s.Cost, r.unknownCost()), applied)
+		}
 		b.WriteString("\n")
+	}
+	if r.Cost != nil {
+		fmt.Fprintf(&b, "cost of every managed load balancer: %s\n", costText(r.Cost, r.unknownCost()))
 	}
 	switch code := r.ExitCode(); code {
 	case ExitBadInput:
@@ -122,4 +132,12 @@ func writeMessages(b *strings.Builder, kind string, msgs []policy.Message) {
 		}
 		b.WriteString("\n")
 	}
+}
+
+// unknownCost says why a cost is unknown.
+func (r Report) unknownCost() string {
+	if !r.priced {
+		return "no prices: pass --prices FILE or --from-api"
+	}
+	return "the prices list none for a load balancer's type and location"
 }

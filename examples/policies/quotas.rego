@@ -103,5 +103,9 @@ namespace_budget := namespace_labels[quotas.budget_label] if quota_namespace == 
 # amount is true for a string that is a non-negative decimal number.
 amount(s) if regex.match(`^[0-9]+(\.[0-9]+)?$`, s)
 
-# money formats an amount with two decimals.
-money(x) := sprintf("%.2f", [x])
+# money formats a non-negative amount with two decimals. (sprintf's %.2f
+# fails on whole numbers, which Rego keeps as integers.)
+money(x) := s if {
+	cents := round(x * 100)
+	s := sprintf("%d.%02d", [floor(cents / 100), cents % 100])
+}

@@ -124,6 +124,13 @@ test_budget_label_not_a_number_denied if {
 	contains(m.msg, `namespace "default" has the label hcloud-policy-ccm.io/monthly-budget="fifty", which is not an amount`)
 }
 
+test_money_formats_whole_and_fractional_amounts if {
+	data.ccm.money(15) == "15.00"
+	data.ccm.money(5.39) == "5.39"
+	data.ccm.money(16.169999) == "16.17"
+	data.ccm.money(0) == "0.00"
+}
+
 test_route_not_priced if {
 	count(quota_denials(data.inputs.route_create)) == 0
 }

@@ -1,0 +1,174 @@
+package ciplan
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
+)
+
+// Cost is a monthly price before and after a plan: of one Service's load balancer
+// (ServiceResult.Cost) or of every load balancer the cluster manages (Report.Cost). Amounts are
+// monthly, net and gross, in Currency, from the prices plan was given (--prices, --from-api).
+type Cost struct {
+	// Known is false when plan had no prices, or when the prices list none for a load
+	// balancer's type and location; such a load balancer counts as 0.
+	Known bool `json:"known"`
+	// Currency is the currency of the amounts, "EUR".
+	Currency string `json:"currency"`
+	// Before is the monthly price before the plan (0 for a Service whose load balancer does
+	// not exist yet).
+	Before input.Amount `json:"before"`
+	// After is the monthly price once the plan ran. For a Service it is the price of the
+	// load balancer its plan asks for, allowed or not (0 when it deletes it); for the report it
+	// is the total after the steps that run.
+	After input.Amount `json:"after"`
+	// Delta is After - Before.
+	Delta input.Amount `json:"delta"`
+}
+
+// costs keeps the inventory plan decides with: the load balancers of the state (--state,
+// --from-api, or none), then, Service by Service in the order they are planned, the result of
+// each plan's steps that run (inventory.Apply). So the plan's own creates are the inventory of
+// the Services after them, as the CCM's results are for its next decision.
+type costs struct {
+	prices inventory.Prices
+	inv    input.Inventory
+}
+
+// newCosts returns the costs of st, priced by p. A load balancer of st is in the inventory
+// when the CCM manages it: a group's (owned by the group, in its home namespace), or a
+// Service's, owned by the Service of m with its UID (a Service m does not contain counts in
+// namespace "").
+func newCosts(st State, m Manifests, p inventory.Prices) *costs {
+	byUID := map[string]input.Owner{}
+	for _, mf := range m.Services {
+		svc := WithAPIDefaults(mf.Service)
+		byUID[string(svc.UID)] = input.Owner{Kind: inventory.OwnerService, Namespace: svc.Namespace, Name: svc.Name}
+	}
+	var entries []inventory.Entry
+	for _, lb := range st.LoadBalancers {
+		var owner input.Owner
+		switch group, uid := lb.Labels[lbplan.LabelGroup], lb.Labels[lbplan.LabelServiceUID]; {
+		case group != "":
+			owner = input.Owner{Kind: inventory.OwnerGroup, Namespace: lb.Labels[lbplan.LabelGroupNamespace], Name: group}
+		case uid != "":
+			owner = byUID[uid]
+			owner.Kind = inventory.OwnerService
+		default:
+			continue // not the CCM's
+		}
+		entries = append(entries, entryOf(lb, owner))
+	}
+	return &costs{prices: p, inv: inventory.Build(entries, p)}
+}
+
+// entryOf is lb as an inventory entry.
+func entryOf(lb *hcloud.LoadBalancer, owner input.Owner) inventory.Entry {
+	e := inventory.Entry{ID: lb.ID, Name: lb.Name, Owner: owner, Listeners: len(lb.Services), Targets: len(lb.Targets)}
+	if lb.LoadBalancerType != nil {
+		e.Type = lb.LoadBalancerType.Name
+	}
+	if lb.Location != nil {
+		e.Location, e.NetworkZone = lb.Location.Name, string(lb.Location.NetworkZone)
+	}
+	return e
+}
+
+// decider returns d deciding every load balancer input with the current inventory and the
+// step's cost (inventory.StepCost: before is input.current, nil on create; after is
+// input.load_balancer, nil on delete). Routes are not priced.
+func (c *costs) decider(d policy.Decider) policy.Decider {
+	return pricedDecider{Decider: d, inv: c.inv, prices: c.prices}
+}
+
+// applied puts the steps of v that run into the inventory.
+func (c *costs) applied(v executor.Verdict) {
+	for _, sv := range v.Steps {
+		if sv.Runs {
+			c.inv = inventory.Apply(c.inv, sv.Input, c.prices)
+		}
+	}
+}
+
+// known reports whether the prices know lb's price (nil: nothing to price, known).
+func (c *costs) known(lb *input.LoadBalancer) bool {
+	if lb == nil {
+		return true
+	}
+	e := inventory.Entry{Name: lb.Name, Type: lb.Type, Location: lb.Location, NetworkZone: lb.NetworkZone}
+	return inventory.Build([]inventory.Entry{e}, c.prices).LoadBalancers[0].Price.Known
+}
+
+// serviceCost is the cost of a Service's plan from before to after (either nil: none).
+func (c *costs) serviceCost(before, after *input.LoadBalancer) *Cost {
+	sc := inventory.StepCost(before, after, c.prices)
+	return &Cost{
+		Known: c.known(before) && c.known(after), Currency: sc.Currency,
+		Before: sc.Before, After: sc.After, Delta: sc.Delta,
+	}
+}
+
+// total is the cost of every managed load balancer from the inventory before (of the state) to
+// the current one.
+func (c *costs) total(before input.Inventory) *Cost {
+	known := true
+	for _, lb := range append(before.LoadBalancers, c.inv.LoadBalancers...) {
+		known = known && lb.Price.Known
+	}
+	b := input.Amount{MonthlyNet: before.Cluster.MonthlyNet, MonthlyGross: before.Cluster.MonthlyGross}
+	a := input.Amount{MonthlyNet: c.inv.Cluster.MonthlyNet, MonthlyGross: c.inv.Cluster.MonthlyGross}
+	return &Cost{
+		Known: known, Currency: c.inv.Currency, Before: b, After: a,
+		Delta: input.Amount{MonthlyNet: round(a.MonthlyNet - b.MonthlyNet), MonthlyGross: round(a.MonthlyGross - b.MonthlyGross)},
+	}
+}
+
+// round rounds to micros, the precision of the inventory's amounts, so a difference of sums
+// prints as the sums do.
+func round(x float64) float64 {
+	if x < 0 {
+		return -round(-x)
+	}
+	return float64(int64(x*1e6+0.5)) / 1e6
+}
+
+// pricedDecider decides load balancer inputs with an inventory and a cost.
+type pricedDecider struct {
+	policy.Decider
+	inv    input.Inventory
+	prices inventory.Prices
+}
+
+// Decide implements policy.Decider.
+func (d pricedDecider) Decide(ctx context.Context, in policy.Input) policy.Decision {
+	if !strings.HasPrefix(in.Action, "loadbalancer.") {
+		return d.Decider.Decide(ctx, in)
+	}
+	before, after := in.Current, in.LoadBalancer
+	switch in.Action {
+	case policy.ActionLoadBalancerCreate:
+		before = nil
+	case policy.ActionLoadBalancerDelete:
+		after = nil
+	}
+	inv, cost := d.inv, inventory.StepCost(before, after, d.prices)
+	in.Inventory, in.Cost = &inv, &cost
+	return d.Decider.Decide(ctx, in)
+}
+
+// costText is a cost for the text output: "+5.39 EUR/month net (+6.41 gross), 5.39 after".
+func costText(c *Cost, unknown string) string {
+	if c == nil || !c.Known {
+		return "unknown (" + unknown + ")"
+	}
+	return fmt.Sprintf("%+.2f %s/month net (%+.2f gross), %.2f %s/month net (%.2f gross) after",
+		c.Delta.MonthlyNet, c.Currency, c.Delta.MonthlyGross, c.After.MonthlyNet, c.Currency, c.After.MonthlyGross)
+}
