@@ -11,6 +11,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
@@ -45,7 +46,7 @@ func quotaEngine(t *testing.T, quotas string) *policy.Engine {
 
 func testPrices(t *testing.T) inventory.Prices {
 	t.Helper()
-	p, err := ReadPrices("testdata/prices.json")
+	p, err := ReadPrices("../../examples/emulator/load_balancer_types.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,5 +240,29 @@ func TestReadPrices_BadFile(t *testing.T) {
 				t.Errorf("error %v, want one naming --prices %s and %q", err, path, tt.want)
 			}
 		})
+	}
+}
+
+// TestExamplePricesAreTheEmulators: examples/emulator/load_balancer_types.json (the --prices
+// file of the docs and these tests) prices each type and location it lists as the emulator
+// does, read with --from-api: both are the same placeholders.
+func TestExamplePricesAreTheEmulators(t *testing.T) {
+	emu, endpoint := hcloudemu.NewTestServer(t)
+	api, err := PricesFromAPI(context.Background(), config.HCloud{Token: emu.Token(), Endpoint: endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := testPrices(t)
+	var entries []inventory.Entry
+	for _, typ := range []string{"lb11", "lb21", "lb31"} {
+		for _, loc := range []string{"fsn1", "nbg1", "hel1"} {
+			entries = append(entries, inventory.Entry{Name: typ + "@" + loc, Type: typ, Location: loc})
+		}
+	}
+	want, got := inventory.Build(entries, api), inventory.Build(entries, file)
+	for i, w := range want.LoadBalancers {
+		if g := got.LoadBalancers[i]; !w.Price.Known || g.Price != w.Price {
+			t.Errorf("%s: file %+v, emulator %+v", w.Name, g.Price, w.Price)
+		}
 	}
 }

@@ -27,7 +27,7 @@ func TestPlanCommand(t *testing.T) {
 	}
 	const noLocation = "apiVersion: v1\nkind: Service\nmetadata: {name: web, annotations: {load-balancer.hetzner.cloud/name: web}}\nspec: {type: LoadBalancer, ports: [{port: 443}]}\n"
 	const pol = "../../examples/policies"
-	const prices = "../../ccm/ciplan/testdata/prices.json"
+	const prices = "../../examples/emulator/load_balancer_types.json"
 	badPrices := filepath.Join(dir, "prices.json")
 	if err := os.WriteFile(badPrices, []byte(`{"load_balancer_types": [`), 0o644); err != nil {
 		t.Fatal(err)
