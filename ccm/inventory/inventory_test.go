@@ -148,6 +148,7 @@ func TestAddsCost(t *testing.T) {
 		{"audit create", input.Input{Action: input.ActionLoadBalancerCreate, LoadBalancer: lb("lb11"), Audit: true}, false},
 		{"change_type up", input.Input{Action: input.ActionLoadBalancerUpdate, Operation: "change_type", Current: lb("lb11"), LoadBalancer: lb("lb31")}, true},
 		{"change_type down", input.Input{Action: input.ActionLoadBalancerUpdate, Operation: "change_type", Current: lb("lb31"), LoadBalancer: lb("lb11")}, false},
+		{"change_type to a type without price", input.Input{Action: input.ActionLoadBalancerUpdate, Operation: "change_type", Current: lb("lb31"), LoadBalancer: lb("lb21")}, true},
 		{"add_service", input.Input{Action: input.ActionLoadBalancerUpdate, Operation: "add_service", Current: lb("lb11"), LoadBalancer: lb("lb11")}, false},
 		{"delete", input.Input{Action: input.ActionLoadBalancerDelete, Current: lb("lb11")}, false},
 		{"route", input.Input{Action: input.ActionRouteCreate, Route: &input.Route{}}, false},

@@ -28,6 +28,7 @@ type ActionFailureTracker interface {
 func (l *LoadBalancers) runDetached(ctx context.Context, svc *corev1.Service, plan lbplan.Plan, readAt time.Time) (*lbplan.Actual, error) {
 	var kept sync.Mutex
 	kept.Lock()
+	unlock := l.costLock(plan)
 	state, err := l.exec.RunDetached(ctx, svc, plan, func(err error) {
 		kept.Lock()
 		defer kept.Unlock()
@@ -37,6 +38,7 @@ func (l *LoadBalancers) runDetached(ctx context.Context, svc *corev1.Service, pl
 		}
 	})
 	l.stored(svc, state, readAt, err)
+	unlock()
 	kept.Unlock()
 	return state, err
 }
@@ -47,6 +49,7 @@ func (l *LoadBalancers) runDetached(ctx context.Context, svc *corev1.Service, pl
 func (l *LoadBalancers) runDetachedGroup(ctx context.Context, cluster, group string, svc *corev1.Service, plan lbplan.Plan, readAt time.Time) (*lbplan.Actual, error) {
 	var kept sync.Mutex
 	kept.Lock()
+	unlock := l.costLock(plan)
 	state, err := l.exec.RunDetached(ctx, svc, plan, func(err error) {
 		kept.Lock()
 		defer kept.Unlock()
@@ -56,6 +59,7 @@ func (l *LoadBalancers) runDetachedGroup(ctx context.Context, cluster, group str
 		}
 	})
 	l.storedGroup(group, cluster, state, readAt, err)
+	unlock()
 	kept.Unlock()
 	return state, err
 }

@@ -350,8 +350,10 @@ func (l *LoadBalancers) ensureGroup(ctx context.Context, cluster, group string, 
 	}
 	var state *lbplan.Actual
 	if create {
+		unlock := l.costLock(*gp.plan)
 		state, err = l.exec.Run(ctx, svc, *gp.plan)
 		l.storedGroup(group, cluster, state, gp.readAt, err)
+		unlock()
 	} else {
 		state, err = l.runDetachedGroup(ctx, cluster, group, svc, *gp.plan, gp.readAt)
 	}
