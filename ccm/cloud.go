@@ -405,3 +405,4 @@ func (c *Cloud) logStart(network *hcloud.Network) {
 // the method by this interface); the compiler keeps the method set matching.
 var _ loadbalancer.ActionFailureTracker = (*requeue.Requeuer)(nil)
 var _ loadbalancer.ActionRetryTracker = (*requeue.Requeuer)(nil)
+var _ loadbalancer.RoomTracker = (*requeue.Requeuer)(nil)

@@ -227,3 +227,14 @@ func find(entries []Entry, lb *input.LoadBalancer) int {
 		return e.Name == lb.Name
 	})
 }
+
+// Without returns the inventory without the load balancers of owner: the inventory before the
+// create that the policy audit shows an existing load balancer as (ccm/loadbalancer,
+// AuditPlans), so a quota is judged as for a fresh create. It does not modify inv.
+func Without(inv input.Inventory, owner input.Owner, p Prices) input.Inventory {
+	entries := slices.DeleteFunc(Entries(inv), func(e Entry) bool { return e.Owner == owner })
+	if len(entries) == len(inv.LoadBalancers) {
+		return inv
+	}
+	return Build(entries, p)
+}

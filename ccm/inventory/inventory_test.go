@@ -234,6 +234,25 @@ func TestApply(t *testing.T) {
 	}
 }
 
+func TestWithout(t *testing.T) {
+	p := testPrices(t)
+	group := input.Owner{Kind: inventory.OwnerGroup, Namespace: "a", Name: "shared"}
+	base := []inventory.Entry{
+		{ID: 1, Name: "one", Owner: svcOwner("a", "one"), Type: "lb11", Location: "fsn1"},
+		{ID: 2, Name: "g", Owner: group, Type: "lb31", Location: "fsn1"},
+	}
+	inv := inventory.Build(base, p)
+	if d := cmp.Diff(inventory.Build(base[1:], p), inventory.Without(inv, svcOwner("a", "one"), p)); d != "" {
+		t.Errorf("Without a Service (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(inventory.Build(base[:1], p), inventory.Without(inv, group, p)); d != "" {
+		t.Errorf("Without a group (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(inv, inventory.Without(inv, svcOwner("b", "one"), p)); d != "" {
+		t.Errorf("Without an owner of none (-want +got):\n%s", d)
+	}
+}
+
 func TestParsePrices(t *testing.T) {
 	tests := []struct {
 		name    string

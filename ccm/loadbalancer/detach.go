@@ -40,6 +40,7 @@ func (l *LoadBalancers) runDetached(ctx context.Context, svc *corev1.Service, pl
 	l.stored(svc, state, readAt, err)
 	unlock()
 	kept.Unlock()
+	l.freed(plan, err)
 	return state, err
 }
 
@@ -61,6 +62,7 @@ func (l *LoadBalancers) runDetachedGroup(ctx context.Context, cluster, group str
 	l.storedGroup(group, cluster, state, readAt, err)
 	unlock()
 	kept.Unlock()
+	l.freed(plan, err)
 	return state, err
 }
 

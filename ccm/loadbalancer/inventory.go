@@ -169,3 +169,40 @@ func addsCost(plan lbplan.Plan, prices inventory.Prices) bool {
 	}
 	return false
 }
+
+// RoomTracker is implemented by a DenialTracker that retries the denied Services when the
+// inventory gains room (ccm/requeue's Requeuer does).
+type RoomTracker interface {
+	// RoomAppeared retries the denied Services; text says what made room.
+	RoomAppeared(text string)
+}
+
+// freed tells the denial tracker, when it is a RoomTracker, that plan ran (err nil) and made
+// room: it deleted a load balancer or changed one to a type not dearer (frees). Callers call it
+// once the run's result is in the cache (stored, storedGroup), so the retried Services are
+// decided on an inventory without what was freed.
+func (l *LoadBalancers) freed(plan lbplan.Plan, err error) {
+	t, ok := l.denials.(RoomTracker)
+	if !ok || err != nil {
+		return
+	}
+	if what := frees(plan, l.types.prices()); what != "" {
+		t.RoomAppeared(what)
+	}
+}
+
+// frees names the step of plan that makes room, or "": a delete, or a change to a type that
+// does not add cost (inventory.AddsCost).
+func frees(plan lbplan.Plan, prices inventory.Prices) string {
+	for _, st := range plan.Steps() {
+		in := input.Input{Action: st.Mutation.Action(), Current: st.Current, LoadBalancer: st.LoadBalancer}
+		switch {
+		case in.Action == input.ActionLoadBalancerDelete && st.Current != nil:
+			return "load balancer " + st.Current.Name + " deleted"
+		case in.Action == input.ActionLoadBalancerUpdate && st.Current != nil && st.LoadBalancer != nil &&
+			st.Current.Type != st.LoadBalancer.Type && !inventory.AddsCost(in, prices):
+			return "load balancer " + st.Current.Name + " changed to " + st.LoadBalancer.Type
+		}
+	}
+	return ""
+}

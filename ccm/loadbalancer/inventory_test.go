@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
@@ -134,5 +135,72 @@ func TestQuota_concurrentCreatesSerialised(t *testing.T) {
 		if created != 1 || denied != 1 {
 			t.Errorf("round %d: %d created, %d denied; want exactly one of the two created", round, created, denied)
 		}
+	}
+}
+
+// roomTracker is a DenialTracker and RoomTracker that records what it is told.
+type roomTracker struct {
+	mu     sync.Mutex
+	denied map[string]bool
+	rooms  []string
+}
+
+func (r *roomTracker) Denied(svc *corev1.Service) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.denied[svc.Name] = true
+}
+
+func (r *roomTracker) Settled(svc *corev1.Service) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.denied, svc.Name)
+}
+
+func (r *roomTracker) RoomAppeared(text string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rooms = append(r.rooms, text)
+}
+
+// TestQuota_roomAppearsOnDelete: a create denied by a quota is answered again without a request
+// while nothing changes (the denial cache: the inventory is in its digest); deleting a load
+// balancer of the namespace tells the tracker that room appeared, and the denied Service's next
+// sync is decided on the new inventory and passes.
+func TestQuota_roomAppearsOnDelete(t *testing.T) {
+	tracker := &roomTracker{denied: map[string]bool{}}
+	g := newGroupEnv(t, withLBOption(func(o *loadbalancer.Options) { o.DenialTracker = tracker }))
+	g.decider.revision = "r1"
+	g.decider.denyIf = quota(1)
+	first := g.quotaService("team-a", "first")
+	g.mustEnsure(first)
+	if err := g.lbs.PrimeInventory(context.Background(), clusterName); err != nil {
+		t.Fatal(err)
+	}
+	second := g.quotaService("team-a", "second")
+	if _, err := g.ensure(second); !errors.Is(err, policy.ErrDenied) {
+		t.Fatalf("EnsureLoadBalancer over the quota = %v, want a denial", err)
+	}
+	before := len(g.emu.Requests())
+	if _, err := g.ensure(second); !errors.Is(err, policy.ErrDenied) {
+		t.Fatalf("unchanged retry = %v, want the same denial", err)
+	}
+	if n := len(g.emu.Requests()) - before; n != 0 {
+		t.Errorf("the unchanged retry of a denied Service sent %d requests, want 0", n)
+	}
+	if len(tracker.rooms) != 0 || !tracker.denied["second"] {
+		t.Fatalf("before the delete: rooms %v, denied %v; want no room and second denied", tracker.rooms, tracker.denied)
+	}
+	if err := g.lbs.EnsureLoadBalancerDeleted(context.Background(), clusterName, first); err != nil {
+		t.Fatal(err)
+	}
+	if len(tracker.rooms) != 1 {
+		t.Fatalf("room appeared %v after the delete, want once", tracker.rooms)
+	}
+	if _, err := g.ensure(second); err != nil {
+		t.Fatalf("EnsureLoadBalancer after room appeared = %v, want the create", err)
+	}
+	if tracker.denied["second"] {
+		t.Error("second is still tracked as denied after its create")
 	}
 }

@@ -458,6 +458,7 @@ func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) 
 	}
 	state, err := l.exec.Run(ctx, svc, plan)
 	l.stored(svc, state, readAt, err)
+	l.freed(plan, err)
 	return err
 }
 
@@ -502,6 +503,7 @@ func (l *LoadBalancers) reconcile(ctx context.Context, svc *corev1.Service, node
 	state, err := l.exec.Run(ctx, svc, *plan)
 	l.stored(svc, state, readAt, err)
 	unlock()
+	l.freed(*plan, err)
 	return state, d, err
 }
 
