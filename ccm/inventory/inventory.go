@@ -128,8 +128,9 @@ func (a amount) input() input.Amount {
 	return input.Amount{MonthlyNet: a.net.float(), MonthlyGross: a.gross.float()}
 }
 
-// AddsCost reports whether the step of in adds cost: a create, or an update to a dearer type
-// (cost delta above 0). Such steps are the ones a quota rule must see one at a time.
+// AddsCost reports whether the step of in adds cost: a create, or a change of type that is not
+// known to be cheaper or as dear (a price of either type unknown counts as dearer). Such steps
+// are the ones a quota rule must see one at a time.
 func AddsCost(in input.Input, p Prices) bool {
 	switch {
 	case in.Audit || in.LoadBalancer == nil:
@@ -137,8 +138,9 @@ func AddsCost(in input.Input, p Prices) bool {
 	case in.Action == input.ActionLoadBalancerCreate:
 		return true
 	case in.Current != nil && in.Current.Type != in.LoadBalancer.Type:
-		c := StepCost(in.Current, in.LoadBalancer, p)
-		return c.Delta.MonthlyGross > 0 || c.Delta.MonthlyNet > 0
+		before, knownBefore := p.lookup(in.Current.Type, in.Current.Location, in.Current.NetworkZone)
+		after, knownAfter := p.lookup(in.LoadBalancer.Type, in.LoadBalancer.Location, in.LoadBalancer.NetworkZone)
+		return !knownBefore || !knownAfter || after.gross > before.gross || after.net > before.net
 	}
 	return false
 }
@@ -224,4 +226,15 @@ func find(entries []Entry, lb *input.LoadBalancer) int {
 		}
 		return e.Name == lb.Name
 	})
+}
+
+// Without returns the inventory without the load balancers of owner: the inventory before the
+// create that the policy audit shows an existing load balancer as (ccm/loadbalancer,
+// AuditPlans), so a quota is judged as for a fresh create. It does not modify inv.
+func Without(inv input.Inventory, owner input.Owner, p Prices) input.Inventory {
+	entries := slices.DeleteFunc(Entries(inv), func(e Entry) bool { return e.Owner == owner })
+	if len(entries) == len(inv.LoadBalancers) {
+		return inv
+	}
+	return Build(entries, p)
 }

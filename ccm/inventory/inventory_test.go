@@ -148,6 +148,7 @@ func TestAddsCost(t *testing.T) {
 		{"audit create", input.Input{Action: input.ActionLoadBalancerCreate, LoadBalancer: lb("lb11"), Audit: true}, false},
 		{"change_type up", input.Input{Action: input.ActionLoadBalancerUpdate, Operation: "change_type", Current: lb("lb11"), LoadBalancer: lb("lb31")}, true},
 		{"change_type down", input.Input{Action: input.ActionLoadBalancerUpdate, Operation: "change_type", Current: lb("lb31"), LoadBalancer: lb("lb11")}, false},
+		{"change_type to a type without price", input.Input{Action: input.ActionLoadBalancerUpdate, Operation: "change_type", Current: lb("lb31"), LoadBalancer: lb("lb21")}, true},
 		{"add_service", input.Input{Action: input.ActionLoadBalancerUpdate, Operation: "add_service", Current: lb("lb11"), LoadBalancer: lb("lb11")}, false},
 		{"delete", input.Input{Action: input.ActionLoadBalancerDelete, Current: lb("lb11")}, false},
 		{"route", input.Input{Action: input.ActionRouteCreate, Route: &input.Route{}}, false},
@@ -230,6 +231,25 @@ func TestApply(t *testing.T) {
 				t.Errorf("Apply modified its inventory (-before +after):\n%s", d)
 			}
 		})
+	}
+}
+
+func TestWithout(t *testing.T) {
+	p := testPrices(t)
+	group := input.Owner{Kind: inventory.OwnerGroup, Namespace: "a", Name: "shared"}
+	base := []inventory.Entry{
+		{ID: 1, Name: "one", Owner: svcOwner("a", "one"), Type: "lb11", Location: "fsn1"},
+		{ID: 2, Name: "g", Owner: group, Type: "lb31", Location: "fsn1"},
+	}
+	inv := inventory.Build(base, p)
+	if d := cmp.Diff(inventory.Build(base[1:], p), inventory.Without(inv, svcOwner("a", "one"), p)); d != "" {
+		t.Errorf("Without a Service (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(inventory.Build(base[:1], p), inventory.Without(inv, group, p)); d != "" {
+		t.Errorf("Without a group (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(inv, inventory.Without(inv, svcOwner("b", "one"), p)); d != "" {
+		t.Errorf("Without an owner of none (-want +got):\n%s", d)
 	}
 }
 
