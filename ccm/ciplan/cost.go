@@ -1,16 +1,13 @@
 package ciplan
 
 import (
-	"context"
 	"fmt"
-	"strings"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
-	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
@@ -82,11 +79,9 @@ func entryOf(lb *hcloud.LoadBalancer, owner input.Owner) inventory.Entry {
 	return e
 }
 
-// decider returns d deciding every load balancer input with the current inventory and the
-// step's cost (inventory.StepCost: before is input.current, nil on create; after is
-// input.load_balancer, nil on delete). Routes are not priced.
-func (c *costs) decider(d policy.Decider) policy.Decider {
-	return pricedDecider{Decider: d, inv: c.inv, prices: c.prices}
+// pricing is what the next plan is decided against: the current inventory and the prices.
+func (c *costs) pricing() *lbplan.Pricing {
+	return &lbplan.Pricing{Inventory: c.inv, Prices: c.prices}
 }
 
 // applied puts the steps of v that run into the inventory.
@@ -138,30 +133,6 @@ func round(x float64) float64 {
 		return -round(-x)
 	}
 	return float64(int64(x*1e6+0.5)) / 1e6
-}
-
-// pricedDecider decides load balancer inputs with an inventory and a cost.
-type pricedDecider struct {
-	policy.Decider
-	inv    input.Inventory
-	prices inventory.Prices
-}
-
-// Decide implements policy.Decider.
-func (d pricedDecider) Decide(ctx context.Context, in policy.Input) policy.Decision {
-	if !strings.HasPrefix(in.Action, "loadbalancer.") {
-		return d.Decider.Decide(ctx, in)
-	}
-	before, after := in.Current, in.LoadBalancer
-	switch in.Action {
-	case policy.ActionLoadBalancerCreate:
-		before = nil
-	case policy.ActionLoadBalancerDelete:
-		after = nil
-	}
-	inv, cost := d.inv, inventory.StepCost(before, after, d.prices)
-	in.Inventory, in.Cost = &inv, &cost
-	return d.Decider.Decide(ctx, in)
 }
 
 // costText is a cost for the text output: "+5.39 EUR/month net (+6.41 gross), 5.39 after".

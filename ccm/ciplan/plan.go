@@ -95,6 +95,8 @@ type Options struct {
 	// Prices price the load balancers (--prices, --from-api); the zero value knows no price,
 	// and every cost is then unknown (Cost.Known false).
 	Prices inventory.Prices
+	// pricing is what the Service being planned is decided against (lbplan.Plan.Pricing).
+	pricing *lbplan.Pricing
 }
 
 // Report is the outcome of a plan: one ServiceResult per Service manifest of type
@@ -285,10 +287,11 @@ func namespaceLabels(m Manifests, mf Manifest) map[string]string {
 	return map[string]string{}
 }
 
-// planService plans and decides one Service, each load balancer decision with the inventory
-// of costs, and puts the steps that run into it.
+// planService plans and decides one Service against the inventory of costs (lbplan.Plan.Pricing:
+// executor.Inputs gives each step its input.inventory and input.cost), and puts the steps that
+// run into it.
 func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o Options, groups *groupState, costs *costs) ServiceResult {
-	o.Decider = costs.decider(o.Decider)
+	o.pricing = costs.pricing()
 	svc := WithAPIDefaults(mf.Service)
 	res := ServiceResult{Source: mf.Source, Namespace: svc.Namespace, Name: svc.Name, UID: string(svc.UID), Allowed: true, Steps: []Step{}}
 	var plan lbplan.Plan
@@ -307,6 +310,7 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 		res.Error = fmt.Sprintf("%s: Service %s/%s: %v", mf.Source, svc.Namespace, svc.Name, err)
 		return res
 	}
+	plan.Pricing = o.pricing
 	requests, err := stepRequests(plan)
 	if err != nil {
 		res.Error = fmt.Sprintf("%s: Service %s/%s: %v", mf.Source, svc.Namespace, svc.Name, err)
