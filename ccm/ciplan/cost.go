@@ -93,20 +93,11 @@ func (c *costs) applied(v executor.Verdict) {
 	}
 }
 
-// known reports whether the prices know lb's price (nil: nothing to price, known).
-func (c *costs) known(lb *input.LoadBalancer) bool {
-	if lb == nil {
-		return true
-	}
-	e := inventory.Entry{Name: lb.Name, Type: lb.Type, Location: lb.Location, NetworkZone: lb.NetworkZone}
-	return inventory.Build([]inventory.Entry{e}, c.prices).LoadBalancers[0].Price.Known
-}
-
 // serviceCost is the cost of a Service's plan from before to after (either nil: none).
 func (c *costs) serviceCost(before, after *input.LoadBalancer) *Cost {
 	sc := inventory.StepCost(before, after, c.prices)
 	return &Cost{
-		Known: c.known(before) && c.known(after), Currency: sc.Currency,
+		Known: c.prices.Knows(before) && c.prices.Knows(after), Currency: sc.Currency,
 		Before: sc.Before, After: sc.After, Delta: sc.Delta,
 	}
 }
