@@ -42,6 +42,7 @@ func (c *Cloud) AdmissionConfig() (admission.Config, bool) {
 		Decider:     c.decider,
 		Cluster:     p.cluster,
 		ClusterName: p.clusterName,
+		Pricing:     c.lbs.Pricing,
 	}
 	if p.exec != nil {
 		cfg.NamespaceLabels = p.exec.NamespaceLabels
