@@ -134,3 +134,35 @@ test_money_formats_whole_and_fractional_amounts if {
 test_route_not_priced if {
 	count(quota_denials(data.inputs.route_create)) == 0
 }
+
+# The recorded samples carry the inventory and the cost the CCM builds
+# (placeholder prices of the emulator: lb11 5, lb31 20 EUR net a month).
+test_sample_change_type_is_priced if {
+	change := data.inputs.lb_update_change_type
+	change.inventory.namespaces.analytics.load_balancers == 1
+	change.cost.delta.monthly_net == 15
+	count(quota_denials(change)) == 0
+}
+
+test_sample_change_type_over_budget_denied if {
+	inp := budgeted(data.inputs.lb_update_change_type, "10")
+	some m in quota_denials(inp)
+	m.code == "quota_monthly_budget"
+	m.msg == `namespace "analytics" would cost 20.00 EUR a month (now 5.00, this step adds 15.00), above its budget of 10 (namespace label hcloud-policy-ccm.io/monthly-budget); raise the label or free a load balancer first`
+}
+
+test_sample_change_type_to_lb31_counts_against_the_cluster_cap if {
+	quota_codes(data.inputs.lb_update_change_type) == {"quota_type_per_cluster"} with data.config.quotas.max_per_cluster_by_type as {"lb31": 0}
+}
+
+test_sample_create_in_empty_inventory if {
+	create.inventory.cluster.load_balancers == 0
+	count(quota_denials(create)) == 0
+	quota_codes(create) == {"quota_load_balancers_per_namespace"} with data.config.quotas.max_load_balancers_per_namespace as 0
+}
+
+test_sample_delete_never_over_budget if {
+	del := budgeted(data.inputs.lb_delete_protected, "0")
+	del.cost.delta.monthly_net < 0
+	count(quota_denials(del)) == 0
+}
