@@ -103,11 +103,13 @@ func (c *costs) serviceCost(before, after *input.LoadBalancer) *Cost {
 }
 
 // total is the cost of every managed load balancer from the inventory before (of the state) to
-// the current one.
+// the current one; unknown without prices or when one of them has no price.
 func (c *costs) total(before input.Inventory) *Cost {
-	known := true
-	for _, lb := range append(before.LoadBalancers, c.inv.LoadBalancers...) {
-		known = known && lb.Price.Known
+	known := !c.prices.Empty()
+	for _, inv := range []input.Inventory{before, c.inv} {
+		for _, lb := range inv.LoadBalancers {
+			known = known && lb.Price.Known
+		}
 	}
 	b := input.Amount{MonthlyNet: before.Cluster.MonthlyNet, MonthlyGross: before.Cluster.MonthlyGross}
 	a := input.Amount{MonthlyNet: c.inv.Cluster.MonthlyNet, MonthlyGross: c.inv.Cluster.MonthlyGross}
@@ -126,7 +128,8 @@ func round(x float64) float64 {
 	return float64(int64(x*1e6+0.5)) / 1e6
 }
 
-// costText is a cost for the text output: "+5.39 EUR/month net (+6.41 gross), 5.39 after".
+// costText is a cost for the text output, "+5.00 EUR/month net (+5.95 gross), 5.00 EUR/month
+// net (5.95 gross) after", or "unknown (REASON)".
 func costText(c *Cost, unknown string) string {
 	if c == nil || !c.Known {
 		return "unknown (" + unknown + ")"

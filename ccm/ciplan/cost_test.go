@@ -266,3 +266,24 @@ func TestExamplePricesAreTheEmulators(t *testing.T) {
 		}
 	}
 }
+
+// TestRun_TotalUnknownWithoutPrices: without prices the total is unknown even when no load
+// balancer exists or is created (no "+0.00" made up), and known with prices.
+func TestRun_TotalUnknownWithoutPrices(t *testing.T) {
+	e := quotaEngine(t, `{}`)
+	for _, tt := range []struct {
+		name   string
+		prices inventory.Prices
+		want   bool
+	}{
+		{"no prices", inventory.Prices{}, false},
+		{"prices", testPrices(t), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := Run(context.Background(), Manifests{}, Options{Config: config.Default(), Decider: e, Prices: tt.prices})
+			if r.Cost.Known != tt.want || r.Cost.After.MonthlyNet != 0 {
+				t.Errorf("total %+v, want known=%t and 0", r.Cost, tt.want)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -71,11 +72,7 @@ func (r Report) WriteText(w io.Writer) error {
 				f.Name, f.Type, where, f.PublicInterface, strings.Join(ports, " "), len(f.Targets))
 		}
 		if s.Cost != nil {
-			applied := ""
-			if !s.Allowed {
-				applied = " (denied: not applied)"
-			}
-			fmt.Fprintf(&b, "  cost: %s%s\n", costText(s.Cost, r.unknownCost()), applied)
+			fmt.Fprintf(&b, "  cost: %s%s\n", costText(s.Cost, r.unknownCost()), costApplied(s))
 		}
 		b.WriteString("\n")
 	}
@@ -132,6 +129,18 @@ func writeMessages(b *strings.Builder, kind string, msgs []policy.Message) {
 		}
 		b.WriteString("\n")
 	}
+}
+
+// costApplied says how much of a Service's cost line the CCM would apply: all of it (""),
+// nothing (a denied create, or no step runs), or part (some steps run, steps fail alone).
+func costApplied(s ServiceResult) string {
+	switch {
+	case s.Allowed:
+		return ""
+	case slices.ContainsFunc(s.Steps, func(st Step) bool { return st.Runs }):
+		return " (denied in part: only the steps that run are applied)"
+	}
+	return " (denied: not applied)"
 }
 
 // unknownCost says why a cost is unknown.
