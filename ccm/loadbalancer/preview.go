@@ -85,6 +85,8 @@ func (l *LoadBalancers) quiet() *LoadBalancers {
 		services: l.services,
 		// Preview only reads: it takes no group lock, but shares them so the field is set.
 		groupLocks: l.groupLocks,
+		// Preview runs nothing, so it takes no cost lock (inventory.go), but shares it.
+		costMu: l.costMu,
 		// converged stays empty: Preview runs nothing, so it converges nothing (drift.go).
 	}
 	q.network.Store(l.network.Load())
