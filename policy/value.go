@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"sync"
+
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
@@ -219,29 +221,7 @@ func inventoryTerm(inv Inventory) *ast.Term {
 	if inv.LoadBalancers != nil {
 		ts := make([]*ast.Term, len(inv.LoadBalancers))
 		for i, lb := range inv.LoadBalancers {
-			kv := make([][2]*ast.Term, 0, 10)
-			if lb.ID != 0 { // omitempty
-				kv = append(kv, item("id", intTerm(lb.ID)))
-			}
-			ts[i] = ast.ObjectTerm(append(kv,
-				item("name", ast.StringTerm(lb.Name)),
-				item("owner", ast.ObjectTerm(
-					item("kind", ast.StringTerm(lb.Owner.Kind)),
-					item("namespace", ast.StringTerm(lb.Owner.Namespace)),
-					item("name", ast.StringTerm(lb.Owner.Name)),
-				)),
-				item("type", ast.StringTerm(lb.Type)),
-				item("location", ast.StringTerm(lb.Location)),
-				item("network_zone", ast.StringTerm(lb.NetworkZone)),
-				item("listeners", intTerm(lb.Listeners)),
-				item("targets", intTerm(lb.Targets)),
-				item("price", ast.ObjectTerm(
-					item("known", ast.BooleanTerm(lb.Price.Known)),
-					item("monthly_net", ast.FloatNumberTerm(lb.Price.MonthlyNet)),
-					item("monthly_gross", ast.FloatNumberTerm(lb.Price.MonthlyGross)),
-					item("currency", ast.StringTerm(lb.Price.Currency)),
-				)),
-			)...)
+			ts[i] = lbTerms.get(lb)
 		}
 		lbs = ast.ArrayTerm(ts...)
 	}
@@ -259,6 +239,62 @@ func inventoryTerm(inv Inventory) *ast.Term {
 		item("namespaces", namespaces),
 		item("cluster", totalsTerm(inv.Cluster)),
 	)
+}
+
+// maxLBTerms bounds lbTerms: a cluster's inventory, with room for the entries that change.
+const maxLBTerms = 4096
+
+// lbTerms keeps the terms of inventory entries. The inventory is most of a load balancer
+// input (about 20 terms per load balancer), and the same entries come back decision after
+// decision; the entry type is comparable, so a changed entry is another key. It is emptied
+// when full. Terms are shared between evaluations as OPA's interned terms are: the evaluator
+// never modifies the input (BenchmarkDecide_inventory in ccm/executor measures the effect).
+var lbTerms = termCache{m: map[InventoryLoadBalancer]*ast.Term{}}
+
+type termCache struct {
+	mu sync.Mutex
+	m  map[InventoryLoadBalancer]*ast.Term
+}
+
+func (c *termCache) get(lb InventoryLoadBalancer) *ast.Term {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t, ok := c.m[lb]; ok {
+		return t
+	}
+	if len(c.m) >= maxLBTerms {
+		clear(c.m)
+	}
+	t := inventoryLBTerm(lb)
+	c.m[lb] = t
+	return t
+}
+
+// inventoryLBTerm is one InventoryLoadBalancer; id is omitempty.
+func inventoryLBTerm(lb InventoryLoadBalancer) *ast.Term {
+	kv := make([][2]*ast.Term, 0, 10)
+	if lb.ID != 0 { // omitempty
+		kv = append(kv, item("id", intTerm(lb.ID)))
+	}
+	return ast.ObjectTerm(append(kv,
+		item("name", ast.StringTerm(lb.Name)),
+		item("owner", ast.ObjectTerm(
+			item("kind", ast.StringTerm(lb.Owner.Kind)),
+			item("namespace", ast.StringTerm(lb.Owner.Namespace)),
+			item("name", ast.StringTerm(lb.Owner.Name)),
+		)),
+		item("type", ast.StringTerm(lb.Type)),
+		item("location", ast.StringTerm(lb.Location)),
+		item("network_zone", ast.StringTerm(lb.NetworkZone)),
+		item("listeners", intTerm(lb.Listeners)),
+		item("targets", intTerm(lb.Targets)),
+		item("price", ast.ObjectTerm(
+			item("known", ast.BooleanTerm(lb.Price.Known)),
+			item("monthly_net", ast.FloatNumberTerm(lb.Price.MonthlyNet)),
+			item("monthly_gross", ast.FloatNumberTerm(lb.Price.MonthlyGross)),
+			item("currency", ast.StringTerm(lb.Price.Currency)),
+		)),
+	)...)
 }
 
 func totalsTerm(t Totals) *ast.Term {

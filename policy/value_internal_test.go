@@ -59,6 +59,7 @@ func TestInputValue(t *testing.T) {
 	}{
 		{name: "The zero input encodes like JSON", in: Input{}},
 		{name: "An input with every field set encodes like JSON", in: full},
+		{name: "The same input again, its inventory entries from the term cache (lbTerms)", in: full},
 		{name: "An input with empty collections encodes like JSON", in: Input{
 			Service:      &Service{Labels: map[string]string{}, Ports: []ServicePort{}, LoadBalancerSourceRanges: []string{}},
 			LoadBalancer: &LoadBalancer{Services: []LBService{}, Targets: []LBTarget{{Type: "ip", IP: "10.0.0.1"}}},

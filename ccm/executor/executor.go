@@ -323,11 +323,13 @@ func Inputs(plan lbplan.Plan, cluster policy.Cluster, service *policy.Service) [
 	if plan.Pricing != nil {
 		inv = plan.Pricing.Inventory
 	}
-	for _, st := range steps {
+	for i, st := range steps {
 		in := stepInput(plan, st, cluster, service)
 		if p := plan.Pricing; p != nil {
 			in.Inventory, in.Cost = priced(inv, in, p.Prices)
-			inv = inventory.Apply(inv, in, p.Prices)
+			if i < len(steps)-1 { // the inventory after the last step is no step's
+				inv = inventory.Apply(inv, in, p.Prices)
+			}
 		}
 		out = append(out, StepInput{Label: st.Label(), Input: in})
 	}

@@ -310,3 +310,22 @@ func TestInventoryIsALeaf(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBuild builds the inventory of 200 load balancers in 20 namespaces: what the gate
+// does once per plan (loadbalancer's Pricing) before the plan's inputs are built.
+func BenchmarkBuild(b *testing.B) {
+	p, err := inventory.NewPrices([]inventory.Row{{Type: "lb11", Location: "fsn1", MonthlyNet: "5", MonthlyGross: "5.95"}}) // placeholders
+	if err != nil {
+		b.Fatal(err)
+	}
+	entries := make([]inventory.Entry, 200)
+	for i := range entries {
+		entries[i] = inventory.Entry{ID: int64(200 - i), Name: "lb", Type: "lb11", Location: "fsn1", Owner: svcOwner(string(rune('a'+i%20)), "svc")}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if inv := inventory.Build(entries, p); inv.Cluster.LoadBalancers != 200 {
+			b.Fatalf("built %d load balancers, want 200", inv.Cluster.LoadBalancers)
+		}
+	}
+}

@@ -204,3 +204,24 @@ func TestQuota_roomAppearsOnDelete(t *testing.T) {
 		t.Error("second is still tracked as denied after its create")
 	}
 }
+
+// TestPreview_priced: under a policy, the plan Preview returns (the admission webhook's)
+// carries the gate's Pricing, so the webhook decides on the same inventory; without one it
+// carries none.
+func TestPreview_priced(t *testing.T) {
+	for _, revision := range []string{"", "r1"} {
+		g := newGroupEnv(t)
+		g.decider.revision = revision
+		g.mustEnsure(g.quotaService("team-a", "first"))
+		plan, err := g.lbs.Preview(context.Background(), clusterName, g.quotaService("team-a", "second"), g.nodes, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case revision == "" && plan.Pricing != nil:
+			t.Errorf("without a policy revision Preview's plan is priced: %+v", plan.Pricing.Inventory)
+		case revision != "" && (plan.Pricing == nil || plan.Pricing.Inventory.Namespaces["team-a"].LoadBalancers != 1):
+			t.Errorf("under a policy Preview's plan has Pricing %+v, want the inventory with team-a/first", plan.Pricing)
+		}
+	}
+}
