@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
@@ -285,5 +289,35 @@ func TestRun_TotalUnknownWithoutPrices(t *testing.T) {
 				t.Errorf("total %+v, want known=%t and 0", r.Cost, tt.want)
 			}
 		})
+	}
+}
+
+// TestNewCosts: the state's load balancers the CCM manages are the inventory, each with its
+// owner: a Service's by the UID label (the Service of the manifests with that UID, or namespace
+// "" for one the manifests lack), a group's by its labels; one without either is not the
+// CCM's and is left out.
+func TestNewCosts(t *testing.T) {
+	m := teamA(t, nil)
+	uid := string(WithAPIDefaults(m.Services[0].Service).UID)
+	lb := func(id int64, name string, labels map[string]string) *hcloud.LoadBalancer {
+		return &hcloud.LoadBalancer{ID: id, Name: name, Labels: labels,
+			LoadBalancerType: &hcloud.LoadBalancerType{Name: "lb11"}, Location: &hcloud.Location{Name: "fsn1", NetworkZone: "eu-central"}}
+	}
+	st := State{LoadBalancers: []*hcloud.LoadBalancer{
+		lb(1, "one", map[string]string{lbplan.LabelServiceUID: uid}),
+		lb(2, "gone", map[string]string{lbplan.LabelServiceUID: "uid-of-a-service-not-in-the-manifests"}),
+		lb(3, "shared", map[string]string{lbplan.LabelGroup: "web", lbplan.LabelGroupNamespace: "shop", lbplan.LabelCluster: "k"}),
+		lb(4, "by-hand", nil),
+	}}
+	inv := newCosts(st, m, testPrices(t)).inv
+	var got []string
+	for _, e := range inv.LoadBalancers {
+		got = append(got, fmt.Sprintf("%s=%s:%s/%s", e.Name, e.Owner.Kind, e.Owner.Namespace, e.Owner.Name))
+	}
+	if want := "one=service:team-a/one gone=service:/ shared=group:shop/web"; strings.Join(got, " ") != want {
+		t.Errorf("inventory %s, want %s", strings.Join(got, " "), want)
+	}
+	if inv.Cluster.MonthlyNet != 15 || inv.Namespaces["team-a"].LoadBalancers != 1 || inv.Namespaces["shop"].LoadBalancers != 1 {
+		t.Errorf("totals %+v / %+v, want 15 a month, one each in team-a and shop", inv.Cluster, inv.Namespaces)
 	}
 }
