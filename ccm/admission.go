@@ -7,6 +7,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/admission"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
@@ -24,8 +25,8 @@ type admissionParts struct {
 // AdmissionConfig returns the admission webhook's configuration (ccm/admission) built from the
 // provider's own parts, so the webhook cannot decide differently from the gate: the load
 // balancer planner (loadbalancer.LoadBalancers.Preview), the policy engine (its revision and
-// mode), the cluster view and the namespace labels of the executor, and the nodes of the
-// informer the service controller reads. ok is false when there is nothing to review: load
+// mode), the cluster view and the namespace labels of the executor, the inventory the gate
+// prices plans with (under a policy), and the nodes of the informer the service controller reads. ok is false when there is nothing to review: load
 // balancers are disabled (HCLOUD_LOAD_BALANCERS_ENABLED=false). Callers set ExemptUsers and
 // Timeout.
 //
@@ -45,6 +46,12 @@ func (c *Cloud) AdmissionConfig() (admission.Config, bool) {
 	}
 	if p.exec != nil {
 		cfg.NamespaceLabels = p.exec.NamespaceLabels
+		cfg.Pricing = func() *lbplan.Pricing { // as the gate prices: only under a policy
+			if _, named := p.exec.PolicyRevision(); !named {
+				return nil
+			}
+			return c.lbs.Pricing()
+		}
 	}
 	if p.informers != nil {
 		nodes := p.informers.Core().V1().Nodes()

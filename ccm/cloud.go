@@ -180,6 +180,9 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 		// Load balancers changed or deleted by hand are repaired within one drift period.
 		go c.lbs.RepairDrift(ctx, services.HasSynced, d.Options.LoadBalancerDriftInterval, c.cfg.ServerCache.BudgetPerHour)
 		go c.requeue.Run(ctx)
+		if _, allowAll := c.decider.(policy.AllowAll); !allowAll { // inputs are priced only under a policy
+			go c.lbs.KeepInventory(ctx, services.HasSynced, d.ClusterName)
+		}
 	}
 	if err := c.startAudit(ctx, d, auditNow); err != nil {
 		return nil, err
@@ -402,3 +405,4 @@ func (c *Cloud) logStart(network *hcloud.Network) {
 // the method by this interface); the compiler keeps the method set matching.
 var _ loadbalancer.ActionFailureTracker = (*requeue.Requeuer)(nil)
 var _ loadbalancer.ActionRetryTracker = (*requeue.Requeuer)(nil)
+var _ loadbalancer.RoomTracker = (*requeue.Requeuer)(nil)

@@ -61,6 +61,20 @@ type (
 	LBTarget = input.LBTarget
 	// Route is input.Route, a route of the private network.
 	Route = input.Route
+	// Inventory is input.Inventory, the load balancers this cluster manages, with prices and totals.
+	Inventory = input.Inventory
+	// InventoryLoadBalancer is input.InventoryLoadBalancer, one managed load balancer.
+	InventoryLoadBalancer = input.InventoryLoadBalancer
+	// Owner is input.Owner, what a managed load balancer belongs to.
+	Owner = input.Owner
+	// Price is input.Price, the monthly price of one load balancer.
+	Price = input.Price
+	// Totals is input.Totals, a count of load balancers and the sum of their prices.
+	Totals = input.Totals
+	// Cost is input.Cost, the monthly price of one step's load balancer before and after it.
+	Cost = input.Cost
+	// Amount is input.Amount, a monthly price, net and gross.
+	Amount = input.Amount
 )
 
 // Message is one message of a decision: a deny reason or a warning.

@@ -33,6 +33,13 @@ func TestSchema_typesNested(t *testing.T) {
 		{"existing nested field", `input.route.destination == "x"`, nil},
 		{"map of labels takes any key", `input.service.namespace_labels["team"] == "x"`, nil},
 		{"omitted-when-zero field", `input.target.ip == "10.0.0.1"`, nil},
+		{"inventory namespace totals", `input.inventory.namespaces["team-a"].load_balancers >= 3`, nil},
+		{"inventory per-type count in the cluster", `input.inventory.cluster.by_type.lb31 >= 2`, nil},
+		{"inventory entry owner and price", "some lb in input.inventory.load_balancers\n    lb.owner.namespace == \"a\"\n    lb.price.monthly_gross > 1.5", nil},
+		{"cost delta", `input.cost.delta.monthly_net > 0`, nil},
+		{"typo below the inventory", `input.inventory.cluster.load_balancer > 1`,
+			[]string{`has no field "load_balancer"`, `did you mean "load_balancers"?`}},
+		{"typo below the cost", `input.cost.delta.monthly > 1`, []string{`has no field "monthly"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

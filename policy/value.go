@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"sync"
+
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
@@ -37,6 +39,17 @@ func inputValue(in Input) (ast.Value, error) {
 	}
 	if in.Audit { // omitempty
 		items = append(items, item("audit", ast.BooleanTerm(true)))
+	}
+	if in.Inventory != nil { // omitempty
+		items = append(items, item("inventory", inventoryTerm(*in.Inventory)))
+	}
+	if c := in.Cost; c != nil { // omitempty
+		items = append(items, item("cost", ast.ObjectTerm(
+			item("currency", ast.StringTerm(c.Currency)),
+			item("before", amountTerm(c.Before)),
+			item("after", amountTerm(c.After)),
+			item("delta", amountTerm(c.Delta)),
+		)))
 	}
 	return ast.NewObject(items...), nil
 }
@@ -200,6 +213,111 @@ func groupTerm(g *Group) *ast.Term {
 			item("max_services", intTerm(g.Capacity.MaxServices)),
 			item("used", intTerm(g.Capacity.Used)),
 		)),
+	)
+}
+
+func inventoryTerm(inv Inventory) *ast.Term {
+	lbs := ast.NullTerm()
+	if inv.LoadBalancers != nil {
+		ts := make([]*ast.Term, len(inv.LoadBalancers))
+		for i, lb := range inv.LoadBalancers {
+			ts[i] = lbTerms.get(lb)
+		}
+		lbs = ast.ArrayTerm(ts...)
+	}
+	namespaces := ast.NullTerm()
+	if inv.Namespaces != nil {
+		kv := make([][2]*ast.Term, 0, len(inv.Namespaces))
+		for ns, t := range inv.Namespaces {
+			kv = append(kv, ast.Item(ast.StringTerm(ns), totalsTerm(t)))
+		}
+		namespaces = ast.ObjectTerm(kv...)
+	}
+	return ast.ObjectTerm(
+		item("currency", ast.StringTerm(inv.Currency)),
+		item("load_balancers", lbs),
+		item("namespaces", namespaces),
+		item("cluster", totalsTerm(inv.Cluster)),
+	)
+}
+
+// maxLBTerms bounds lbTerms: a cluster's inventory, with room for the entries that change.
+const maxLBTerms = 4096
+
+// lbTerms keeps the terms of inventory entries. The inventory is most of a load balancer
+// input (about 20 terms per load balancer), and the same entries come back decision after
+// decision; the entry type is comparable, so a changed entry is another key. It is emptied
+// when full. Terms are shared between evaluations as OPA's interned terms are: the evaluator
+// never modifies the input (BenchmarkDecide_inventory in ccm/executor measures the effect).
+var lbTerms = termCache{m: map[InventoryLoadBalancer]*ast.Term{}}
+
+type termCache struct {
+	mu sync.Mutex
+	m  map[InventoryLoadBalancer]*ast.Term
+}
+
+func (c *termCache) get(lb InventoryLoadBalancer) *ast.Term {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t, ok := c.m[lb]; ok {
+		return t
+	}
+	if len(c.m) >= maxLBTerms {
+		clear(c.m)
+	}
+	t := inventoryLBTerm(lb)
+	c.m[lb] = t
+	return t
+}
+
+// inventoryLBTerm is one InventoryLoadBalancer; id is omitempty.
+func inventoryLBTerm(lb InventoryLoadBalancer) *ast.Term {
+	kv := make([][2]*ast.Term, 0, 10)
+	if lb.ID != 0 { // omitempty
+		kv = append(kv, item("id", intTerm(lb.ID)))
+	}
+	return ast.ObjectTerm(append(kv,
+		item("name", ast.StringTerm(lb.Name)),
+		item("owner", ast.ObjectTerm(
+			item("kind", ast.StringTerm(lb.Owner.Kind)),
+			item("namespace", ast.StringTerm(lb.Owner.Namespace)),
+			item("name", ast.StringTerm(lb.Owner.Name)),
+		)),
+		item("type", ast.StringTerm(lb.Type)),
+		item("location", ast.StringTerm(lb.Location)),
+		item("network_zone", ast.StringTerm(lb.NetworkZone)),
+		item("listeners", intTerm(lb.Listeners)),
+		item("targets", intTerm(lb.Targets)),
+		item("price", ast.ObjectTerm(
+			item("known", ast.BooleanTerm(lb.Price.Known)),
+			item("monthly_net", ast.FloatNumberTerm(lb.Price.MonthlyNet)),
+			item("monthly_gross", ast.FloatNumberTerm(lb.Price.MonthlyGross)),
+			item("currency", ast.StringTerm(lb.Price.Currency)),
+		)),
+	)...)
+}
+
+func totalsTerm(t Totals) *ast.Term {
+	byType := ast.NullTerm()
+	if t.ByType != nil {
+		kv := make([][2]*ast.Term, 0, len(t.ByType))
+		for typ, n := range t.ByType {
+			kv = append(kv, ast.Item(ast.StringTerm(typ), intTerm(n)))
+		}
+		byType = ast.ObjectTerm(kv...)
+	}
+	return ast.ObjectTerm(
+		item("load_balancers", intTerm(t.LoadBalancers)),
+		item("by_type", byType),
+		item("monthly_net", ast.FloatNumberTerm(t.MonthlyNet)),
+		item("monthly_gross", ast.FloatNumberTerm(t.MonthlyGross)),
+	)
+}
+
+func amountTerm(a Amount) *ast.Term {
+	return ast.ObjectTerm(
+		item("monthly_net", ast.FloatNumberTerm(a.MonthlyNet)),
+		item("monthly_gross", ast.FloatNumberTerm(a.MonthlyGross)),
 	)
 }
 

@@ -19,6 +19,8 @@ func fill(v reflect.Value, n *int) {
 		v.SetBool(true)
 	case reflect.Int, reflect.Int32, reflect.Int64:
 		v.SetInt(int64(*n))
+	case reflect.Float64:
+		v.SetFloat(float64(*n) + 0.25)
 	case reflect.Pointer:
 		v.Set(reflect.New(v.Type().Elem()))
 		fill(v.Elem(), n)
@@ -57,6 +59,7 @@ func TestInputValue(t *testing.T) {
 	}{
 		{name: "The zero input encodes like JSON", in: Input{}},
 		{name: "An input with every field set encodes like JSON", in: full},
+		{name: "The same input again, its inventory entries from the term cache (lbTerms)", in: full},
 		{name: "An input with empty collections encodes like JSON", in: Input{
 			Service:      &Service{Labels: map[string]string{}, Ports: []ServicePort{}, LoadBalancerSourceRanges: []string{}},
 			LoadBalancer: &LoadBalancer{Services: []LBService{}, Targets: []LBTarget{{Type: "ip", IP: "10.0.0.1"}}},

@@ -101,6 +101,11 @@ type Config struct {
 	// Timeout bounds one Review (default DefaultTimeout); past it the request is admitted
 	// with a warning.
 	Timeout time.Duration
+	// Pricing returns what the gate prices plans with: the inventory of the CCM's caches and
+	// the prices (loadbalancer.LoadBalancers.Pricing; it makes no request). Every reviewed
+	// plan is decided against it, so the inputs carry input.inventory and input.cost as the
+	// gate's do, and a warning names the change's monthly cost. nil: neither.
+	Pricing func() *lbplan.Pricing
 }
 
 // Handler answers admission requests for Services. It is safe for concurrent use.
@@ -156,7 +161,8 @@ func (h *Handler) AdmissionHandler(req *admissionv1.AdmissionRequest) (*admissio
 //   - a Service of type LoadBalancer is planned with Planner.Preview (the create or update of
 //     its load balancer), a Service leaving the type with Planner.PreviewDelete;
 //   - every step is decided as the gate decides it (executor.Decide, with the namespace labels
-//     the gate reads); a step with blocking deny messages denies the request (HTTP 403,
+//     the gate reads and the inventory of Config.Pricing); a change that creates, deletes or
+//     retypes a load balancer gets a warning with its monthly cost (costWarning); a step with blocking deny messages denies the request (HTTP 403,
 //     Forbidden) with executor.DenyMessages and each decision's ID, so the denial can be
 //     traced to the decision log, and names the steps the CCM would still run (steps fail
 //     alone) or says that none would; warnings become admission warnings (kubectl prints
@@ -290,6 +296,7 @@ func planWarning(err error) string {
 
 // decide decides every step of plan for svc as the executor's gate does.
 func (h *Handler) decide(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) *admissionv1.AdmissionResponse {
+	plan = h.priced(plan)
 	var nsLabels map[string]string
 	var inputErr error
 	if h.cfg.NamespaceLabels != nil {
@@ -313,6 +320,9 @@ func (h *Handler) decide(ctx context.Context, svc *corev1.Service, plan lbplan.P
 	}
 	for _, w := range dryRun.lines() {
 		out = append(out, truncate.String(WarningPrefix+"would be denied (dry run): "+w, maxWarning))
+	}
+	if w := costWarning(v, plan.Pricing); w != "" {
+		out = append(out, w)
 	}
 	if denied.steps == 0 {
 		return allowed(out)
@@ -351,6 +361,7 @@ func stillRuns(v executor.Verdict) string {
 // sync does.
 func (h *Handler) deniedSteps(ctx context.Context, svc *corev1.Service) lbplan.DeniedSteps {
 	return func(plan lbplan.Plan) []int {
+		plan = h.priced(plan)
 		var nsLabels map[string]string
 		var inputErr error
 		if h.cfg.NamespaceLabels != nil {
@@ -364,6 +375,49 @@ func (h *Handler) deniedSteps(ctx context.Context, svc *corev1.Service) lbplan.D
 		}
 		return out
 	}
+}
+
+// priced is plan with the Pricing of Config.Pricing, unless it has one or there is none.
+func (h *Handler) priced(plan lbplan.Plan) lbplan.Plan {
+	if plan.Pricing == nil && h.cfg.Pricing != nil {
+		plan.Pricing = h.cfg.Pricing()
+	}
+	return plan
+}
+
+// costWarning is the warning naming the monthly cost of the change v decided, from the price of
+// the load balancer before its first step (input.cost.before) to after its last
+// (input.cost.after): "monthly cost of this change: +5.00 EUR net (+5.95 gross); the load
+// balancer then costs 5.00 EUR net (5.95 gross) a month". Only a change that creates, deletes
+// or retypes a load balancer has one, and only with prices (p); a type and location the prices
+// do not list make the cost "unknown".
+func costWarning(v executor.Verdict, p *lbplan.Pricing) string {
+	if p == nil || p.Prices.Empty() || len(v.Steps) == 0 || !slices.ContainsFunc(v.Steps, changesPrice) {
+		return ""
+	}
+	first, last := v.Steps[0].Input, v.Steps[len(v.Steps)-1].Input
+	if first.Cost == nil || last.Cost == nil {
+		return ""
+	}
+	before, after := first.Current, last.LoadBalancer
+	if first.Action == policy.ActionLoadBalancerCreate {
+		before = nil
+	}
+	if last.Action == policy.ActionLoadBalancerDelete {
+		after = nil
+	}
+	if !p.Prices.Knows(before) || !p.Prices.Knows(after) {
+		return WarningPrefix + "monthly cost of this change: unknown (the load balancer types' price list has no price for its type and location)"
+	}
+	b, a := first.Cost.Before, last.Cost.After
+	return fmt.Sprintf("%smonthly cost of this change: %+.2f %s net (%+.2f gross); the load balancer then costs %.2f %s net (%.2f gross) a month",
+		WarningPrefix, a.MonthlyNet-b.MonthlyNet, last.Cost.Currency, a.MonthlyGross-b.MonthlyGross, a.MonthlyNet, last.Cost.Currency, a.MonthlyGross)
+}
+
+// changesPrice reports whether a step may change what the load balancer costs: a create, a
+// delete, a change_type.
+func changesPrice(s executor.StepVerdict) bool {
+	return s.Input.Action == policy.ActionLoadBalancerCreate || s.Input.Action == policy.ActionLoadBalancerDelete || s.Input.Operation == lbplan.OpChangeType
 }
 
 // decideStep decides one input as the executor's gate does: an input that could not be

@@ -3,9 +3,11 @@ package ciplan
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
 )
 
 // StateFromAPI reads the current load balancers from the Hetzner Cloud API with the token and
@@ -19,4 +21,43 @@ func StateFromAPI(ctx context.Context, cfg config.HCloud) (State, error) {
 		return State{}, fmt.Errorf("plan --from-api: %w", err)
 	}
 	return State{LoadBalancers: lbs}, nil
+}
+
+// PricesFromAPI reads the load balancer prices from the Hetzner Cloud API with the token and
+// endpoint of cfg: GET /v1/load_balancer_types, read-only as StateFromAPI reads.
+func PricesFromAPI(ctx context.Context, cfg config.HCloud) (inventory.Prices, error) {
+	types, err := hcloudclient.ListLoadBalancerTypesReadOnly(ctx, cfg, "hcloud-policy-ccm-plan")
+	if err != nil {
+		return inventory.Prices{}, fmt.Errorf("plan --from-api: %w", err)
+	}
+	var rows []inventory.Row
+	for _, t := range types {
+		for _, p := range t.Pricings {
+			if p.Location == nil {
+				continue
+			}
+			rows = append(rows, inventory.Row{
+				Type: t.Name, Location: p.Location.Name, NetworkZone: string(p.Location.NetworkZone),
+				MonthlyNet: p.Monthly.Net, MonthlyGross: p.Monthly.Gross,
+			})
+		}
+	}
+	prices, err := inventory.NewPrices(rows)
+	if err != nil {
+		return inventory.Prices{}, fmt.Errorf("plan --from-api: %w", err)
+	}
+	return prices, nil
+}
+
+// ReadPrices reads a --prices file: the JSON body of GET /v1/load_balancer_types.
+func ReadPrices(path string) (inventory.Prices, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return inventory.Prices{}, fmt.Errorf("--prices: %w", err)
+	}
+	prices, err := inventory.ParsePrices(data)
+	if err != nil {
+		return inventory.Prices{}, fmt.Errorf("--prices %s: %w", path, err)
+	}
+	return prices, nil
 }

@@ -12,8 +12,9 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 )
 
-// TestStateFromAPI_ZeroWrites: --from-api reads the load balancers the API has and plans
-// against them, and the emulator's request log holds reads only.
+// TestStateFromAPI_ZeroWrites: --from-api reads the load balancers the API has and their
+// prices (the emulator's placeholders) and plans against them, and the emulator's request log
+// holds reads only.
 func TestStateFromAPI_ZeroWrites(t *testing.T) {
 	emu, endpoint := hcloudemu.NewTestServer(t)
 	m := readExamples(t)
@@ -31,9 +32,16 @@ func TestStateFromAPI_ZeroWrites(t *testing.T) {
 		t.Fatalf("read %d load balancers, want web", len(st.LoadBalancers))
 	}
 	o.State = st
+	if o.Prices, err = PricesFromAPI(context.Background(), config.HCloud{Token: emu.Token(), Endpoint: endpoint}); err != nil {
+		t.Fatal(err)
+	}
 	r := Run(context.Background(), m, o)
 	if !r.Services[0].Exists {
 		t.Errorf("web is in the API, plan says it does not exist")
+	}
+	lb11 := float64(hcloudemu.PlaceholderMonthlyNet["lb11"])
+	if c := r.Services[0].Cost; !c.Known || c.Before.MonthlyNet != lb11 || c.Delta.MonthlyNet != 0 {
+		t.Errorf("web's cost %+v, want known, %v a month before and no change", c, lb11)
 	}
 	reqs := emu.Requests()[before:]
 	if len(reqs) == 0 {
@@ -74,6 +82,9 @@ func TestReadOnlyTransport(t *testing.T) {
 	_ = resp.Body.Close()
 	if _, err := StateFromAPI(context.Background(), config.HCloud{}); err == nil || !strings.Contains(err.Error(), "HCLOUD_TOKEN") {
 		t.Errorf("no token: err %v, want one naming HCLOUD_TOKEN", err)
+	}
+	if _, err := PricesFromAPI(context.Background(), config.HCloud{}); err == nil || !strings.Contains(err.Error(), "HCLOUD_TOKEN") {
+		t.Errorf("prices without a token: err %v, want one naming HCLOUD_TOKEN", err)
 	}
 }
 

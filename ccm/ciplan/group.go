@@ -96,9 +96,10 @@ func (g *groupState) plan(ctx context.Context, svc *corev1.Service, group string
 }
 
 // deniedSteps is the lbplan.DeniedSteps of svc's plan: each step decided by o.Decider on the
-// inputs the CCM's gate builds (executor.Inputs).
+// inputs the CCM's gate builds (executor.Inputs, priced with o.pricing).
 func deniedSteps(ctx context.Context, svc *corev1.Service, o Options, nsLabels map[string]string) lbplan.DeniedSteps {
 	return func(plan lbplan.Plan) []int {
+		plan.Pricing = o.pricing
 		var out []int
 		for i, in := range executor.Inputs(plan, o.Cluster, executor.PolicyService(svc, nsLabels)) {
 			if !o.Decider.Decide(ctx, in.Input).Allowed {

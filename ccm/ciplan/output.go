@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -70,7 +71,13 @@ func (r Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  final: %s type=%s at=%s public=%t listeners=[%s] targets=%d\n",
 				f.Name, f.Type, where, f.PublicInterface, strings.Join(ports, " "), len(f.Targets))
 		}
+		if s.Cost != nil {
+			fmt.Fprintf(&b, "  cost: %s%s\n", costText(s.Cost, r.unknownCost()), costApplied(s))
+		}
 		b.WriteString("\n")
+	}
+	if r.Cost != nil {
+		fmt.Fprintf(&b, "cost of every managed load balancer: %s\n", costText(r.Cost, r.unknownCost()))
 	}
 	switch code := r.ExitCode(); code {
 	case ExitBadInput:
@@ -122,4 +129,24 @@ func writeMessages(b *strings.Builder, kind string, msgs []policy.Message) {
 		}
 		b.WriteString("\n")
 	}
+}
+
+// costApplied says how much of a Service's cost line the CCM would apply: all of it (""),
+// nothing (a denied create, or no step runs), or part (some steps run, steps fail alone).
+func costApplied(s ServiceResult) string {
+	switch {
+	case s.Allowed:
+		return ""
+	case slices.ContainsFunc(s.Steps, func(st Step) bool { return st.Runs }):
+		return " (denied in part: only the steps that run are applied)"
+	}
+	return " (denied: not applied)"
+}
+
+// unknownCost says why a cost is unknown.
+func (r Report) unknownCost() string {
+	if !r.priced {
+		return "no prices: pass --prices FILE or --from-api"
+	}
+	return "the prices list none for a load balancer's type and location"
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -91,6 +92,11 @@ type Options struct {
 	Decider policy.Decider
 	// State is the current state; empty means every Service is a create.
 	State State
+	// Prices price the load balancers (--prices, --from-api); the zero value knows no price,
+	// and every cost is then unknown (Cost.Known false).
+	Prices inventory.Prices
+	// pricing is what the Service being planned is decided against (lbplan.Plan.Pricing).
+	pricing *lbplan.Pricing
 }
 
 // Report is the outcome of a plan: one ServiceResult per Service manifest of type
@@ -104,6 +110,11 @@ type Report struct {
 	// Errors are the bad input that is no Service's: documents that could not be read.
 	Errors   []string        `json:"errors"`
 	Services []ServiceResult `json:"services"`
+	// Cost is the monthly price of every load balancer the cluster manages (the state's, and
+	// those the plans create) before and after the steps that run.
+	Cost *Cost `json:"cost"`
+	// priced is true when Run had prices (Options.Prices).
+	priced bool
 }
 
 // ServiceResult is the plan of one Service.
@@ -124,6 +135,9 @@ type ServiceResult struct {
 	// Final is the load balancer after every step, in the policy input's shape; null when the
 	// Service has an error.
 	Final *policy.LoadBalancer `json:"final"`
+	// Cost is the monthly price of the Service's load balancer before and after its plan
+	// (after: as the plan asks, also when a step is denied); null when the Service has an error.
+	Cost *Cost `json:"cost"`
 	// final is the planner's load balancer after the steps that run (nil: none, or an error),
 	// for After; ran is true when at least one step runs.
 	final *lbplan.Actual
@@ -224,15 +238,18 @@ func Run(ctx context.Context, m Manifests, o Options) Report {
 		r.Errors = append(r.Errors, p.Error())
 	}
 	groups := newGroupState(m)
+	costs := newCosts(o.State, m, o.Prices)
+	before := costs.inv
 	var planned []Manifest // of r.Services
 	for _, mf := range m.Services {
 		if mf.Service.Spec.Type != corev1.ServiceTypeLoadBalancer {
 			continue
 		}
-		r.Services = append(r.Services, planService(ctx, mf, namespaceLabels(m, mf), o, groups))
+		r.Services = append(r.Services, planService(ctx, mf, namespaceLabels(m, mf), o, groups, costs))
 		planned = append(planned, mf)
 	}
-	retryGroupMembers(ctx, m, planned, o, groups, r.Services)
+	retryGroupMembers(ctx, m, planned, o, groups, costs, r.Services)
+	r.Cost, r.priced = costs.total(before), !o.Prices.Empty()
 	for _, res := range r.Services {
 		if !res.Allowed {
 			r.Allowed = false
@@ -253,7 +270,7 @@ func Run(ctx context.Context, m Manifests, o Options) Report {
 // reason to plan it again, another member's is. It ends: an allowed member is not planned
 // again, and a denied member at most once per round (the rounds are also capped at one per
 // Service, a guard the tests never reach).
-func retryGroupMembers(ctx context.Context, m Manifests, planned []Manifest, o Options, groups *groupState, results []ServiceResult) {
+func retryGroupMembers(ctx context.Context, m Manifests, planned []Manifest, o Options, groups *groupState, costs *costs, results []ServiceResult) {
 	for round, changed := 0, true; changed && round <= len(results); round++ {
 		changed = false
 		for i, res := range results {
@@ -261,7 +278,7 @@ func retryGroupMembers(ctx context.Context, m Manifests, planned []Manifest, o O
 				continue
 			}
 			before := groups.version[res.group]
-			results[i] = planService(ctx, planned[i], namespaceLabels(m, planned[i]), o, groups)
+			results[i] = planService(ctx, planned[i], namespaceLabels(m, planned[i]), o, groups, costs)
 			changed = changed || groups.version[res.group] != before
 		}
 	}
@@ -276,8 +293,11 @@ func namespaceLabels(m Manifests, mf Manifest) map[string]string {
 	return map[string]string{}
 }
 
-// planService plans and decides one Service.
-func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o Options, groups *groupState) ServiceResult {
+// planService plans and decides one Service against the inventory of costs (lbplan.Plan.Pricing:
+// executor.Inputs gives each step its input.inventory and input.cost), and puts the steps that
+// run into it.
+func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o Options, groups *groupState, costs *costs) ServiceResult {
+	o.pricing = costs.pricing()
 	svc := WithAPIDefaults(mf.Service)
 	res := ServiceResult{Source: mf.Source, Namespace: svc.Namespace, Name: svc.Name, UID: string(svc.UID), Allowed: true, Steps: []Step{}}
 	var plan lbplan.Plan
@@ -296,6 +316,7 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 		res.Error = fmt.Sprintf("%s: Service %s/%s: %v", mf.Source, svc.Namespace, svc.Name, err)
 		return res
 	}
+	plan.Pricing = o.pricing
 	requests, err := stepRequests(plan)
 	if err != nil {
 		res.Error = fmt.Sprintf("%s: Service %s/%s: %v", mf.Source, svc.Namespace, svc.Name, err)
@@ -303,6 +324,7 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 	}
 	service := executor.PolicyService(svc, nsLabels)
 	v := executor.Decide(ctx, plan, o.Cluster, service, o.Decider.Decide)
+	costs.applied(v)
 	for _, i := range plan.SendOrder() { // the executor's send order (a managed certificate first)
 		sv := v.Steps[i]
 		d := sv.Decision
@@ -337,6 +359,11 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 	if plan.Empty() && plan.Actual != nil {
 		res.Final = plan.Actual.Policy(plan.IPv6)
 	}
+	asked := plan.Actual // the cost line shows what the plan asks, also when a step is denied
+	for _, m := range plan.Mutations {
+		asked = m.Apply(asked)
+	}
+	res.Cost = costs.serviceCost(policyOf(plan.Actual, plan.IPv6), policyOf(asked, plan.IPv6))
 	return res
 }
 
@@ -369,4 +396,12 @@ func nonNil(m []policy.Message) []policy.Message {
 		return []policy.Message{}
 	}
 	return m
+}
+
+// policyOf is a in the policy input's shape; nil for nil.
+func policyOf(a *lbplan.Actual, ipv6 bool) *policy.LoadBalancer {
+	if a == nil {
+		return nil
+	}
+	return a.Policy(ipv6)
 }

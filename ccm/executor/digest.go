@@ -30,7 +30,7 @@ func (x *Executor) PlanDigest(svc *corev1.Service, plan lbplan.Plan) string {
 	if err != nil {
 		return ""
 	}
-	return inputsDigest(rev, Inputs(plan, x.cluster, service))
+	return inputsDigest(rev, Inputs(x.withPricing(plan), x.cluster, service))
 }
 
 // decidedDigest is the DeniedError.Inputs of a plan whose steps (Inputs of the plan, in order)

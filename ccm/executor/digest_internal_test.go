@@ -71,13 +71,27 @@ func leavesOf(t *testing.T, typ reflect.Type, name string) []leafPath {
 	case reflect.Slice:
 		return wrap(leavesOf(t, typ.Elem(), name+"[0]"), func(v reflect.Value) reflect.Value { return v.Index(0) })
 	case reflect.Map:
-		if typ.Key().Kind() != reflect.String || typ.Elem().Kind() != reflect.String {
+		if typ.Key().Kind() != reflect.String {
 			t.Errorf("%s is a %s, which the walk does not change yet", name, typ)
 			return nil
 		}
-		return []leafPath{{name: name + "{}", change: func(v reflect.Value) {
-			v.SetMapIndex(reflect.ValueOf("k"), reflect.ValueOf("changed"))
-		}}}
+		if typ.Elem().Kind() == reflect.String {
+			return []leafPath{{name: name + "{}", change: func(v reflect.Value) {
+				v.SetMapIndex(reflect.ValueOf("k"), reflect.ValueOf("changed"))
+			}}}
+		}
+		// Map elements are not addressable: change a copy of the element "k" and store it back.
+		leaves := leavesOf(t, typ.Elem(), name+"{k}")
+		for i, l := range leaves {
+			leaves[i].change = func(v reflect.Value) {
+				k := reflect.ValueOf("k")
+				e := reflect.New(typ.Elem()).Elem()
+				e.Set(v.MapIndex(k))
+				l.change(e)
+				v.SetMapIndex(k, e)
+			}
+		}
+		return leaves
 	case reflect.Struct:
 		return leafPaths(t, typ, name)
 	case reflect.String:
@@ -86,6 +100,8 @@ func leavesOf(t *testing.T, typ reflect.Type, name string) []leafPath {
 		return []leafPath{{name: name, change: func(v reflect.Value) { v.SetBool(!v.Bool()) }}}
 	case reflect.Int, reflect.Int32, reflect.Int64:
 		return []leafPath{{name: name, change: func(v reflect.Value) { v.SetInt(v.Int() + 1) }}}
+	case reflect.Float64:
+		return []leafPath{{name: name, change: func(v reflect.Value) { v.SetFloat(v.Float() + 0.01) }}}
 	}
 	t.Errorf("%s is of kind %s, which the walk does not change yet", name, typ.Kind())
 	return nil
@@ -120,7 +136,9 @@ func fill(t *testing.T, v reflect.Value) {
 		fill(t, v.Index(0))
 	case reflect.Map:
 		v.Set(reflect.MakeMap(v.Type()))
-		v.SetMapIndex(reflect.ValueOf("k"), reflect.ValueOf("v"))
+		e := reflect.New(v.Type().Elem()).Elem()
+		fill(t, e)
+		v.SetMapIndex(reflect.ValueOf("k"), e)
 	case reflect.Struct:
 		for i := range v.NumField() {
 			if v.Type().Field(i).IsExported() {
@@ -133,6 +151,8 @@ func fill(t *testing.T, v reflect.Value) {
 		v.SetBool(true)
 	case reflect.Int, reflect.Int32, reflect.Int64:
 		v.SetInt(1)
+	case reflect.Float64:
+		v.SetFloat(1.5)
 	default:
 		t.Errorf("fill: kind %s of %s is not filled yet", v.Kind(), v.Type())
 	}

@@ -33,6 +33,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
@@ -45,6 +46,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor/internal/writeclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -75,6 +77,8 @@ type Executor struct {
 	namespaces corelisters.NamespaceLister
 	actions    actionWaiter // batched action polls of route writes (RunRoutes) and detached runs (detach.go)
 	detached   detached     // the detached runs in flight (detach.go)
+	// inventory prices the plans the gate decides (inventory.go); nil until SetInventory.
+	inventory atomic.Pointer[InventorySource]
 }
 
 // Options configure [New]. Conn and Decider are required.
@@ -251,6 +255,7 @@ func (x *Executor) reportApplied(svc *corev1.Service, applied []lbplan.Mutation)
 // PolicyDryRunDenied events of the steps' last decisions and counts each denied mutation; the
 // PolicyDenied event is runGated's, once it knows what was applied.
 func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) (lbplan.Plan, *DeniedError) {
+	plan = x.withPricing(plan)
 	service, inputErr := x.policyService(svc)
 	rev, named := x.PolicyRevision() // before the decisions: see decidedDigest
 	v := Decide(ctx, plan, x.cluster, service, func(ctx context.Context, in policy.Input) policy.Decision {
@@ -284,6 +289,7 @@ func (x *Executor) gate(ctx context.Context, svc *corev1.Service, plan lbplan.Pl
 // code uses it to find which members of a group a plan is denied for before it runs the plan
 // (Run then decides the plan it runs again: the gate stays the one that counts).
 func (x *Executor) DeniedSteps(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) []int {
+	plan = x.withPricing(plan)
 	service, inputErr := x.policyService(svc)
 	var out []int
 	for i, st := range Inputs(plan, x.cluster, service) {
@@ -306,26 +312,57 @@ type StepInput struct {
 // inputs, and `hcloud-policy-ccm plan` calls it too, so CI and the CCM cannot build different
 // inputs (enforced by the code path: gate calls Inputs; TestPlanMatchesCCM in ccm/ciplan
 // compares the verdicts).
+//
+// With plan.Pricing set, every input carries input.inventory, the inventory before its step
+// (plan.Pricing.Inventory with the earlier steps of the plan applied: inventory.Apply), and
+// input.cost (inventory.StepCost of the load balancer before and after the step).
 func Inputs(plan lbplan.Plan, cluster policy.Cluster, service *policy.Service) []StepInput {
 	steps := plan.Steps()
 	out := make([]StepInput, 0, len(steps))
-	for _, st := range steps {
-		out = append(out, StepInput{Label: st.Label(), Input: policy.Input{
-			Version:      policy.InputVersion,
-			Action:       st.Mutation.Action(),
-			Operation:    st.Mutation.Operation(),
-			Cluster:      cluster,
-			Service:      service,
-			LoadBalancer: st.LoadBalancer,
-			Current:      st.Current,
-			Final:        st.Final,
-			Target:       st.Target,
-			Listener:     st.Listener,
-			Certificate:  st.Certificate,
-			Group:        plan.Group,
-		}})
+	var inv policy.Inventory
+	if plan.Pricing != nil {
+		inv = plan.Pricing.Inventory
+	}
+	for i, st := range steps {
+		in := stepInput(plan, st, cluster, service)
+		if p := plan.Pricing; p != nil {
+			in.Inventory, in.Cost = priced(inv, in, p.Prices)
+			if i < len(steps)-1 { // the inventory after the last step is no step's
+				inv = inventory.Apply(inv, in, p.Prices)
+			}
+		}
+		out = append(out, StepInput{Label: st.Label(), Input: in})
 	}
 	return out
+}
+
+// priced returns the inventory and the cost that the input of a step carries: inv is the
+// inventory before the step.
+func priced(inv policy.Inventory, in policy.Input, prices inventory.Prices) (*policy.Inventory, *policy.Cost) {
+	after := in.LoadBalancer
+	if in.Action == policy.ActionLoadBalancerDelete {
+		after = nil
+	}
+	cost := inventory.StepCost(in.Current, after, prices)
+	return &inv, &cost
+}
+
+// stepInput is the input of one step of plan, without inventory and cost.
+func stepInput(plan lbplan.Plan, st lbplan.Step, cluster policy.Cluster, service *policy.Service) policy.Input {
+	return policy.Input{
+		Version:      policy.InputVersion,
+		Action:       st.Mutation.Action(),
+		Operation:    st.Mutation.Operation(),
+		Cluster:      cluster,
+		Service:      service,
+		LoadBalancer: st.LoadBalancer,
+		Current:      st.Current,
+		Final:        st.Final,
+		Target:       st.Target,
+		Listener:     st.Listener,
+		Certificate:  st.Certificate,
+		Group:        plan.Group,
+	}
 }
 
 // gateItem is one mutation as the gate decides it: its label and its policy input.

@@ -23,12 +23,15 @@ import (
 	cloudprovider "k8s.io/cloud-provider"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/ciplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 var update = flag.Bool("update", false, "rewrite the sample inputs (examples/policies/inputs, policy/samples) from the planner")
@@ -104,6 +107,7 @@ var sampleScenarios = []sampleScenario{
 			if err != nil {
 				t.Fatal(err)
 			}
+			p.Pricing = s.pricing(t, s.service("default"))
 			s.decider.inputs = nil
 			if _, err := s.exec.Run(context.Background(), s.service("default"), p); err != nil {
 				t.Fatal(err)
@@ -191,8 +195,10 @@ func recordSamples(t *testing.T) map[string][]byte {
 }
 
 type sampleEnv struct {
-	emu     *hcloudemu.Emulator
-	client  *hcloud.Client
+	emu    *hcloudemu.Emulator
+	client *hcloud.Client
+	// prices are the emulator's (placeholders), read as plan --from-api reads them.
+	prices  inventory.Prices
 	decider *decider
 	exec    *executor.Executor
 	netID   int64
@@ -213,7 +219,11 @@ func newSampleEnv(t *testing.T) *sampleEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &sampleEnv{emu: emu, client: client, netID: netID, decider: &decider{decision: allow}}
+	prices, err := ciplan.PricesFromAPI(context.Background(), config.HCloud{Endpoint: endpoint, Token: emu.Token()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sampleEnv{emu: emu, client: client, netID: netID, decider: &decider{decision: allow}, prices: prices}
 	for i := 1; i <= 2; i++ {
 		name := fmt.Sprintf("node-%d", i)
 		id, err := emu.AddServer(hcloudemu.ServerSpec{Name: name, Networks: []hcloudemu.ServerNetwork{{NetworkID: netID, IP: fmt.Sprintf("10.0.1.%d", i)}}})
@@ -297,6 +307,7 @@ func (s *sampleEnv) runService(t *testing.T, svc *corev1.Service) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.Pricing = s.pricing(t, svc)
 	s.decider.inputs = nil
 	if _, err := s.exec.Run(context.Background(), svc, p); err != nil {
 		t.Fatalf("%v: %v", p.Labels(), err)
@@ -337,10 +348,37 @@ func (s *sampleEnv) runGroup(t *testing.T, group string, svc *corev1.Service, me
 		t.Fatal(err)
 	}
 	p.Group = lbplan.GroupView(group, members[0].Namespace, members, adm, typ)
+	p.Pricing = s.pricing(t, svc)
 	s.decider.inputs = nil
 	if _, err := s.exec.Run(context.Background(), svc, p); err != nil {
 		t.Fatalf("%v: %v", p.Labels(), err)
 	}
+}
+
+// pricing is what the gate prices a plan of svc with (the CCM takes it from its caches,
+// loadbalancer.LoadBalancers.Pricing): the load balancers of the emulator the CCM manages, a
+// Service's owned by svc (the samples' Services share one UID), a group's by the group, priced
+// with the emulator's placeholder prices.
+func (s *sampleEnv) pricing(t *testing.T, svc *corev1.Service) *lbplan.Pricing {
+	t.Helper()
+	lbs, err := s.client.LoadBalancer.All(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []inventory.Entry
+	for _, lb := range lbs {
+		a := lbplan.NewActual(lb)
+		e := inventory.Entry{ID: a.ID, Name: a.Name, Type: a.Type, Location: a.Location, NetworkZone: a.NetworkZone,
+			Listeners: len(a.Services), Targets: len(a.Targets) + len(a.IPTargets)}
+		switch group := a.Labels[lbplan.LabelGroup]; {
+		case group != "":
+			e.Owner = input.Owner{Kind: inventory.OwnerGroup, Namespace: a.Labels[lbplan.LabelGroupNamespace], Name: group}
+		default:
+			e.Owner = input.Owner{Kind: inventory.OwnerService, Namespace: svc.Namespace, Name: svc.Name}
+		}
+		entries = append(entries, e)
+	}
+	return &lbplan.Pricing{Inventory: inventory.Build(entries, s.prices), Prices: s.prices}
 }
 
 func (s *sampleEnv) lbOf(t *testing.T) *hcloud.LoadBalancer {

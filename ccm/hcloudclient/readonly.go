@@ -42,8 +42,37 @@ func (t ReadOnlyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // makes no write whatever the token may do (TestReadOnlyTransport), and the client never
 // leaves this function.
 func ListLoadBalancersReadOnly(ctx context.Context, cfg config.HCloud, application string) ([]*hcloud.LoadBalancer, error) {
+	client, err := readOnlyClient(cfg, application)
+	if err != nil {
+		return nil, fmt.Errorf("list load balancers: %w", err)
+	}
+	lbs, err := (&LoadBalancerReader{&client.LoadBalancer}).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list load balancers: %w", err)
+	}
+	return lbs, nil
+}
+
+// ListLoadBalancerTypesReadOnly lists every load balancer type with its prices per location
+// (GET /v1/load_balancer_types, every page), read as ListLoadBalancersReadOnly reads, for
+// `plan --from-api`.
+func ListLoadBalancerTypesReadOnly(ctx context.Context, cfg config.HCloud, application string) ([]*hcloud.LoadBalancerType, error) {
+	client, err := readOnlyClient(cfg, application)
+	if err != nil {
+		return nil, fmt.Errorf("list load balancer types: %w", err)
+	}
+	types, err := (&LoadBalancerTypeReader{&client.LoadBalancerType}).All(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list load balancer types: %w", err)
+	}
+	return types, nil
+}
+
+// readOnlyClient is a client with the token and endpoint of cfg that sends through
+// ReadOnlyTransport; callers keep it to themselves.
+func readOnlyClient(cfg config.HCloud, application string) (*hcloud.Client, error) {
 	if cfg.Token == "" {
-		return nil, fmt.Errorf("list load balancers: HCLOUD_TOKEN is not set (a read-only API token of the project is enough)")
+		return nil, fmt.Errorf("HCLOUD_TOKEN is not set (a read-only API token of the project is enough)")
 	}
 	timeout := cfg.Timeout
 	if timeout == 0 {
@@ -58,9 +87,5 @@ func ListLoadBalancersReadOnly(ctx context.Context, cfg config.HCloud, applicati
 	if cfg.Endpoint != "" {
 		opts = append(opts, hcloud.WithEndpoint(cfg.Endpoint))
 	}
-	lbs, err := (&LoadBalancerReader{&hcloud.NewClient(opts...).LoadBalancer}).All(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list load balancers: %w", err)
-	}
-	return lbs, nil
+	return hcloud.NewClient(opts...), nil
 }

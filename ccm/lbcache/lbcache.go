@@ -272,8 +272,38 @@ func (c *Cache) forget(m map[string]entry, key string) {
 		return
 	}
 	c.mu.Lock()
-	m[key] = entry{written: c.now()}
+	m[key] = entry{written: c.now(), lbs: m[key].lbs} // the lbs stay for All, the last known
 	c.mu.Unlock()
+}
+
+// All returns every load balancer the cache holds now, without a request: the last list's,
+// each Service's replaced by what was written or read alone for it since (a Service forgotten
+// after a failed write keeps its last known load balancers), and every group's entry. The
+// inventory of policy inputs is built from it (loadbalancer's inventory source). complete is
+// false until a list (Get of a stale cache, Refresh) has completed: before, only the Services
+// read or written alone are known. The values MUST NOT be modified.
+func (c *Cache) All() (lbs []*lbplan.Actual, complete bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	newer := func(e entry) bool { return c.snap == nil || !e.written.Before(c.snap.at) }
+	for uid, e := range c.entries {
+		if newer(e) {
+			lbs = append(lbs, e.lbs...)
+		} else if c.snap != nil {
+			lbs = append(lbs, c.snap.byUID[uid]...)
+		}
+	}
+	if c.snap != nil {
+		for uid, listed := range c.snap.byUID {
+			if _, ok := c.entries[uid]; !ok {
+				lbs = append(lbs, listed...)
+			}
+		}
+	}
+	for _, e := range c.groups {
+		lbs = append(lbs, e.lbs...)
+	}
+	return lbs, c.snap != nil
 }
 
 // GetGroup returns the load balancers carrying the labels of group in cluster

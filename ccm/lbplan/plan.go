@@ -63,6 +63,10 @@ type Plan struct {
 	// Group is the load balancer group the plan is for (every step's input.group); nil for
 	// the load balancer of one Service.
 	Group *input.Group
+	// Pricing, when set, is the inventory and the prices the plan is decided against: every
+	// step's input carries input.inventory and input.cost (executor.Inputs). Nil: neither (no
+	// policy in force, or no prices known).
+	Pricing *Pricing
 	// network is the cluster network; its range fills the policy view of an attachment the
 	// API reports without one.
 	network *Network

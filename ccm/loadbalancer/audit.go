@@ -10,7 +10,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // The policy audit (ccm/audit, docs/policy.md § Audit) judges every existing load balancer as
@@ -76,6 +78,7 @@ func (l *LoadBalancers) AuditPlans(ctx context.Context, clusterName string, node
 		case err != nil:
 			out = append(out, AuditPlan{Service: svc, Err: err})
 		case ok:
+			plan.Pricing = l.auditPricing(svc, plan)
 			out = append(out, AuditPlan{Service: svc, Plan: plan})
 		}
 	}
@@ -180,4 +183,20 @@ func (l *LoadBalancers) deniedSteps(ctx context.Context, svc *corev1.Service, pl
 	}
 	denied, _ := read(ctx, key, func() ([]int, error) { return l.exec.DeniedSteps(ctx, svc, plan), nil })
 	return denied
+}
+
+// auditPricing is the Pricing of the create the audit shows the load balancer of svc as: the
+// inventory without that load balancer (of svc, or of its group), so a quota judges it as a
+// fresh create; nil when no policy is in force (as the gate's: executor.Inputs).
+func (l *LoadBalancers) auditPricing(svc *corev1.Service, plan lbplan.Plan) *lbplan.Pricing {
+	if _, named := l.exec.PolicyRevision(); !named {
+		return nil
+	}
+	p := l.Pricing()
+	owner := input.Owner{Kind: inventory.OwnerService, Namespace: svc.Namespace, Name: svc.Name}
+	if g := plan.Group; g != nil {
+		owner = input.Owner{Kind: inventory.OwnerGroup, Namespace: g.Namespace, Name: g.Name}
+	}
+	p.Inventory = inventory.Without(p.Inventory, owner, p.Prices)
+	return p
 }

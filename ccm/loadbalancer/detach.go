@@ -28,6 +28,7 @@ type ActionFailureTracker interface {
 func (l *LoadBalancers) runDetached(ctx context.Context, svc *corev1.Service, plan lbplan.Plan, readAt time.Time) (*lbplan.Actual, error) {
 	var kept sync.Mutex
 	kept.Lock()
+	unlock := l.costLock(plan)
 	state, err := l.exec.RunDetached(ctx, svc, plan, func(err error) {
 		kept.Lock()
 		defer kept.Unlock()
@@ -37,7 +38,9 @@ func (l *LoadBalancers) runDetached(ctx context.Context, svc *corev1.Service, pl
 		}
 	})
 	l.stored(svc, state, readAt, err)
+	unlock()
 	kept.Unlock()
+	l.freed(plan, err)
 	return state, err
 }
 
@@ -47,6 +50,7 @@ func (l *LoadBalancers) runDetached(ctx context.Context, svc *corev1.Service, pl
 func (l *LoadBalancers) runDetachedGroup(ctx context.Context, cluster, group string, svc *corev1.Service, plan lbplan.Plan, readAt time.Time) (*lbplan.Actual, error) {
 	var kept sync.Mutex
 	kept.Lock()
+	unlock := l.costLock(plan)
 	state, err := l.exec.RunDetached(ctx, svc, plan, func(err error) {
 		kept.Lock()
 		defer kept.Unlock()
@@ -56,7 +60,9 @@ func (l *LoadBalancers) runDetachedGroup(ctx context.Context, cluster, group str
 		}
 	})
 	l.storedGroup(group, cluster, state, readAt, err)
+	unlock()
 	kept.Unlock()
+	l.freed(plan, err)
 	return state, err
 }
 

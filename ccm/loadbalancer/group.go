@@ -350,8 +350,11 @@ func (l *LoadBalancers) ensureGroup(ctx context.Context, cluster, group string, 
 	}
 	var state *lbplan.Actual
 	if create {
+		unlock := l.costLock(*gp.plan)
 		state, err = l.exec.Run(ctx, svc, *gp.plan)
 		l.storedGroup(group, cluster, state, gp.readAt, err)
+		unlock()
+		l.freed(*gp.plan, err)
 	} else {
 		state, err = l.runDetachedGroup(ctx, cluster, group, svc, *gp.plan, gp.readAt)
 	}
@@ -501,6 +504,7 @@ func (l *LoadBalancers) shrinkGroup(ctx context.Context, cluster, group string, 
 	}
 	state, err := l.exec.Run(ctx, svc, plan)
 	l.storedGroup(group, cluster, state, readAt, err)
+	l.freed(plan, err)
 	l.wroteGroup(group, plan, err)
 	return err
 }

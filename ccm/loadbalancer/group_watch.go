@@ -335,5 +335,6 @@ func (l *LoadBalancers) sweepOrphan(ctx context.Context, cluster, group string) 
 	klog.InfoS("Deleting the load balancer of a group without members", "group", group, "loadBalancer", lb.Name, "id", lb.ID)
 	state, err := l.exec.Run(ctx, nil, plan)
 	l.storedGroup(group, cluster, state, readAt, err)
+	l.freed(plan, err)
 	return err == nil, err
 }

@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -118,6 +119,8 @@ type LoadBalancers struct {
 	// auditDenied is set only on the audit's copy (audit.go): plans are creates (basis) and
 	// its "would deny" replaces the executor's DeniedSteps.
 	auditDenied StepDenier
+	// costMu serialises the runs of plans that add cost (costLock, inventory.go).
+	costMu *sync.Mutex
 }
 
 // DenialTracker learns which Services the policy denied, to retry them when the policy input
@@ -200,12 +203,13 @@ func New(o Options) (*LoadBalancers, error) {
 	l := &LoadBalancers{
 		read: o.Readers, cache: cache, exec: o.Executor, cfg: o.Config, recorder: o.Recorder, namer: o.Namer, denials: o.DenialTracker,
 		types:  &typeCache{list: o.Readers.Types, maxAge: typeMaxAge, now: time.Now},
-		denied: newDenialCache(denialMaxAge), services: o.Services, groupLocks: &keyLocks{}, serviceLocks: &keyLocks{},
+		denied: newDenialCache(denialMaxAge), services: o.Services, groupLocks: &keyLocks{}, serviceLocks: &keyLocks{}, costMu: &sync.Mutex{},
 	}
 	if o.Robot {
 		l.robot = &robotTargets{servers: o.RobotClient}
 	}
 	l.network.Store(o.Network)
+	o.Executor.SetInventory(l)
 	return l, nil
 }
 
@@ -456,6 +460,7 @@ func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) 
 	}
 	state, err := l.exec.Run(ctx, svc, plan)
 	l.stored(svc, state, readAt, err)
+	l.freed(plan, err)
 	return err
 }
 
@@ -497,8 +502,11 @@ func (l *LoadBalancers) reconcile(ctx context.Context, svc *corev1.Service, node
 		state, err := l.runDetached(ctx, svc, *plan, readAt)
 		return state, d, err
 	}
+	unlock := l.costLock(*plan)
 	state, err := l.exec.Run(ctx, svc, *plan)
 	l.stored(svc, state, readAt, err)
+	unlock()
+	l.freed(*plan, err)
 	return state, d, err
 }
 

@@ -21,7 +21,8 @@ import (
 // CCM's sync leaves them out, so the webhook shows the CCM's verdict. Without a group it is
 // unused.
 //
-// Preview never writes to Hetzner: it has no executor (TestPreview_NoWrite), records no event
+// With a policy in force the plan carries the Pricing the gate would decide it with
+// (previewPriced). Preview never writes to Hetzner: it has no executor (TestPreview_NoWrite), records no event
 // and leaves the remembered denials and the denial tracker alone, so a Service that is only
 // being admitted (and may never exist) leaves no trace on the CCM's state. svc and nodes are
 // read, never modified.
@@ -36,14 +37,28 @@ func (l *LoadBalancers) Preview(ctx context.Context, clusterName string, svc *co
 		if err != nil {
 			return lbplan.Plan{}, err
 		}
-		return q.previewGroup(ctx, clusterName, group, svc, nodes, denied)
+		plan, err := q.previewGroup(ctx, clusterName, group, svc, nodes, denied)
+		return l.previewPriced(plan), err
 	}
 	name, rename := q.name(ctx, clusterName, svc)
 	plan, _, _, err := q.plan(ctx, svc, nodes, name, rename, true)
 	if err != nil || plan == nil {
 		return lbplan.Plan{}, err
 	}
-	return *plan, nil
+	return l.previewPriced(*plan), nil
+}
+
+// previewPriced is plan with the Pricing the gate would decide it with (executor.Inputs: the
+// inventory and the prices of the caches), so the webhook shows input.inventory and input.cost
+// as the CCM decides them; plan as it is without a policy in force or for an empty plan.
+func (l *LoadBalancers) previewPriced(plan lbplan.Plan) lbplan.Plan {
+	if plan.Empty() || l.exec == nil {
+		return plan
+	}
+	if _, named := l.exec.PolicyRevision(); named {
+		plan.Pricing = l.Pricing()
+	}
+	return plan
 }
 
 // PreviewDelete returns the plan EnsureLoadBalancerDeleted would decide and run for svc (the
@@ -53,7 +68,8 @@ func (l *LoadBalancers) Preview(ctx context.Context, clusterName string, svc *co
 // (the CCM keeps it then). Like Preview it never writes and records no event.
 func (l *LoadBalancers) PreviewDelete(ctx context.Context, clusterName string, svc *corev1.Service) (lbplan.Plan, error) {
 	if group, err := annotation.Group(svc); err == nil && l.services != nil {
-		return l.quiet().previewLeave(ctx, clusterName, group, svc)
+		plan, err := l.quiet().previewLeave(ctx, clusterName, group, svc)
+		return l.previewPriced(plan), err
 	}
 	lb, _, err := l.byUID(ctx, svc, false)
 	if err != nil || lb == nil {
@@ -63,7 +79,7 @@ func (l *LoadBalancers) PreviewDelete(ctx context.Context, clusterName string, s
 	if err != nil { // *lbplan.ProtectedError: kept, nothing to decide
 		return lbplan.Plan{}, nil //nolint:nilerr // a protected load balancer is kept, as EnsureLoadBalancerDeleted does
 	}
-	return plan, nil
+	return l.previewPriced(plan), nil
 }
 
 // quiet returns a LoadBalancers for Preview: l's readers, configuration, naming plugin, type
@@ -85,6 +101,8 @@ func (l *LoadBalancers) quiet() *LoadBalancers {
 		services: l.services,
 		// Preview only reads: it takes no lock, but shares them so the fields are set.
 		groupLocks: l.groupLocks, serviceLocks: l.serviceLocks,
+		// Preview runs nothing, so it takes no cost lock (inventory.go), but shares it.
+		costMu: l.costMu,
 		// converged stays empty: Preview runs nothing, so it converges nothing (drift.go).
 	}
 	q.network.Store(l.network.Load())

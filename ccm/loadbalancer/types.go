@@ -2,6 +2,7 @@ package loadbalancer
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/compatmetrics"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 )
 
@@ -21,6 +23,24 @@ type typeCache struct {
 	mu      sync.Mutex
 	types   []*hcloud.LoadBalancerType
 	fetched time.Time
+	// priced is the prices of types as of fetched (inventory.go), built once per read.
+	priced struct {
+		fetched time.Time
+		types   []*hcloud.LoadBalancerType
+		prices  inventory.Prices
+	}
+}
+
+// refresh reads the type list now (one paginated list) and keeps it.
+func (c *typeCache) refresh(ctx context.Context) error {
+	types, err := c.list.All(ctx)
+	if err != nil {
+		return fmt.Errorf("read load balancer types: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.types, c.fetched = types, c.now()
+	return nil
 }
 
 // get returns the type called name (nil if unknown) and the known names.

@@ -86,12 +86,15 @@ const (
 	// TriggerDrift is a load balancer that drifted from the state the CCM left it in, or was
 	// deleted, behind the CCM's back (ccm/loadbalancer CheckDrift).
 	TriggerDrift = "drift"
+	// TriggerInventory is room in the inventory: the CCM deleted a load balancer or changed one
+	// to a cheaper type (RoomAppeared).
+	TriggerInventory = "inventory"
 )
 
 // retriesTotal counts annotation patches by trigger and result (success, error).
 var retriesTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 	Name:           "hcloud_ccm_policy_retries_total",
-	Help:           "Services synced again by the CCM: denied ones because the policy or their namespace's labels changed, members of a load balancer group another member left, Services whose detached load balancer update failed (after a per-Service backoff) and Services whose load balancer drifted; by trigger (policy, namespace, group, action, drift) and result (success, error).",
+	Help:           "Services synced again by the CCM: denied ones because the policy or their namespace's labels changed or a load balancer was deleted or made cheaper, members of a load balancer group another member left, Services whose detached load balancer update failed (after a per-Service backoff) and Services whose load balancer drifted; by trigger (policy, namespace, group, action, drift, inventory) and result (success, error).",
 	StabilityLevel: metrics.ALPHA,
 }, []string{"trigger", "result"})
 
@@ -256,6 +259,16 @@ func (r *Requeuer) NamespaceChanged(old, cur *corev1.Namespace) {
 // namespace's labels could not be read, and now they can.
 func (r *Requeuer) NamespaceAdded(ns *corev1.Namespace) {
 	r.retry(cause{TriggerNamespace, "namespace " + ns.Name + " readable"}, func(k types.NamespacedName) bool { return k.Namespace == ns.Name })
+}
+
+// RoomAppeared retries every denied Service: the CCM deleted a load balancer or changed one to
+// a cheaper type (text says which), so a quota or budget rule over input.inventory may now let
+// a denied create pass. Under a policy every load balancer decision carries the inventory, so
+// every denied Service's last denial may have been such a rule; a Service whose denial had
+// another reason is decided again once and denied again (its retry costs the decision, the
+// denial cache of ccm/loadbalancer sees the new inventory in its digest).
+func (r *Requeuer) RoomAppeared(text string) {
+	r.retry(cause{TriggerInventory, text}, func(types.NamespacedName) bool { return true })
 }
 
 // WatchNamespaces calls NamespaceAdded for every namespace the informer adds and

@@ -89,6 +89,12 @@ func TestRequeuer_triggers(t *testing.T) {
 		trigger: func(r *Requeuer) { r.PolicyLoaded("0123456789ab") },
 		want:    []string{"blog/web=policy revision 0123456789ab" + at, "shop/web=policy revision 0123456789ab" + at},
 	}, {
+		name:    "room in the inventory (a load balancer deleted): every denied Service",
+		denied:  []*corev1.Service{service("shop", "web"), service("blog", "web")},
+		settled: []*corev1.Service{service("shop", "api")},
+		trigger: func(r *Requeuer) { r.RoomAppeared("load balancer a1 deleted") },
+		want:    []string{"blog/web=load balancer a1 deleted" + at, "shop/web=load balancer a1 deleted" + at},
+	}, {
 		name:    "settled Services are not touched",
 		denied:  []*corev1.Service{service("shop", "web"), service("shop", "api")},
 		settled: []*corev1.Service{service("shop", "api")},

@@ -312,6 +312,12 @@ func run(r *runner, cfg config, out io.Writer) (bool, *harness.Process) {
 	r.Logf("waiting up to %s for the CCM", cfg.timeout)
 	st, converged := waitConverged(r, c, emu, ccm, nodes, services, cfg.examples(), cfg.timeout)
 	st.robotRequests = robot.Requests()
+	st.cost = &demoCost{}
+	if prices, err := readPrices(endpoint, emu.Token()); err != nil { // after the counts: it is a request too
+		st.cost.err = err
+	} else {
+		st.cost.inventory = costOf(emu.LoadBalancers(), st.services, prices)
+	}
 	env := exploreEnv{
 		kubectl:     harness.Bin(r, "kubectl"),
 		kubeconfig:  c.Kubeconfig,

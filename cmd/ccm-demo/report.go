@@ -38,6 +38,8 @@ type state struct {
 	pending []string
 	// nodeWarnings sums up the Warning events on the Nodes (summarizeNodeWarnings).
 	nodeWarnings []string
+	// cost is what the CCM's load balancers cost a month (nil: not priced).
+	cost *demoCost
 }
 
 type nodeState struct {
@@ -553,6 +555,7 @@ func writeReport(out io.Writer, st state, converged bool, took time.Duration, en
 	} else {
 		writeExampleServices(out, st.services)
 	}
+	writeCost(out, st.cost)
 	writeRequests(out, st)
 	writeExplore(out, env, exitAfter)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/ciplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
@@ -36,7 +37,7 @@ func badInput(err error) error { return &exitError{code: ciplan.ExitBadInput, er
 func newPlanCommand() *cobra.Command {
 	var files []string
 	var fromAPI bool
-	var policies, envFile, statePath, saveState, output, mode, failure, clusterName, clusterCIDR, decisionLog string
+	var policies, envFile, statePath, saveState, output, mode, failure, clusterName, clusterCIDR, decisionLog, pricesPath string
 	cmd := &cobra.Command{
 		Use:   "plan -f FILE|DIR|- --policies DIR [flags]",
 		Short: "Show the load balancer requests the CCM would send for Service manifests, with each policy verdict (for CI)",
@@ -46,7 +47,10 @@ CCM's own planner and policy gate, and print each request with its verdict, deny
 messages, and the final load balancer. The environment (HCLOUD_*) comes from the process or
 --env-file. The current load balancers come from --state (the JSON of GET
 /v1/load_balancers) or --from-api (the Hetzner API, GET requests only), else every Service
-is a create; --save-state writes the state the allowed plans would leave. No other network
+is a create; --save-state writes the state the allowed plans would leave. The load balancers
+of the state, then each Service's allowed steps in input order, are the inventory the policies
+see (input.inventory). Costs come from --prices (the JSON of GET /v1/load_balancer_types) or
+--from-api (which reads the prices too); without either they are unknown. No other network
 request is made.
 
 Exit status: 0 allowed, 1 denied, 2 bad input (a manifest, annotation, policy or flag).`,
@@ -98,6 +102,10 @@ Exit status: 0 allowed, 1 denied, 2 bad input (a manifest, annotation, policy or
 			if statePath != "" && fromAPI {
 				return badInput(errors.New("plan: --state and --from-api exclude each other: pick one source of the current state"))
 			}
+			prices, err := planPrices(cmd, pricesPath, fromAPI, cfg)
+			if err != nil {
+				return badInput(err)
+			}
 			if fromAPI {
 				if state, err = ciplan.StateFromAPI(cmd.Context(), cfg.HCloud); err != nil {
 					return badInput(err)
@@ -113,7 +121,7 @@ Exit status: 0 allowed, 1 denied, 2 bad input (a manifest, annotation, policy or
 				return badInput(fmt.Errorf("plan: %w", err))
 			}
 			r := ciplan.Run(cmd.Context(), m, ciplan.Options{
-				Config: cfg, Decider: engine, State: state,
+				Config: cfg, Decider: engine, State: state, Prices: prices,
 				Cluster: policy.Cluster{Name: clusterName, ClusterCIDR: clusterCIDR},
 			})
 			if output == "json" {
@@ -140,6 +148,7 @@ Exit status: 0 allowed, 1 denied, 2 bad input (a manifest, annotation, policy or
 	cmd.Flags().StringVar(&envFile, "env-file", "", "KEY=VALUE file with the CCM's environment (default: the process environment)")
 	cmd.Flags().StringVar(&statePath, "state", "", "JSON of the current load balancers (GET /v1/load_balancers); default: none exist")
 	cmd.Flags().BoolVar(&fromAPI, "from-api", false, "read the current load balancers from the Hetzner API (HCLOUD_TOKEN, read-only token enough; GET requests only)")
+	cmd.Flags().StringVar(&pricesPath, "prices", "", "JSON of the load balancer prices (the body of GET /v1/load_balancer_types); --from-api reads them from the API; default: costs unknown")
 	cmd.Flags().StringVar(&saveState, "save-state", "", "write the state the allowed plans would leave (same format as --state) to this file")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	cmd.Flags().StringVar(&mode, "policy-mode", "enforce", "enforce or dryrun, as the CCM's --policy-mode")
@@ -148,6 +157,24 @@ Exit status: 0 allowed, 1 denied, 2 bad input (a manifest, annotation, policy or
 	cmd.Flags().StringVar(&clusterCIDR, "cluster-cidr", "", "the CCM's --cluster-cidr (input.cluster.cluster_cidr)")
 	cmd.Flags().StringVar(&decisionLog, "decision-log", "", "append every decision as a JSON line in OPA's decision log format to this file; the output names each denied step's decision ID (replay a line with policy eval --decision-log-line)")
 	return cmd
+}
+
+// planPrices are the prices of --prices, or of the API with --from-api (never both); none
+// without either.
+func planPrices(cmd *cobra.Command, path string, fromAPI bool, cfg config.Config) (inventory.Prices, error) {
+	switch {
+	case path != "" && fromAPI:
+		return inventory.Prices{}, errors.New("plan: --prices and --from-api exclude each other: --from-api reads the prices from the API")
+	case path != "":
+		p, err := ciplan.ReadPrices(path)
+		if err != nil {
+			return inventory.Prices{}, fmt.Errorf("plan: %w", err)
+		}
+		return p, nil
+	case fromAPI:
+		return ciplan.PricesFromAPI(cmd.Context(), cfg.HCloud)
+	}
+	return inventory.Prices{}, nil
 }
 
 // planDecisionLog opens path for appending (mode 0600, as the CCM's decision log file) and sets

@@ -27,6 +27,11 @@ func TestPlanCommand(t *testing.T) {
 	}
 	const noLocation = "apiVersion: v1\nkind: Service\nmetadata: {name: web, annotations: {load-balancer.hetzner.cloud/name: web}}\nspec: {type: LoadBalancer, ports: [{port: 443}]}\n"
 	const pol = "../../examples/policies"
+	const prices = "../../examples/emulator/load_balancer_types.json"
+	badPrices := filepath.Join(dir, "prices.json")
+	if err := os.WriteFile(badPrices, []byte(`{"load_balancer_types": [`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name     string
 		args     []string
@@ -41,6 +46,11 @@ func TestPlanCommand(t *testing.T) {
 		{name: "bad environment", args: []string{"-f", "-", "--policies", pol, "--env-file", badEnv}, stdin: noLocation, wantCode: 2, want: []string{"HCLOUD_LOAD_BALANCERS_USE_PRIVATE_IP"}},
 		{name: "missing flags", args: []string{"--policies", pol}, wantCode: 2, want: []string{"-f and --policies are required"}},
 		{name: "bad output", args: []string{"-f", "-", "--policies", pol, "-o", "yaml"}, wantCode: 2, want: []string{`-o "yaml": want text or json`}},
+		{name: "priced", args: []string{"-f", "../../examples/manifests/allowed.yaml", "--policies", pol, "--prices", prices}, wantCode: 0, want: []string{"cost: +5.00 EUR/month net (+5.95 gross), 5.00 EUR/month net (5.95 gross) after", "cost of every managed load balancer: +5.00 EUR/month net"}},
+		{name: "priced json", args: []string{"-f", "../../examples/manifests/allowed.yaml", "--policies", pol, "--prices", prices, "-o", "json"}, wantCode: 0, want: []string{`"known": true`, `"monthly_net": 5`}},
+		{name: "unpriced", args: []string{"-f", "../../examples/manifests/allowed.yaml", "--policies", pol}, wantCode: 0, want: []string{"cost: unknown (no prices: pass --prices FILE or --from-api)"}},
+		{name: "bad prices file", args: []string{"-f", "-", "--policies", pol, "--prices", badPrices}, wantCode: 2, want: []string{"plan: --prices " + badPrices + ": parse load balancer prices: want the JSON body of GET /load_balancer_types"}},
+		{name: "prices and from-api", args: []string{"-f", "-", "--policies", pol, "--prices", prices, "--from-api"}, wantCode: 2, want: []string{"--prices and --from-api exclude each other"}},
 		{name: "policy dir without rego", args: []string{"-f", "-", "--policies", dir}, wantCode: 2, want: []string{"no .rego file"}},
 	}
 	for _, tt := range tests {

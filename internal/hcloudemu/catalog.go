@@ -1,6 +1,10 @@
 package hcloudemu
 
-import "github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
+import (
+	"strconv"
+
+	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
+)
 
 // defaultLocations are the six locations the official CCM maps to zones.
 func defaultLocations() []schema.Location {
@@ -33,11 +37,13 @@ func defaultServerTypes() []schema.ServerType {
 	}
 }
 
+// defaultLoadBalancerTypes are the three load balancer types, each priced in every default
+// location with PlaceholderMonthlyNet (see there: placeholders, not Hetzner's prices).
 func defaultLoadBalancerTypes() []schema.LoadBalancerType {
 	lt := func(id int64, name, desc string, services, targets, conns, certs int) schema.LoadBalancerType {
 		return schema.LoadBalancerType{
 			ID: id, Name: name, Description: desc, MaxServices: services, MaxTargets: targets,
-			MaxConnections: conns, MaxAssignedCertificates: certs, Prices: []schema.PricingLoadBalancerTypePrice{},
+			MaxConnections: conns, MaxAssignedCertificates: certs, Prices: placeholderPrices(name),
 		}
 	}
 	return []schema.LoadBalancerType{
@@ -45,4 +51,37 @@ func defaultLoadBalancerTypes() []schema.LoadBalancerType {
 		lt(2, "lb21", "LB21", 15, 75, 20000, 25),
 		lt(3, "lb31", "LB31", 30, 150, 40000, 50),
 	}
+}
+
+// PlaceholderMonthlyNet is the monthly net price, in EUR, the emulator lists for each load
+// balancer type in every location unless a seed replaces the type (Seed.LoadBalancerTypes with
+// its own prices).
+//
+// PLACEHOLDERS, NOT HETZNER'S PRICES: round figures so that tests and the demo are priced. Gross
+// is net plus PlaceholderVATPercent; hourly is monthly / 500, also a placeholder.
+var PlaceholderMonthlyNet = map[string]int{"lb11": 5, "lb21": 10, "lb31": 20}
+
+// PlaceholderVATPercent is the VAT the placeholder gross prices add (placeholder as well).
+const PlaceholderVATPercent = 19
+
+// placeholderPrices returns the prices[] entries of a type in every default location.
+func placeholderPrices(typ string) []schema.PricingLoadBalancerTypePrice {
+	net := float64(PlaceholderMonthlyNet[typ])
+	out := []schema.PricingLoadBalancerTypePrice{}
+	for _, l := range defaultLocations() {
+		out = append(out, schema.PricingLoadBalancerTypePrice{
+			Location:          l.Name,
+			PriceMonthly:      decimalPrice(net),
+			PriceHourly:       decimalPrice(net / 500),
+			IncludedTraffic:   1 << 40, // 1 TiB, a placeholder too
+			PricePerTBTraffic: decimalPrice(1),
+		})
+	}
+	return out
+}
+
+// decimalPrice writes net and gross (net plus PlaceholderVATPercent) as the API's decimal strings.
+func decimalPrice(net float64) schema.Price {
+	gross := net * (100 + PlaceholderVATPercent) / 100
+	return schema.Price{Net: strconv.FormatFloat(net, 'f', 10, 64), Gross: strconv.FormatFloat(gross, 'f', 10, 64)}
 }

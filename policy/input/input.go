@@ -83,6 +83,108 @@ type Input struct {
 	// never enforced, and nothing is sent. Absent (not false) for every real request, so the
 	// schema stays v1: `not input.audit` holds for real requests.
 	Audit bool `json:"audit,omitempty"`
+	// Inventory is the load balancers this cluster manages as they are before this step (the
+	// results of earlier applied steps included), with their monthly prices and totals per
+	// namespace and for the cluster, from the CCM's caches (docs/policy.md, Quotas and cost).
+	// Present on every load balancer decision; absent for routes, which are not priced.
+	Inventory *Inventory `json:"inventory,omitempty"`
+	// Cost is the monthly price of this step's load balancer before and after the step: before
+	// is 0 on create, after is 0 on delete, change_type changes it. Present on every load
+	// balancer decision; absent for routes.
+	Cost *Cost `json:"cost,omitempty"`
+}
+
+// Inventory is the load balancers this cluster manages, with prices and totals.
+//
+// Amounts are monthly, parsed from the decimal strings of the Hetzner API's prices[] entry of
+// the load balancer's type and location (GET /load_balancer_types). A load balancer that names
+// only a network zone is priced at the highest price among that zone's locations.
+type Inventory struct {
+	// Currency is the currency of every amount, "EUR".
+	Currency string `json:"currency"`
+	// LoadBalancers are the managed load balancers, by ID (those not created yet last, by name).
+	LoadBalancers []InventoryLoadBalancer `json:"load_balancers"`
+	// Namespaces are the totals per namespace; a group's load balancer counts in the group's
+	// home namespace.
+	Namespaces map[string]Totals `json:"namespaces"`
+	// Cluster is the total of all managed load balancers.
+	Cluster Totals `json:"cluster"`
+}
+
+// InventoryLoadBalancer is one managed load balancer of the inventory.
+type InventoryLoadBalancer struct {
+	// ID is the Hetzner load balancer ID; absent for one not created yet (plan's own creates).
+	ID int64 `json:"id,omitempty"`
+	// Name is the load balancer's name.
+	Name string `json:"name"`
+	// Owner is the Service or the load balancer group the load balancer belongs to.
+	Owner Owner `json:"owner"`
+	// Type is the load balancer type, e.g. "lb11".
+	Type string `json:"type"`
+	// Location is the location, e.g. "fsn1"; "" when only a network zone is known.
+	Location string `json:"location"`
+	// NetworkZone is the network zone, e.g. "eu-central"; "" when unknown.
+	NetworkZone string `json:"network_zone"`
+	// Listeners is the number of listeners (services).
+	Listeners int `json:"listeners"`
+	// Targets is the number of targets.
+	Targets int `json:"targets"`
+	// Price is the monthly price of the type at the location.
+	Price Price `json:"price"`
+}
+
+// Owner is what a managed load balancer belongs to.
+type Owner struct {
+	// Kind is "service" (a Service's own load balancer) or "group" (a shared load balancer).
+	Kind string `json:"kind"`
+	// Namespace is the Service's namespace, or the group's home namespace.
+	Namespace string `json:"namespace"`
+	// Name is the Service's name, or the group's name.
+	Name string `json:"name"`
+}
+
+// Price is the monthly price of one load balancer.
+type Price struct {
+	// Known is false when the API lists no price for the type and location (amounts are 0).
+	Known bool `json:"known"`
+	// MonthlyNet is the monthly price without VAT.
+	MonthlyNet float64 `json:"monthly_net"`
+	// MonthlyGross is the monthly price with VAT.
+	MonthlyGross float64 `json:"monthly_gross"`
+	// Currency is the currency, "EUR".
+	Currency string `json:"currency"`
+}
+
+// Totals counts load balancers and sums their monthly prices (unknown prices count as 0).
+type Totals struct {
+	// LoadBalancers is the number of load balancers.
+	LoadBalancers int `json:"load_balancers"`
+	// ByType is the number of load balancers per type, e.g. {"lb11": 3}.
+	ByType map[string]int `json:"by_type"`
+	// MonthlyNet is the sum of the monthly net prices.
+	MonthlyNet float64 `json:"monthly_net"`
+	// MonthlyGross is the sum of the monthly gross prices.
+	MonthlyGross float64 `json:"monthly_gross"`
+}
+
+// Cost is the monthly price of one step's load balancer before and after the step.
+type Cost struct {
+	// Currency is the currency of every amount, "EUR".
+	Currency string `json:"currency"`
+	// Before is the monthly price before the step; 0 on create.
+	Before Amount `json:"before"`
+	// After is the monthly price after the step; 0 on delete.
+	After Amount `json:"after"`
+	// Delta is After - Before: positive when the step adds cost.
+	Delta Amount `json:"delta"`
+}
+
+// Amount is a monthly price, net and gross.
+type Amount struct {
+	// MonthlyNet is the monthly amount without VAT.
+	MonthlyNet float64 `json:"monthly_net"`
+	// MonthlyGross is the monthly amount with VAT.
+	MonthlyGross float64 `json:"monthly_gross"`
 }
 
 // Group is a load balancer group: the Services that share one load balancer.

@@ -25,7 +25,7 @@ const demoTimeout = 3 * time.Minute
 //
 //   - with the examples, it checks the report: converged, nodes initialised with plugin labels,
 //     an external IP and a plugin-made name for default/web, the policy's message for the denied
-//     shop/web, and the emulator's request counts;
+//     shop/web, the monthly cost of the load balancers created, and the emulator's request counts;
 //   - with an own policy directory (one deny rule on port 443), --policy-mode=dryrun and no
 //     plugins (make demo POLICIES=dir MODE=dryrun PLUGINS=none), it checks that the report says
 //     what happened: every Service has an address, default/web was denied in dry run with the
@@ -51,6 +51,11 @@ func TestDemo(t *testing.T) {
 			regexp.MustCompile(`(?m)^\s+shop/web\s+<pending>\s`),
 			regexp.MustCompile(`namespace "shop" may not expose load balancers publicly`),
 			regexp.MustCompile(`Hetzner API \(emulator\): \d+ requests, \d+ mutating`),
+			// The monthly cost of what the CCM created, at the emulator's placeholder prices:
+			// default/web's lb11 among them, and a total.
+			regexp.MustCompile(`Monthly cost of the load balancers the CCM created \(the emulator's placeholder prices, not Hetzner's\)`),
+			regexp.MustCompile(`(?m)^\s+demo-default-web-[0-9a-f]{8}\s+service default/web\s+lb11\s+\S+\s+5\.00\s+5\.95$`),
+			regexp.MustCompile(`(?m)^\s+total: [1-9]\d* load balancers, \d+\.\d\d EUR net \(\d+\.\d\d gross\) a month$`),
 			regexp.MustCompile(`(?m)^\s+export KUBECONFIG=\S+`),
 		} {
 			if !want.MatchString(report) {

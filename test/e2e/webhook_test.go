@@ -141,7 +141,8 @@ func startWebhookCluster(t *testing.T, args ...string) webhookCluster {
 // Service the policies deny is refused with the policy's message and its decision ID, and
 // nothing reaches Hetzner; an allowed one is admitted, with the policies' warning printed as
 // "Warning: ..."; a change out of type LoadBalancer is refused when the policies deny the
-// delete it causes; and with the CCM stopped, `kubectl apply` still works (failurePolicy Ignore).
+// delete it causes, with a warning naming the monthly cost it would save; and with the CCM
+// stopped, `kubectl apply` still works (failurePolicy Ignore).
 func TestCCMAdmissionWebhook(t *testing.T) {
 	t.Parallel()
 	w := startWebhookCluster(t, enforce)
@@ -231,6 +232,11 @@ func TestCCMAdmissionWebhook(t *testing.T) {
 	t.Logf("kubectl patch to ClusterIP:\n%s", out)
 	if err == nil || !strings.Contains(out, "denied the request") || !strings.Contains(out, "must not be deleted") || !strings.Contains(out, "delete(") {
 		t.Errorf("the change to ClusterIP of a protected load balancer was not refused with the policy's message: %v\n%s", err, out)
+	}
+	// The refusal names what the change would have saved: the lb11's placeholder price (the
+	// CCM read the type list with its prices for the create).
+	if want := "Warning: " + admission.WarningPrefix + "monthly cost of this change: -5.00 EUR net (-5.95 gross)"; !strings.Contains(out, want) {
+		t.Errorf("kubectl printed no cost warning %q:\n%s", want, out)
 	}
 	if n := emu.MutatingRequests(); n != 0 {
 		t.Errorf("%d mutating Hetzner requests after the refused type change, want 0: %v", n, emu.Counts())

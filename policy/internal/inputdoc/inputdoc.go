@@ -155,13 +155,15 @@ func (t *structType) parseFields() error {
 	return nil
 }
 
-// refOf returns the struct type a field refers to (through pointers and slices), or "".
+// refOf returns the struct type a field refers to (through pointers, slices and map values), or "".
 func (m *model) refOf(e ast.Expr) string {
 	switch t := e.(type) {
 	case *ast.StarExpr:
 		return m.refOf(t.X)
 	case *ast.ArrayType:
 		return m.refOf(t.Elt)
+	case *ast.MapType:
+		return m.refOf(t.Value)
 	case *ast.Ident:
 		if m.types[t.Name] != nil {
 			return t.Name
@@ -187,6 +189,8 @@ func (m *model) describe(e ast.Expr) string {
 			return "boolean"
 		case "int", "int32", "int64":
 			return "integer"
+		case "float64":
+			return "number"
 		}
 		if m.types[t.Name] != nil {
 			return "[" + t.Name + "](#" + strings.ToLower(t.Name) + ")"
@@ -232,6 +236,8 @@ func (m *model) jsonType(e ast.Expr) (map[string]any, error) {
 			return map[string]any{"type": "boolean"}, nil
 		case "int", "int32", "int64":
 			return map[string]any{"type": "integer"}, nil
+		case "float64":
+			return map[string]any{"type": "number"}, nil
 		}
 		if m.types[t.Name] != nil {
 			return map[string]any{"$ref": "#/definitions/" + t.Name}, nil

@@ -25,7 +25,7 @@ func TestGenerate_rejectsUndocumentedInput(t *testing.T) {
 		},
 		{
 			name: "An unsupported field type is an error",
-			src:  header + "// Input is it.\ntype Input struct {\n\t// A is a.\n\tA float64 `json:\"a\"`\n}\n",
+			src:  header + "// Input is it.\ntype Input struct {\n\t// A is a.\n\tA complex128 `json:\"a\"`\n}\n",
 			want: "unsupported field type",
 		},
 		{

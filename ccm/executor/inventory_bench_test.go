@@ -1,0 +1,94 @@
+package executor_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+)
+
+// benchQuota is a quota rule over the inventory and a budget rule over the cost, read on every
+// create, beside the example policies.
+const benchQuota = `package ccm
+
+deny contains "load balancer quota" if {
+	input.action == "loadbalancer.create"
+	object.get(input.inventory.namespaces, [input.service.namespace, "load_balancers"], 0) >= 500
+}
+
+deny contains "lb31 quota" if {
+	input.load_balancer.type == "lb31"
+	input.inventory.cluster.by_type.lb31 >= 2
+}
+
+deny contains "namespace budget" if {
+	input.action == "loadbalancer.create"
+	ns := object.get(input.inventory.namespaces, input.service.namespace, {"monthly_gross": 0})
+	ns.monthly_gross + input.cost.delta.monthly_gross > 10000
+}
+`
+
+// BenchmarkDecide_inventory is the decision latency of a create (one listener, two targets:
+// one decision) with the example policies and benchQuota, built and decided by executor.Decide
+// as the gate does: without an inventory (today's decision, plan.Pricing nil) and with an
+// inventory of 200 load balancers in 20 namespaces. docs/performance.md § Inventory.
+func BenchmarkDecide_inventory(b *testing.B) {
+	files, err := policy.ReadDir("../../examples/policies")
+	if err != nil {
+		b.Fatal(err)
+	}
+	files["bench_quota.rego"] = []byte(benchQuota)
+	e := policy.NewEngine(policy.Options{})
+	if _, err := e.Load(context.Background(), files, policy.Source{Name: "bench"}); err != nil {
+		b.Fatal(err)
+	}
+	svc := newService()
+	d, err := lbplan.NewDesired(lbplan.Input{Service: svc, Name: "web", Defaults: config.LoadBalancer{Location: "fsn1", Type: "lb11"},
+		Nodes: []lbplan.Node{{Name: "node-1", ServerID: 1}, {Name: "node-2", ServerID: 2}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	plan, err := lbplan.Compute(d, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prices, err := inventory.NewPrices([]inventory.Row{
+		{Type: "lb11", Location: "fsn1", MonthlyNet: "5.0000", MonthlyGross: "5.9500"}, // placeholders, not Hetzner's prices
+		{Type: "lb31", Location: "fsn1", MonthlyNet: "20.0000", MonthlyGross: "23.8000"},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var entries []inventory.Entry
+	for i := range 200 {
+		entries = append(entries, inventory.Entry{
+			ID: int64(i + 1), Name: fmt.Sprintf("lb-%d", i), Type: "lb11", Location: "fsn1", NetworkZone: "eu-central",
+			Owner:     policy.Owner{Kind: inventory.OwnerService, Namespace: fmt.Sprintf("team-%d", i%20), Name: fmt.Sprintf("svc-%d", i)},
+			Listeners: 2, Targets: 3,
+		})
+	}
+	priced := plan
+	priced.Pricing = &lbplan.Pricing{Inventory: inventory.Build(entries, prices), Prices: prices}
+	cluster := policy.Cluster{Name: "kubernetes"}
+	service := executor.PolicyService(svc, map[string]string{})
+	for _, bc := range []struct {
+		name string
+		plan lbplan.Plan
+	}{{"none", plan}, {"200", priced}} {
+		b.Run("inventory="+bc.name, func(b *testing.B) {
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				v := executor.Decide(ctx, bc.plan, cluster, service, e.Decide)
+				if len(v.Steps) != 1 || v.Steps[0].Decision.Err != nil {
+					b.Fatalf("verdict %+v, want one decided step", v.Steps)
+				}
+			}
+		})
+	}
+}
