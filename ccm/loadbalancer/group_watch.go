@@ -162,7 +162,7 @@ func toResync(leaver *corev1.Service, members []*corev1.Service, home string, by
 // balancer records it, read through the cache (the leaver's own sync has just stored it: no
 // request), else the namespace of its oldest member before leaver left.
 func (l *LoadBalancers) groupHomeAfterLeave(ctx context.Context, cluster, group string, leaver *corev1.Service, members []*corev1.Service) string {
-	lb, _, err := l.groupLB(ctx, group, cluster, true)
+	lb, _, err := l.labelled(ctx, subject{cluster: cluster, group: group}, true)
 	if err != nil {
 		klog.V(2).InfoS("Load balancer group's home read from its oldest member: its load balancer could not be read", "group", group, "err", err)
 		lb = nil
@@ -214,11 +214,12 @@ func (l *LoadBalancers) sweepGroup(ctx context.Context, cluster, group string, l
 	if err := l.settleGroup(ctx, leaver); err != nil {
 		return err
 	}
-	lb, readAt, err := l.groupLB(ctx, group, cluster, false)
+	s := subject{svc: leaver, cluster: cluster, group: group}
+	lb, readAt, err := l.labelled(ctx, s, false)
 	if err != nil || lb == nil {
 		return err
 	}
-	return l.shrinkGroup(ctx, cluster, group, leaver, nil, lb, readAt)
+	return l.shrinkGroup(ctx, s, nil, lb, readAt)
 }
 
 // groupLocks serialises the reconciles of one group within this CCM (the service controller may
@@ -330,7 +331,8 @@ func (l *LoadBalancers) sweepOrphan(ctx context.Context, cluster, group string) 
 	if len(lbplan.GroupMembers(all, group)) > 0 {
 		return false, nil
 	}
-	lb, readAt, err := l.groupLB(ctx, group, cluster, true)
+	s := subject{cluster: cluster, group: group} // no Service: the last member left while no CCM ran
+	lb, readAt, err := l.labelled(ctx, s, true)
 	if err != nil || lb == nil {
 		return false, err
 	}
@@ -341,6 +343,6 @@ func (l *LoadBalancers) sweepOrphan(ctx context.Context, cluster, group string) 
 	plan.Group = lbplan.GroupView(group, lbplan.GroupHome(lb, nil), nil, lbplan.Admission{}, lbplan.TypeLimit{Name: lb.Type})
 	klog.InfoS("Deleting the load balancer of a group without members", "group", group, "loadBalancer", lb.Name, "id", lb.ID)
 	state, err := l.exec.Run(ctx, nil, plan)
-	l.storedGroup(group, cluster, state, readAt, err)
+	l.stored(s, state, readAt, err)
 	return err == nil, err
 }

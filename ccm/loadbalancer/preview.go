@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 )
 
@@ -32,18 +31,15 @@ import (
 // (annotation.IsUserError), a *NameConflictError, failed reads.
 func (l *LoadBalancers) Preview(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, denied lbplan.DeniedSteps) (lbplan.Plan, error) {
 	q := l.quiet()
-	if group, err := q.group(svc); err != nil || group != "" {
-		if err != nil {
-			return lbplan.Plan{}, err
-		}
-		return q.previewGroup(ctx, clusterName, group, svc, nodes, denied)
-	}
-	name, rename := q.name(ctx, clusterName, svc)
-	plan, _, _, err := q.plan(ctx, svc, nodes, name, rename, true)
-	if err != nil || plan == nil {
+	s, err := q.subjectOf(clusterName, svc)
+	if err != nil {
 		return lbplan.Plan{}, err
 	}
-	return *plan, nil
+	p, err := q.plan(ctx, q.named(ctx, s), nodes, true, denied)
+	if err != nil || p.plan == nil {
+		return lbplan.Plan{}, err
+	}
+	return *p.plan, nil
 }
 
 // PreviewDelete returns the plan EnsureLoadBalancerDeleted would decide and run for svc (the
@@ -52,10 +48,11 @@ func (l *LoadBalancers) Preview(ctx context.Context, clusterName string, svc *co
 // member), without running it: an empty plan when there is none or it has delete protection
 // (the CCM keeps it then). Like Preview it never writes and records no event.
 func (l *LoadBalancers) PreviewDelete(ctx context.Context, clusterName string, svc *corev1.Service) (lbplan.Plan, error) {
-	if group, err := annotation.Group(svc); err == nil && l.services != nil {
-		return l.quiet().previewLeave(ctx, clusterName, group, svc)
+	s := l.deletedSubject(clusterName, svc)
+	if s.group != "" {
+		return l.quiet().previewLeave(ctx, s)
 	}
-	lb, _, err := l.byUID(ctx, svc, false)
+	lb, _, err := l.labelled(ctx, s, false)
 	if err != nil || lb == nil {
 		return lbplan.Plan{}, err
 	}
@@ -89,13 +86,4 @@ func (l *LoadBalancers) quiet() *LoadBalancers {
 	}
 	q.network.Store(l.network.Load())
 	return q
-}
-
-// previewGroup is Preview of a member of group: the plan of the group's load balancer.
-func (l *LoadBalancers) previewGroup(ctx context.Context, clusterName, group string, svc *corev1.Service, nodes []*corev1.Node, denied lbplan.DeniedSteps) (lbplan.Plan, error) {
-	gp, err := l.planGroup(ctx, clusterName, group, svc, nodes, true, denied)
-	if err != nil || gp.plan == nil {
-		return lbplan.Plan{}, err
-	}
-	return *gp.plan, nil
 }
