@@ -48,15 +48,6 @@ func (l *LoadBalancers) members(svc *corev1.Service, group string, include bool)
 	return lbplan.GroupMembers(others, group), nil
 }
 
-// groupLBName is the name of the group's load balancer: the leader's name annotation, else
-// lbplan.GroupLoadBalancerName.
-func groupLBName(leader *corev1.Service, cluster, group string) string {
-	if n, err := annotation.LBName.NonEmptyString(leader); err == nil {
-		return n
-	}
-	return lbplan.GroupLoadBalancerName(cluster, group)
-}
-
 // settleGroup waits until no detached run of svcs (the members of a group, and a leaver) is in
 // flight: they all write the one load balancer of the group, so a plan made after it sees what
 // those runs left (the executor's Settle is per Service).
@@ -88,7 +79,7 @@ func (l *LoadBalancers) planGroup(ctx context.Context, s subject, nodes []*corev
 		return planned{}, fmt.Errorf("load balancer group %s: %s is no member (deleted, or not of type LoadBalancer)", group, lbplan.Key(svc))
 	}
 	gp := planned{leader: members[0]}
-	name := groupLBName(gp.leader, cluster, group)
+	name := lbplan.GroupName(gp.leader, cluster, group)
 	lb, readAt, err := l.find(ctx, s, name, !create)
 	gp.readAt = readAt
 	if err != nil || lb == nil && !create {
@@ -99,7 +90,7 @@ func (l *LoadBalancers) planGroup(ctx context.Context, s subject, nodes []*corev
 	// member of another namespace that outlived the members of the home (issue 34 §2).
 	home := lbplan.GroupHome(lb, members)
 	if gp.leader = lbplan.GroupLeader(members, home); gp.leader != members[0] {
-		name = groupLBName(gp.leader, cluster, group)
+		name = lbplan.GroupName(gp.leader, cluster, group)
 	}
 	leaderD, lists, err := l.memberListeners(ctx, svc, group, lbplan.LeaderFirst(members, gp.leader), nodes, name)
 	if err != nil {

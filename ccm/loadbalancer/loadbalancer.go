@@ -234,7 +234,7 @@ func (l *LoadBalancers) GetLoadBalancerName(ctx context.Context, clusterName str
 // name returns the name and whether it may rename an existing load balancer (annotation or
 // plugin; a default name never renames, official behaviour).
 func (l *LoadBalancers) name(ctx context.Context, clusterName string, svc *corev1.Service) (string, bool) {
-	if n, err := annotation.LBName.NonEmptyString(svc); err == nil {
+	if n, ok := lbplan.AnnotatedName(svc); ok {
 		return n, true
 	}
 	def := cloudprovider.DefaultLoadBalancerName(svc)
