@@ -95,7 +95,7 @@ type Readers struct {
 type LoadBalancers struct {
 	read Readers
 	// cache holds the load balancers carrying the UID label; UpdateLoadBalancer reads through
-	// it, the other calls read fresh and keep what they read (see byUID).
+	// it, the other calls read fresh and keep what they read (see labelled).
 	cache *lbcache.Cache
 	robot *robotTargets // nil without ROBOT_ENABLED (Options.Robot)
 	exec  *executor.Executor
