@@ -52,11 +52,14 @@ func TestCCMDeleteProtectionKeepsTheLoadBalancer(t *testing.T) {
 		t.Fatalf("delete service: %v", err)
 	}
 	waitCCM(t, ccm, time.Minute, func() (bool, error) {
-		_, err := admin.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+		svc, err := admin.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
 			return true, nil
+		case err != nil:
+			return false, err
 		}
-		return false, fmt.Errorf("service %s/%s still exists: %v", ns, name, err)
+		return false, fmt.Errorf("service %s/%s still exists with finalizers %v", ns, name, svc.Finalizers)
 	})
 	if lbs := emu.LoadBalancers(); len(lbs) != 1 || lbs[0].ID != lb.ID {
 		t.Errorf("load balancers %v after the Service was deleted, want the protected %d", lbNames(lbs), lb.ID)
