@@ -222,28 +222,49 @@ func (l *LoadBalancers) sweepGroup(ctx context.Context, cluster, group string, l
 	return l.shrinkGroup(ctx, s, nil, lb, readAt)
 }
 
-// groupLocks serialises the reconciles of one group within this CCM (the service controller may
-// sync several members at once, and the sweep runs beside it).
-type groupLocks struct {
+// subjectLocks serialise the reconciles of one subject within this CCM (subject.go: lock): the
+// service controller may sync a Service's Ensure and its Update (a node change) at once, or
+// several members of a group, and the sweep runs beside them. Without it the later of two
+// overlapping runs stores a load balancer read before the other one's writes, a stale cache
+// entry that can hide a target to remove until it expires. A key's entry lives while someone
+// holds or waits for it.
+type subjectLocks struct {
 	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	locks map[string]*subjectLock
 }
 
-// lockGroup locks group and returns the unlock.
-func (l *LoadBalancers) lockGroup(group string) func() {
-	l.groupLocks.mu.Lock()
-	if l.groupLocks.locks == nil {
-		l.groupLocks.locks = map[string]*sync.Mutex{}
-	}
-	m := l.groupLocks.locks[group]
-	if m == nil {
-		m = &sync.Mutex{}
-		l.groupLocks.locks[group] = m
-	}
-	l.groupLocks.mu.Unlock()
-	m.Lock()
-	return m.Unlock
+// subjectLock is the lock of one key and how many hold or wait for it.
+type subjectLock struct {
+	sync.Mutex
+	users int
 }
+
+// lock locks key and returns the unlock.
+func (k *subjectLocks) lock(key string) func() {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*subjectLock{}
+	}
+	m := k.locks[key]
+	if m == nil {
+		m = &subjectLock{}
+		k.locks[key] = m
+	}
+	m.users++
+	k.mu.Unlock()
+	m.Lock()
+	return func() {
+		m.Unlock()
+		k.mu.Lock()
+		if m.users--; m.users == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
+}
+
+// lockGroup locks the load balancer group and returns the unlock.
+func (l *LoadBalancers) lockGroup(group string) func() { return l.locks.lock(group) }
 
 // GroupSweepInterval is how often SweepGroups looks again for load balancers of groups without
 // a member, after its first sweep at start: a group orphaned behind the CCM's back (its last

@@ -111,8 +111,9 @@ type LoadBalancers struct {
 	// services lists the cluster's Services, the members of load balancer groups (group.go);
 	// nil: groups are refused.
 	services corelisters.ServiceLister
-	// groupLocks serialise the reconciles of each load balancer group (group_watch.go).
-	groupLocks *groupLocks
+	// locks serialise the reconciles of each subject: a Service of its own, or a load balancer
+	// group (group_watch.go).
+	locks *subjectLocks
 	// converged is the state each Service's last successful plan left its load balancer in,
 	// which CheckDrift compares with a fresh list (drift.go).
 	converged converged
@@ -201,7 +202,7 @@ func New(o Options) (*LoadBalancers, error) {
 	l := &LoadBalancers{
 		read: o.Readers, cache: cache, exec: o.Executor, cfg: o.Config, recorder: o.Recorder, namer: o.Namer, denials: o.DenialTracker,
 		types:  &typeCache{list: o.Readers.Types, maxAge: typeMaxAge, now: time.Now},
-		denied: newDenialCache(denialMaxAge), services: o.Services, groupLocks: &groupLocks{},
+		denied: newDenialCache(denialMaxAge), services: o.Services, locks: &subjectLocks{},
 	}
 	if o.Robot {
 		l.robot = &robotTargets{servers: o.RobotClient}

@@ -80,8 +80,8 @@ func (l *LoadBalancers) quiet() *LoadBalancers {
 		denials:  nil,
 		denied:   newDenialCache(0),
 		services: l.services,
-		// Preview only reads: it takes no group lock, but shares them so the field is set.
-		groupLocks: l.groupLocks,
+		// Preview only reads: it takes no lock, but shares them so the field is set.
+		locks: l.locks,
 		// converged stays empty: Preview runs nothing, so it converges nothing (drift.go).
 	}
 	q.network.Store(l.network.Load())

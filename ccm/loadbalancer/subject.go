@@ -178,8 +178,9 @@ func (l *LoadBalancers) plan(ctx context.Context, s subject, nodes []*corev1.Nod
 // returns the same denial without a request, a new decision or an event; denialCache says what
 // "unchanged" covers), wait for the detached runs that write the load balancer (settle), plan,
 // run (an Ensure whole, an Update detached: runDetached) and store what the run left. A group
-// adds its checks before the run and after it (groupBeforeRun, groupAfterRun) under the
-// group's lock; a Service of its own is watched for a delete behind the CCM's back (watchOwn).
+// adds its checks before the run and after it (groupBeforeRun, groupAfterRun); a Service of its
+// own is watched for a delete behind the CCM's back (watchOwn). Two reconciles of one subject
+// never overlap in this CCM (lock).
 //
 // It is one function so that the path from EnsureLoadBalancer to the HTTP client stays 5 of
 // our frames (TestFrames_EnsureLoadBalancerToTheHTTPClient).
@@ -197,15 +198,13 @@ func (l *LoadBalancers) reconcile(ctx context.Context, s subject, nodes []*corev
 	}
 	rctx, reads := recordReads(ctx)
 	var state *lbplan.Actual
-	defer func() { // after the group's unlock (deferred later, run first)
+	defer func() { // after the unlock (deferred later, run first)
 		l.remember(ctx, call, reads, err)
 		if s.group == "" {
 			l.watchOwn(ctx, s.svc, create, state, err)
 		}
 	}()
-	if s.group != "" {
-		defer l.lockGroup(s.group)()
-	}
+	defer l.lock(s)()
 	if err := l.settle(rctx, s); err != nil {
 		return nil, err
 	}
@@ -230,6 +229,15 @@ func (l *LoadBalancers) reconcile(ctx context.Context, s subject, nodes []*corev
 		return nil, err
 	}
 	return lbplan.Status(state, p.status), nil
+}
+
+// lock locks s against the other reconciles of s in this CCM (subjectLocks) and returns the
+// unlock: its group, or its Service by UID ("uid:" + UID, which no group name can be).
+func (l *LoadBalancers) lock(s subject) func() {
+	if s.group != "" {
+		return l.lockGroup(s.group)
+	}
+	return l.locks.lock("uid:" + string(s.svc.UID))
 }
 
 // settle waits until no detached run that writes the load balancer of s is in flight (the
