@@ -11,6 +11,7 @@ var Operations = []string{
 	"attach_to_network",
 	"change_algorithm",
 	"change_dns_ptr",
+	"change_protection",
 	"change_type",
 	"create",
 	"create_managed_certificate",

@@ -347,8 +347,23 @@ const (
 // Changes: the Service moves between its own load balancer and the group's (new addresses)
 const LBGroup Name = "service.hcloud-policy-ccm.io/load-balancer-group"
 
-// All lists every official annotation of this package, in declaration order (LBGroup, this
-// CCM's own, is not in it).
+// LBDeleteProtection turns the Hetzner delete protection of the load balancer on (true) or off
+// (false), with change_protection. A protected load balancer is deleted by no one: not from
+// the Hetzner Console or API, and not by the CCM when the Service is deleted or changes type
+// (Warning event DeleteProtected, and the load balancer with its addresses stays, as with a
+// protection set by hand). To let it go, set the annotation to false, wait for the sync, then
+// delete the Service. This CCM's own annotation, in its own prefix: the official CCM has no
+// such setting. On a load balancer group, the leader's value is in force.
+//
+// The name MUST not change: Services in the field carry it.
+//
+// Type: bool
+// Default: none (the protection is left as it is; a new load balancer has none)
+// Changes: none (change_protection; removing the annotation restores nothing)
+const LBDeleteProtection Name = "service.hcloud-policy-ccm.io/load-balancer-delete-protection"
+
+// All lists every official annotation of this package, in declaration order (LBGroup and
+// LBDeleteProtection, this CCM's own, are not in it).
 var All = []Name{
 	LBPublicIPv4, LBPublicIPv4RDNS, LBPublicIPv6, LBPublicIPv6RDNS, LBIPv6Disabled, LBName,
 	LBDisablePublicNetwork, LBDisablePrivateIngress, LBUsePrivateIP, LBPrivateIPv4,

@@ -201,6 +201,7 @@ var Endpoints = []Endpoint{
 	loadBalancerAction("change_type"),
 	loadBalancerAction("change_algorithm"),
 	loadBalancerAction("change_dns_ptr"),
+	loadBalancerAction("change_protection"),
 	loadBalancerAction("attach_to_network"),
 	loadBalancerAction("detach_from_network"),
 	loadBalancerAction("enable_public_interface"),

@@ -44,7 +44,7 @@ func TestOf(t *testing.T) {
 		{"a route", "POST", "/networks/5/actions/delete_route", "delete_route", 5},
 		{"a method the path does not take", "GET", "/load_balancers/42", "", 0},
 		{"a delete of an action", "DELETE", "/load_balancers/42/actions/add_target", "", 0},
-		{"an action the CCM does not send", "POST", "/load_balancers/42/actions/change_protection", "", 0},
+		{"an action the CCM does not send", "POST", "/networks/42/actions/change_protection", "", 0},
 		{"another resource", "DELETE", "/servers/42", "", 0},
 		{"a path below an ID", "DELETE", "/load_balancers/42/x", "", 0},
 		{"an ID that is not a number", "DELETE", "/load_balancers/x", "", 0},

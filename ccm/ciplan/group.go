@@ -55,10 +55,7 @@ func (g *groupState) plan(ctx context.Context, svc *corev1.Service, group string
 		return lbplan.Plan{}, fmt.Errorf("load balancer group %s: %s is no member", group, lbplan.Key(svc))
 	}
 	leader, cluster := members[0], o.Cluster.Name
-	name := lbplan.GroupLoadBalancerName(cluster, group)
-	if n, err := annotation.LBName.NonEmptyString(leader); err == nil {
-		name = n
-	}
+	name := lbplan.GroupName(leader, cluster, group)
 	res.LoadBalancer = name
 	res.group, res.groupVersion = group, g.version[group]
 	actual, err := g.actual(group, cluster, name, o.State)
@@ -69,11 +66,7 @@ func (g *groupState) plan(ctx context.Context, svc *corev1.Service, group string
 	home := lbplan.GroupHome(actual, members)
 	if l := lbplan.GroupLeader(members, home); l != leader { // the home's oldest member leads
 		leader = l
-		if n, err := annotation.LBName.NonEmptyString(leader); err == nil {
-			name = n
-		} else {
-			name = lbplan.GroupLoadBalancerName(cluster, group)
-		}
+		name = lbplan.GroupName(leader, cluster, group)
 		res.LoadBalancer = name
 	}
 	leaderD, lists, err := memberListeners(svc, lbplan.LeaderFirst(members, leader), name, o)

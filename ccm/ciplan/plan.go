@@ -385,7 +385,7 @@ func compute(svc *corev1.Service, name string, rename bool, lb *hcloud.LoadBalan
 // the default name from the Service UID (cloudprovider.DefaultLoadBalancerName). A manifest
 // has no UID before it is applied: see PlaceholderUID.
 func lbName(svc *corev1.Service) (string, bool) {
-	if n, err := annotation.LBName.NonEmptyString(svc); err == nil {
+	if n, ok := lbplan.AnnotatedName(svc); ok {
 		return n, true
 	}
 	return cloudprovider.DefaultLoadBalancerName(svc), false

@@ -164,6 +164,10 @@ func TestRequests_AreWhatHcloudGoSends(t *testing.T) {
 			_, _, err := c.LoadBalancer.ChangeDNSPtr(ctx, ref, "2001:db8::1", new("lb.example.com"))
 			return err
 		}},
+		{"change_protection", lbplan.Request{Mutation: lbplan.ChangeProtection{Delete: true}}, func(ctx context.Context, c *hcloud.Client) error {
+			_, _, err := c.LoadBalancer.ChangeProtection(ctx, ref, hcloud.LoadBalancerChangeProtectionOpts{Delete: new(true)})
+			return err
+		}},
 		{"attach_to_network fixed", lbplan.Request{Mutation: lbplan.AttachNetwork{Network: lbplan.Network{ID: 5, IP: net.ParseIP("10.0.1.9"), Subnet: subnet}}},
 			func(ctx context.Context, c *hcloud.Client) error {
 				_, _, err := c.LoadBalancer.AttachToNetwork(ctx, ref, hcloud.LoadBalancerAttachToNetworkOpts{Network: &hcloud.Network{ID: 5}, IP: net.ParseIP("10.0.1.9"), IPRange: subnet})

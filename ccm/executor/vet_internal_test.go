@@ -45,7 +45,7 @@ func TestVetRequest(t *testing.T) {
 		{"a route on the network decided", routeplan.Add(r), routeplan.Add(r).Request(5), 5, false},
 		{"another operation: a delete said to be add_target", target, apireq.Request{Method: "DELETE", Path: "/load_balancers/7"}, 7, true},
 		{"another action: a create said to be an update", lbplan.Update{}, apireq.Request{Method: "POST", Path: "/load_balancers"}, 7, true},
-		{"no endpoint of the table", target, apireq.Request{Method: "POST", Path: "/load_balancers/7/actions/change_protection"}, 7, true},
+		{"no endpoint of the table", target, apireq.Request{Method: "POST", Path: "/networks/7/actions/change_protection"}, 7, true},
 		{"the path names no ID", target, apireq.Request{Method: "POST", Path: "/load_balancers/x/actions/add_target"}, 7, true},
 		{"another load balancer", target, apireq.Post(apireq.PathLoadBalancerActions+"add_target", 8, nil), 7, true},
 		{"a load balancer before the create", target, addTarget, 0, true},

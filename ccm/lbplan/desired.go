@@ -115,8 +115,11 @@ type Desired struct {
 	Network *Network
 	// IPv4RDNS and IPv6RDNS are the wanted PTR records; nil leaves them alone.
 	IPv4RDNS, IPv6RDNS *string
-	Services           []Listener // sorted by ListenPort
-	Targets            []Target   // sorted by ServerID
+	// DeleteProtection is the wanted Hetzner delete protection (annotation
+	// LBDeleteProtection); nil leaves it alone.
+	DeleteProtection *bool
+	Services         []Listener // sorted by ListenPort
+	Targets          []Target   // sorted by ServerID
 	// IPTargets are the targets of Robot nodes, sorted by IP.
 	IPTargets []IPTarget
 	// TargetProblems are Robot nodes left out of IPTargets or targeted on another IP than
@@ -221,7 +224,7 @@ func NewDesired(in Input) (Desired, error) {
 	}
 	steps := []func(*Desired, Input) error{
 		desiredType, desiredPlacement, desiredAlgorithm, desiredNetwork, desiredRDNS,
-		desiredStatus, desiredServices, desiredManagedCertificate, desiredTargets,
+		desiredProtection, desiredStatus, desiredServices, desiredManagedCertificate, desiredTargets,
 	}
 	for _, step := range steps {
 		if err := step(&d, in); err != nil {
@@ -383,6 +386,13 @@ func desiredRDNS(d *Desired, in Input) error {
 		}
 	}
 	return nil
+}
+
+// desiredProtection: the delete-protection annotation, else not set (no variable sets it).
+func desiredProtection(d *Desired, in Input) error {
+	var err error
+	d.DeleteProtection, err = optionalBool(annotation.LBDeleteProtection, in.Service, nil)
+	return err
 }
 
 func desiredStatus(d *Desired, in Input) error {

@@ -254,7 +254,7 @@ var GroupSettings = []annotation.Name{
 	annotation.LBPrivateIPv4, annotation.LBPrivateSubnetIPRange, annotation.LBAlgorithmType,
 	annotation.LBDisablePublicNetwork, annotation.LBDisablePrivateIngress, annotation.LBIPv6Disabled,
 	annotation.LBPublicIPv4RDNS, annotation.LBPublicIPv6RDNS, annotation.LBNodeSelector,
-	annotation.LBHostname, annotation.LBName,
+	annotation.LBHostname, annotation.LBName, annotation.LBDeleteProtection,
 }
 
 // SettingConflict is a load-balancer-wide annotation a member sets to another value than the

@@ -291,7 +291,7 @@ func clonePolicy(lb *input.LoadBalancer) *input.LoadBalancer {
 // Compute plans the mutations that turn actual (nil: none exists) into d. It is pure.
 //
 // Order: create; update (name, labels); change_type; change_algorithm; enable_public_interface;
-// detach_from_network; attach_to_network; change_dns_ptr; remove_target;
+// detach_from_network; attach_to_network; change_dns_ptr; change_protection; remove_target;
 // create_managed_certificate; delete_service;
 // update_service; add_service; add_target; disable_public_interface — so that targets are on
 // private IPs before the public interface goes away, and a listener is gone before its port is
@@ -327,6 +327,7 @@ func Compute(d Desired, actual *Actual) (Plan, error) {
 	}
 	add(planNetwork(d, actual)...)
 	add(planDNSPtr(d, actual)...)
+	add(planProtection(d, actual)...)
 	removes, adds, skipped, skippedIP := planTargets(d, actual)
 	add(removes...)
 	add(planCertificate(d)...)
@@ -372,6 +373,7 @@ func planCreate(d Desired, p Plan) (Plan, error) {
 	}
 	// A new load balancer has the API's default PTR records: a set annotation always changes them.
 	p.Mutations = append(p.Mutations, planDNSPtr(d, &Actual{IPv4RDNS: "\x00", IPv6RDNS: "\x00"})...)
+	p.Mutations = append(p.Mutations, planProtection(d, &Actual{})...) // a new load balancer has none
 	p.Mutations = append(p.Mutations, planCertificate(d)...)
 	for _, s := range d.Services {
 		p.Mutations = append(p.Mutations, AddService{Listener: s})

@@ -517,6 +517,7 @@ func TestNewDesired_InvalidCombinations(t *testing.T) {
 		{"a subnet that is not in the network is refused", newInput(web(withAnnotation(annotation.LBPrivateSubnetIPRange, "10.9.0.0/24")), withNetwork, func(in *lbplan.Input) { in.Network.Subnets = []string{"10.0.0.0/24"} }),
 			`10.9.0.0/24 is not a subnet of network`},
 		{"a bad bool names the annotation", newInput(web(withAnnotation(annotation.LBSvcProxyProtocol, "yes"))), `invalid value for "load-balancer.hetzner.cloud/uses-proxyprotocol": "yes"`},
+		{"a bad delete protection names the annotation", newInput(web(withAnnotation(annotation.LBDeleteProtection, "on"))), `invalid value for "service.hcloud-policy-ccm.io/load-balancer-delete-protection": "on"`},
 		{"a bad selector names the annotation", newInput(web(withAnnotation(annotation.LBNodeSelector, "a b"))), `invalid value for "load-balancer.hetzner.cloud/node-selector"`},
 		{"managed certificates need domains", newInput(web(withAnnotation(annotation.LBSvcProtocol, "https"), withAnnotation(annotation.LBSvcHTTPCertificateType, "managed"))), `set "load-balancer.hetzner.cloud/http-managed-certificate-domains"`},
 		{"a bad environment algorithm names the variable", newInput(web(), func(in *lbplan.Input) { in.Defaults.AlgorithmType = "x" }), `"HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE"`},

@@ -95,45 +95,44 @@ func (l *LoadBalancers) audit(denied StepDenier) *LoadBalancers {
 
 // auditPlan is AuditPlans for one Service: ok is false when it has no load balancer.
 func (l *LoadBalancers) auditPlan(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, groups map[string]bool) (lbplan.Plan, bool, error) {
-	group, err := l.group(svc)
+	s, err := l.subjectOf(clusterName, svc)
 	if err != nil {
 		return lbplan.Plan{}, false, err
 	}
-	if group != "" {
-		if !groups[group] {
-			return lbplan.Plan{}, false, nil
-		}
-		plan, err := l.auditGroupPlan(ctx, clusterName, group, svc, nodes)
-		return plan, err == nil, err
-	}
-	lb, _, err := l.byUID(ctx, svc, true)
-	if err != nil || lb == nil {
+	exists, err := l.auditExists(ctx, s, groups)
+	if err != nil || !exists {
 		return lbplan.Plan{}, false, err
 	}
-	name, rename := l.name(ctx, clusterName, svc)
-	plan, _, _, err := l.plan(ctx, svc, nodes, name, rename, false)
-	if err != nil || plan == nil {
+	// The plan the sync of svc would decide: for a group with the gate (members the policy
+	// refuses, other than svc, are left out as the sync leaves them out).
+	p, err := l.plan(ctx, l.named(ctx, s), nodes, false, l.gateDenied(ctx, svc))
+	if err != nil {
 		return lbplan.Plan{}, false, err
 	}
-	return *plan, true, nil
+	if p.plan == nil {
+		return lbplan.Plan{}, s.group != "", nil
+	}
+	return *p.plan, true, nil
 }
 
-// auditGroupPlan is the one call site of the group planning the audit uses: the plan the sync
-// of member svc would decide (planGroup with the gate: members the policy refuses, other than
-// svc, are left out as the sync leaves them out).
-func (l *LoadBalancers) auditGroupPlan(ctx context.Context, clusterName, group string, svc *corev1.Service, nodes []*corev1.Node) (lbplan.Plan, error) {
-	gp, err := l.planGroup(ctx, clusterName, group, svc, nodes, false, l.gateDenied(ctx, svc))
-	if err != nil || gp.plan == nil {
-		return lbplan.Plan{}, err
+// auditExists reports whether s has a load balancer: a group's is in groups (one list of them
+// all), a Service's own is read through the cache.
+func (l *LoadBalancers) auditExists(ctx context.Context, s subject, groups map[string]bool) (bool, error) {
+	if s.group != "" {
+		return groups[s.group], nil
 	}
-	return *gp.plan, nil
+	lb, _, err := l.labelled(ctx, s, true)
+	return lb != nil, err
 }
 
 // existingGroups returns the load balancer groups of cluster that have a load balancer, listing
 // them once (lbcache.Cache.ListGroups, which also refreshes the entries planGroup reads) when
 // one of svcs has the group annotation; nil otherwise.
 func (l *LoadBalancers) existingGroups(ctx context.Context, clusterName string, svcs []*corev1.Service) (map[string]bool, error) {
-	if !slices.ContainsFunc(svcs, func(s *corev1.Service) bool { g, err := l.group(s); return err == nil && g != "" }) {
+	if !slices.ContainsFunc(svcs, func(svc *corev1.Service) bool {
+		s, err := l.subjectOf(clusterName, svc)
+		return err == nil && s.group != ""
+	}) {
 		return nil, nil
 	}
 	lbs, _, err := l.cache.ListGroups(ctx, clusterName)

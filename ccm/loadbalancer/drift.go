@@ -19,6 +19,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
 // Drift repair (docs/reliability.md, "Drift is repaired within a stated bound").
@@ -59,6 +60,19 @@ const ReasonLoadBalancerStatusCleared = "LoadBalancerStatusCleared"
 type StatusClearer interface {
 	// ClearStatus removes the load balancer addresses from the status of svc.
 	ClearStatus(ctx context.Context, svc *corev1.Service) error
+}
+
+// watchOwn watches the load balancer of a Service of its own after a sync (EnsureLoadBalancer
+// with create, UpdateLoadBalancer without) that left state with the result err, for a delete
+// behind the CCM's back: a denied Ensure clears a status that leads nowhere (clearIfGone), an
+// Update that found no load balancer syncs the Service now (missingOnUpdate).
+func (l *LoadBalancers) watchOwn(ctx context.Context, svc *corev1.Service, create bool, state *lbplan.Actual, err error) {
+	switch {
+	case create && errors.Is(err, policy.ErrDenied):
+		l.clearIfGone(ctx, svc) // a denied re-create of a load balancer deleted by hand
+	case !create && err == nil && state == nil:
+		l.missingOnUpdate(svc)
+	}
 }
 
 // clearIfGone is called after the policy denied an EnsureLoadBalancer of svc: when svc shows an

@@ -32,22 +32,6 @@ const (
 // serve: refused for capacity, or every port of it held by older members.
 var ErrGroupNotServed = errors.New("not served by the load balancer of its group")
 
-// group returns the load balancer group of svc ("" without the annotation). A bad value is an
-// InvalidAnnotation error; a group without the Service lister (Options.Services) is an error
-// too: membership is computed from the cluster's Services.
-func (l *LoadBalancers) group(svc *corev1.Service) (string, error) {
-	g, err := annotation.Group(svc)
-	switch {
-	case errors.Is(err, annotation.ErrNotSet):
-		return "", nil
-	case err != nil:
-		return "", l.invalid(svc, err)
-	case l.services == nil:
-		return "", fmt.Errorf("load balancer group %s: this CCM runs without the Service informer (loadbalancer.Options.Services), so it cannot know the group's members; remove %q", g, annotation.LBGroup)
-	}
-	return g, nil
-}
-
 // members returns the members of group from the Service lister with svc as given (the
 // freshest copy; left out when !include or when it is being deleted), oldest first.
 func (l *LoadBalancers) members(svc *corev1.Service, group string, include bool) ([]*corev1.Service, error) {
@@ -64,52 +48,6 @@ func (l *LoadBalancers) members(svc *corev1.Service, group string, include bool)
 	return lbplan.GroupMembers(others, group), nil
 }
 
-// groupLBName is the name of the group's load balancer: the leader's name annotation, else
-// lbplan.GroupLoadBalancerName.
-func groupLBName(leader *corev1.Service, cluster, group string) string {
-	if n, err := annotation.LBName.NonEmptyString(leader); err == nil {
-		return n
-	}
-	return lbplan.GroupLoadBalancerName(cluster, group)
-}
-
-// groupLB returns the load balancer carrying the identity labels of group in cluster and when
-// that was read; nil for none, an error wrapping ErrNonUniqueResult for more than one. With
-// cached it is read through the cache (lbcache.Cache.GetGroup: the group's entry while at most
-// its max age old, which the CCM's own writes keep current); without, it is listed by the
-// labels now (one request) and the cache keeps the answer.
-func (l *LoadBalancers) groupLB(ctx context.Context, group, cluster string, cached bool) (*lbplan.Actual, time.Time, error) {
-	list := l.cache.ReadGroup
-	if cached {
-		list = l.cache.GetGroup
-	}
-	r, err := read(ctx, fmt.Sprintf("load balancers of group %s in cluster %s (cached %t)", group, cluster, cached), func() (listed, error) {
-		lbs, readAt, err := list(ctx, group, cluster)
-		return listed{lbs, readAt}, err
-	})
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	lbs, readAt := r.lbs, r.at
-	lb, err := single(lbs, lbplan.GroupSelector(group, cluster)+": more than one load balancer carries the group's labels")
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	return lb, readAt, nil
-}
-
-// storedGroup is stored for the load balancer of group: what a run for svc left (nil after a
-// delete) as of readAt, also after a denial whose other steps ran (steps fail alone); after a
-// failed run (not a denial) the next cached read of the group reads it again.
-func (l *LoadBalancers) storedGroup(group, cluster string, state *lbplan.Actual, readAt time.Time, err error) {
-	switch {
-	case err == nil, errors.Is(err, policy.ErrDenied) && state != nil:
-		l.cache.PutGroup(group, cluster, state, readAt)
-	case !errors.Is(err, policy.ErrDenied):
-		l.cache.ForgetGroup(group, cluster)
-	}
-}
-
 // settleGroup waits until no detached run of svcs (the members of a group, and a leaver) is in
 // flight: they all write the one load balancer of the group, so a plan made after it sees what
 // those runs left (the executor's Settle is per Service).
@@ -122,58 +60,27 @@ func (l *LoadBalancers) settleGroup(ctx context.Context, svcs ...*corev1.Service
 	return nil
 }
 
-// findGroupLB returns the group's load balancer and when it was read: by its labels (through
-// the cache with cached, see groupLB), else nil. A load balancer that already has the name the
-// group wants but not the group's labels is never adopted (it may be one Service's, carrying
-// hcloud-ccm/service-uid, or another group's): a *NameConflictError and a Warning event on svc.
-func (l *LoadBalancers) findGroupLB(ctx context.Context, svc *corev1.Service, group, cluster, name string, cached bool) (*lbplan.Actual, time.Time, error) {
-	lb, readAt, err := l.groupLB(ctx, group, cluster, cached)
-	if err != nil || lb != nil {
-		return lb, readAt, err
-	}
-	found, readAt, err := l.byName(ctx, name)
-	if err != nil || found == nil {
-		return nil, readAt, err
-	}
-	if found.Labels[lbplan.LabelGroup] == group && found.Labels[lbplan.LabelCluster] == cluster {
-		return lbplan.NewActual(found), readAt, nil // created between the list and this read
-	}
-	cerr := &NameConflictError{Name: name, ID: found.ID, OwnerUID: found.Labels[lbplan.LabelServiceUID], Group: group, OwnerGroup: found.Labels[lbplan.LabelGroup]}
-	l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerNameConflict, cerr.Error())
-	return nil, time.Time{}, cerr
-}
-
-// groupPlan is a planned reconcile of a group's load balancer.
-type groupPlan struct {
-	plan   *lbplan.Plan // nil: an Update of a group without a load balancer
-	status lbplan.StatusOptions
-	adm    lbplan.Admission
-	typ    lbplan.TypeLimit
-	leader *corev1.Service
-	readAt time.Time // when the load balancer planned from was read
-	left   []string  // members left out because the policy denies their listeners (gate)
-}
-
-// planGroup plans the reconcile of the load balancer of group for the acting member svc; it
-// reads and records events but never writes. An Update (create false) reads the group's load
-// balancer through the cache, an Ensure (and a preview) fresh, as plan does for one Service.
+// planGroup is plan for the load balancer of the group s.group, for the acting member s.svc;
+// it reads and records events but never writes. An Update (create false) reads the group's load
+// balancer through the cache, an Ensure (and a preview) fresh, as planOwn does for one Service.
 //
 // The plan is lbplan.PlanGroup's, the one group planner that `plan` and the admission webhook
 // call too. With denied (a sync: the executor's decisions, or the webhook's) a plan the policy
 // denies only for other members' listeners is made again without those members (gp.left); each
 // member's own sync still plans with it, so a denied member keeps its own PolicyDenied.
 // TestGroup_DeniedMemberDoesNotBlockTheGroup tests it.
-func (l *LoadBalancers) planGroup(ctx context.Context, cluster, group string, svc *corev1.Service, nodes []*corev1.Node, create bool, denied lbplan.DeniedSteps) (groupPlan, error) {
+func (l *LoadBalancers) planGroup(ctx context.Context, s subject, nodes []*corev1.Node, create bool, denied lbplan.DeniedSteps) (planned, error) {
+	svc, cluster, group := s.svc, s.cluster, s.group
 	members, err := l.members(svc, group, true)
 	if err != nil {
-		return groupPlan{}, err
+		return planned{}, err
 	}
 	if len(members) == 0 { // svc is being deleted or is no load balancer Service
-		return groupPlan{}, fmt.Errorf("load balancer group %s: %s is no member (deleted, or not of type LoadBalancer)", group, lbplan.Key(svc))
+		return planned{}, fmt.Errorf("load balancer group %s: %s is no member (deleted, or not of type LoadBalancer)", group, lbplan.Key(svc))
 	}
-	gp := groupPlan{leader: members[0]}
-	name := groupLBName(gp.leader, cluster, group)
-	lb, readAt, err := l.findGroupLB(ctx, svc, group, cluster, name, !create)
+	gp := planned{leader: members[0]}
+	name := lbplan.GroupName(gp.leader, cluster, group)
+	lb, readAt, err := l.find(ctx, s, name, !create)
 	gp.readAt = readAt
 	if err != nil || lb == nil && !create {
 		return gp, err
@@ -183,7 +90,7 @@ func (l *LoadBalancers) planGroup(ctx context.Context, cluster, group string, sv
 	// member of another namespace that outlived the members of the home (issue 34 §2).
 	home := lbplan.GroupHome(lb, members)
 	if gp.leader = lbplan.GroupLeader(members, home); gp.leader != members[0] {
-		name = groupLBName(gp.leader, cluster, group)
+		name = lbplan.GroupName(gp.leader, cluster, group)
 	}
 	leaderD, lists, err := l.memberListeners(ctx, svc, group, lbplan.LeaderFirst(members, gp.leader), nodes, name)
 	if err != nil {
@@ -202,7 +109,8 @@ func (l *LoadBalancers) planGroup(ctx context.Context, cluster, group string, sv
 	if err != nil {
 		return gp, l.invalid(svc, err)
 	}
-	gp.plan, gp.adm, gp.left, gp.status = &out.Plan, out.Admission, out.Left, leaderD.Status
+	gp.plan, gp.adm, gp.left = &out.Plan, out.Admission, out.Left
+	gp.status = l.withOwnProxyProtocol(leaderD.Status, svc)
 	for _, m := range gp.left {
 		klog.InfoS("Load balancer group member left out of this sync: the policy denies its listeners", "group", group, "member", m, "service", klog.KObj(svc))
 	}
@@ -295,92 +203,45 @@ func (l *LoadBalancers) typeInForce(ctx context.Context, leaderD lbplan.Desired,
 	return lbplan.TypeLimit{Name: name, MaxServices: t.MaxServices}, nil
 }
 
-// syncGroup is ensureGroup with the denial cache, as for a Service of its own: an unchanged
-// retry of a member whose last sync was denied returns the same denial without a request, a new
-// decision or an event (denialCache says what "unchanged" covers).
-// TestGroup_DeniedMemberRetryCostsNothing tests it.
-func (l *LoadBalancers) syncGroup(ctx context.Context, cluster, group string, svc *corev1.Service, nodes []*corev1.Node, create bool) (*corev1.LoadBalancerStatus, error) {
-	call := denialCall{kind: callUpdate, group: group, writes: l.denied.groupWriteCount(group), svc: svc, nodes: nodes, plan: func(ctx context.Context, q *LoadBalancers) (*lbplan.Plan, error) {
-		gp, err := q.planGroup(ctx, cluster, group, svc, nodes, create, q.gateDenied(ctx, svc))
-		return gp.plan, err
-	}}
-	if create {
-		call.kind = callEnsure
+// groupBeforeRun does, for a member s.svc of a group, what the plan of a Service of its own
+// does on its way (planWith): the Warning events of the member (groupEvents), its non-TCP ports
+// (advisoryWarnings) and, when it leads, the type warnings (its type is the one in force).
+// Nothing for a Service of its own.
+func (l *LoadBalancers) groupBeforeRun(ctx context.Context, s subject, gp planned, create bool) error {
+	if s.group == "" {
+		return nil
 	}
-	if err := l.rememberedDenial(ctx, call); err != nil {
-		return nil, err
+	l.groupEvents(ctx, s.svc, s.group, gp)
+	l.advisoryWarnings(s.svc, create, phaseNone, nil)
+	if gp.leader == s.svc {
+		return l.typeWarnings(ctx, s.svc)
 	}
-	rctx, reads := recordReads(ctx)
-	st, err := l.ensureGroup(rctx, cluster, group, svc, nodes, create)
-	l.remember(ctx, call, reads, err)
-	return st, err
+	return nil
 }
 
-// ensureGroup reconciles the load balancer of group for svc (EnsureLoadBalancer with create,
-// UpdateLoadBalancer without) and returns the status of svc: the group's addresses. A member
-// that is refused (capacity) or has none of its ports gets its events and an error wrapping
-// ErrGroupNotServed after the plan ran for the others. An Ensure that served svc deletes a load
-// balancer svc owned alone (a join).
-//
-// As for one Service, an Update plans from the cache and runs detached (runDetachedGroup: a
-// target-only plan returns once the API accepted its first request); an Ensure reads fresh and
-// runs whole. Either waits first for the detached runs of every member (settleGroup).
-func (l *LoadBalancers) ensureGroup(ctx context.Context, cluster, group string, svc *corev1.Service, nodes []*corev1.Node, create bool) (*corev1.LoadBalancerStatus, error) {
-	unlock := l.lockGroup(group)
-	defer unlock()
-	members, err := l.members(svc, group, true)
-	if err != nil {
-		return nil, err
+// groupAfterRun ends the run of a group's plan for its member s.svc: a member that is refused
+// (capacity) or has none of its ports gets an error wrapping ErrGroupNotServed after the plan
+// ran for the others; an Ensure that served it deletes a load balancer it owned alone (a
+// join). Nothing for a Service of its own.
+func (l *LoadBalancers) groupAfterRun(ctx context.Context, s subject, gp planned, create bool) error {
+	if s.group == "" {
+		return nil
 	}
-	if err := l.settleGroup(ctx, members...); err != nil {
-		return nil, err
-	}
-	gp, err := l.planGroup(ctx, cluster, group, svc, nodes, create, l.gateDenied(ctx, svc))
-	if err != nil || gp.plan == nil {
-		return nil, err
-	}
-	l.groupEvents(ctx, svc, group, gp)
-	// As for a Service of its own: non-TCP ports are reported; the type warnings are the
-	// leader's (its type is the one in force).
-	l.advisoryWarnings(svc, create, phaseNone, nil)
-	if gp.leader == svc {
-		if err := l.typeWarnings(ctx, svc); err != nil {
-			return nil, err
-		}
-	}
-	var state *lbplan.Actual
-	if create {
-		unlock := l.costLock(*gp.plan)
-		state, err = l.exec.Run(ctx, svc, *gp.plan)
-		l.storedGroup(group, cluster, state, gp.readAt, err)
-		unlock()
-		l.freed(*gp.plan, err)
-	} else {
-		state, err = l.runDetachedGroup(ctx, cluster, group, svc, *gp.plan, gp.readAt)
-	}
-	l.wroteGroup(group, *gp.plan, err)
-	if err != nil {
-		return nil, err
-	}
-	if err := servedError(svc, group, gp); err != nil {
-		return nil, err
+	if err := servedError(s.svc, s.group, gp); err != nil {
+		return err
 	}
 	if create {
-		if err := l.deleteOwn(ctx, svc); err != nil {
-			return nil, fmt.Errorf("load balancer group %s: delete the load balancer %s had of its own: %w", group, lbplan.Key(svc), err)
+		if err := l.deleteOwn(ctx, s.svc); err != nil {
+			return fmt.Errorf("load balancer group %s: delete the load balancer %s had of its own: %w", s.group, lbplan.Key(s.svc), err)
 		}
 	}
-	opts := gp.status
-	if own, err := lbplan.NewStatusOptions(svc, l.cfg); err == nil {
-		opts.ProxyProtocol = own.ProxyProtocol
-	}
-	return lbplan.Status(state, opts), nil
+	return nil
 }
 
 // deleteOwn deletes the load balancer that carries the UID label of svc, if the cache knows one
 // (a Service that joined a group).
 func (l *LoadBalancers) deleteOwn(ctx context.Context, svc *corev1.Service) error {
-	own, _, err := l.byUID(ctx, svc, true)
+	own, _, err := l.labelled(ctx, subject{svc: svc}, true)
 	if err != nil || own == nil {
 		return err
 	}
@@ -389,7 +250,7 @@ func (l *LoadBalancers) deleteOwn(ctx context.Context, svc *corev1.Service) erro
 
 // groupEvents records the Warning events of svc: ports it lost to older members, settings that
 // differ from the leader's, a capacity refusal with the type that would fit.
-func (l *LoadBalancers) groupEvents(ctx context.Context, svc *corev1.Service, group string, gp groupPlan) {
+func (l *LoadBalancers) groupEvents(ctx context.Context, svc *corev1.Service, group string, gp planned) {
 	key := lbplan.Key(svc)
 	for _, c := range gp.adm.Conflicts {
 		if c.Member == key {
@@ -409,7 +270,7 @@ func (l *LoadBalancers) groupEvents(ctx context.Context, svc *corev1.Service, gr
 
 // capacityMessage is the LoadBalancerGroupCapacityExceeded message of r, with the type that
 // would fit.
-func (l *LoadBalancers) capacityMessage(ctx context.Context, r lbplan.CapacityRefusal, group string, gp groupPlan) string {
+func (l *LoadBalancers) capacityMessage(ctx context.Context, r lbplan.CapacityRefusal, group string, gp planned) string {
 	limits, err := l.types.limits(ctx)
 	if err != nil {
 		limits = nil
@@ -420,7 +281,7 @@ func (l *LoadBalancers) capacityMessage(ctx context.Context, r lbplan.CapacityRe
 
 // servedError is the error of a member the plan does not serve: refused for capacity, or every
 // port of it held by older members; nil when svc is served (or has no port).
-func servedError(svc *corev1.Service, group string, gp groupPlan) error {
+func servedError(svc *corev1.Service, group string, gp planned) error {
 	key := lbplan.Key(svc)
 	for _, r := range gp.adm.Refused {
 		if r.Member == key {
@@ -443,28 +304,28 @@ func servedError(svc *corev1.Service, group string, gp groupPlan) error {
 	return fmt.Errorf("load balancer group %s: %s; none of %s's ports is left: %w", group, strings.Join(lost, ", "), key, ErrGroupNotServed)
 }
 
-// leaveGroupOnce is leaveGroup with the denial cache, as syncGroup is ensureGroup with it: an
-// unchanged retry of a denied leave (the removal of svc's listeners, or the delete of the group's
-// load balancer when svc was its last member) costs no request, no decision and no event.
+// leaveGroupOnce is leaveGroup with the denial cache, as reconcile has it: an unchanged retry of
+// a denied leave (the removal of the member's listeners, or the delete of the group's load
+// balancer when it was the last member) costs no request, no decision and no event.
 // TestGroup_DeniedLeaveRetryCostsNothing tests it.
-func (l *LoadBalancers) leaveGroupOnce(ctx context.Context, cluster, group string, svc *corev1.Service) error {
-	call := denialCall{kind: callDelete, group: group, writes: l.denied.groupWriteCount(group), svc: svc, plan: func(ctx context.Context, q *LoadBalancers) (*lbplan.Plan, error) {
-		members, err := q.members(svc, group, false)
+func (l *LoadBalancers) leaveGroupOnce(ctx context.Context, s subject) error {
+	call := denialCall{kind: callDelete, group: s.group, writes: l.denied.groupWriteCount(s.group), svc: s.svc, plan: func(ctx context.Context, q *LoadBalancers) (*lbplan.Plan, error) {
+		members, err := q.members(s.svc, s.group, false)
 		if err != nil {
 			return nil, err
 		}
-		lb, _, err := q.groupLB(ctx, group, cluster, false)
+		lb, _, err := q.labelled(ctx, s, false)
 		if err != nil || lb == nil {
 			return nil, err
 		}
-		plan, err := q.planShrink(group, svc, members, lb)
+		plan, err := q.planShrink(s.group, s.svc, members, lb)
 		return &plan, err
 	}}
 	if err := l.rememberedDenial(ctx, call); err != nil {
 		return err
 	}
 	rctx, reads := recordReads(ctx)
-	err := l.leaveGroup(rctx, cluster, group, svc)
+	err := l.leaveGroup(rctx, s)
 	l.remember(ctx, call, reads, err)
 	return err
 }
@@ -473,50 +334,51 @@ func (l *LoadBalancers) leaveGroupOnce(ctx context.Context, cluster, group strin
 // them) keep the load balancer, which loses only the listeners of ports no member left
 // declares; with no member left the load balancer is deleted (delete protection honoured:
 // Warning DeleteProtected, nil). A load balancer svc had of its own is deleted too.
-func (l *LoadBalancers) leaveGroup(ctx context.Context, cluster, group string, svc *corev1.Service) error {
-	unlock := l.lockGroup(group)
+func (l *LoadBalancers) leaveGroup(ctx context.Context, s subject) error {
+	unlock := l.lockGroup(s.group)
 	defer unlock()
-	members, err := l.members(svc, group, false)
+	members, err := l.members(s.svc, s.group, false)
 	if err != nil {
 		return err
 	}
-	if err := l.settleGroup(ctx, append(members, svc)...); err != nil {
+	if err := l.settleGroup(ctx, append(members, s.svc)...); err != nil {
 		return err
 	}
-	lb, readAt, err := l.groupLB(ctx, group, cluster, false)
+	lb, readAt, err := l.labelled(ctx, s, false)
 	if err != nil {
 		return err
 	}
 	if lb != nil {
-		if err := l.shrinkGroup(ctx, cluster, group, svc, members, lb, readAt); err != nil {
+		if err := l.shrinkGroup(ctx, s, members, lb, readAt); err != nil {
 			return err
 		}
 	}
-	return l.deleteOwn(ctx, svc)
+	return l.deleteOwn(ctx, s.svc)
 }
 
-// shrinkGroup removes the listeners of svc from the group's load balancer lb (read at readAt),
-// or deletes lb when members is empty; the cache keeps what the run left.
-func (l *LoadBalancers) shrinkGroup(ctx context.Context, cluster, group string, svc *corev1.Service, members []*corev1.Service, lb *lbplan.Actual, readAt time.Time) error {
-	plan, err := l.planShrink(group, svc, members, lb)
+// shrinkGroup removes the listeners of s.svc from the group's load balancer lb (read at
+// readAt), or deletes lb when members is empty; the cache keeps what the run left.
+func (l *LoadBalancers) shrinkGroup(ctx context.Context, s subject, members []*corev1.Service, lb *lbplan.Actual, readAt time.Time) error {
+	plan, err := l.planShrink(s.group, s.svc, members, lb)
 	if err != nil || plan.Empty() {
 		return err
 	}
-	state, err := l.exec.Run(ctx, svc, plan)
-	l.storedGroup(group, cluster, state, readAt, err)
+	state, err := l.exec.Run(ctx, s.svc, plan)
+	l.stored(s, state, readAt, err)
 	l.freed(plan, err)
-	l.wroteGroup(group, plan, err)
+	l.wroteGroup(s.group, plan, err)
 	return err
 }
 
 // wroteGroup tells the denial cache that plan, run with the result err, may have changed the
 // load balancer of group (anything but an empty plan or a denied one that applied nothing; a
 // partly denied plan ran its other steps: executor.DeniedError.Applied): the other members'
-// remembered denials are decided again at their next retry.
+// remembered denials are decided again at their next retry. A Service of its own (group "")
+// has no members to tell.
 func (l *LoadBalancers) wroteGroup(group string, plan lbplan.Plan, err error) {
 	var denied *executor.DeniedError
 	switch {
-	case plan.Empty():
+	case group == "", plan.Empty():
 	case errors.As(err, &denied) && len(denied.Applied) == 0:
 	case errors.Is(err, policy.ErrDenied) && !errors.As(err, &denied):
 	default:
@@ -541,16 +403,16 @@ func (l *LoadBalancers) planShrink(group string, svc *corev1.Service, members []
 
 // previewLeave is PreviewDelete of a member of group: the plan leaveGroup would run on the
 // group's load balancer (not the delete of a load balancer svc had of its own).
-func (l *LoadBalancers) previewLeave(ctx context.Context, cluster, group string, svc *corev1.Service) (lbplan.Plan, error) {
-	members, err := l.members(svc, group, false)
+func (l *LoadBalancers) previewLeave(ctx context.Context, s subject) (lbplan.Plan, error) {
+	members, err := l.members(s.svc, s.group, false)
 	if err != nil {
 		return lbplan.Plan{}, err
 	}
-	lb, _, err := l.groupLB(ctx, group, cluster, false)
+	lb, _, err := l.labelled(ctx, s, false)
 	if err != nil || lb == nil {
 		return lbplan.Plan{}, err
 	}
-	return l.planShrink(group, svc, members, lb)
+	return l.planShrink(s.group, s.svc, members, lb)
 }
 
 // computeDelete plans the delete of lb for svc; a protected one is kept (Warning
@@ -595,29 +457,4 @@ func leftPorts(svc *corev1.Service, adm lbplan.Admission) []int {
 		}
 	}
 	return out
-}
-
-// groupStatus is GetLoadBalancer of a member of group: the status of the group's load
-// balancer, found by its labels.
-func (l *LoadBalancers) groupStatus(ctx context.Context, cluster, group string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
-	lb, _, err := l.groupLB(ctx, group, cluster, false)
-	if err != nil || lb == nil {
-		return nil, false, err
-	}
-	members, err := l.members(svc, group, true)
-	if err != nil {
-		return nil, true, err
-	}
-	leader := svc
-	if len(members) > 0 {
-		leader = lbplan.GroupLeader(members, lbplan.GroupHome(lb, members))
-	}
-	opts, err := lbplan.NewStatusOptions(leader, l.cfg)
-	if err != nil {
-		return nil, true, err
-	}
-	if own, err := lbplan.NewStatusOptions(svc, l.cfg); err == nil {
-		opts.ProxyProtocol = own.ProxyProtocol
-	}
-	return lbplan.Status(lb, opts), true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -161,7 +162,7 @@ func toResync(leaver *corev1.Service, members []*corev1.Service, home string, by
 // balancer records it, read through the cache (the leaver's own sync has just stored it: no
 // request), else the namespace of its oldest member before leaver left.
 func (l *LoadBalancers) groupHomeAfterLeave(ctx context.Context, cluster, group string, leaver *corev1.Service, members []*corev1.Service) string {
-	lb, _, err := l.groupLB(ctx, group, cluster, true)
+	lb, _, err := l.labelled(ctx, subject{cluster: cluster, group: group}, true)
 	if err != nil {
 		klog.V(2).InfoS("Load balancer group's home read from its oldest member: its load balancer could not be read", "group", group, "err", err)
 		lb = nil
@@ -213,29 +214,57 @@ func (l *LoadBalancers) sweepGroup(ctx context.Context, cluster, group string, l
 	if err := l.settleGroup(ctx, leaver); err != nil {
 		return err
 	}
-	lb, readAt, err := l.groupLB(ctx, group, cluster, false)
+	s := subject{svc: leaver, cluster: cluster, group: group}
+	lb, readAt, err := l.labelled(ctx, s, false)
 	if err != nil || lb == nil {
 		return err
 	}
-	return l.shrinkGroup(ctx, cluster, group, leaver, nil, lb, readAt)
+	return l.shrinkGroup(ctx, s, nil, lb, readAt)
 }
 
-// lockGroup locks group and returns the unlock: the reconciles of one group are serialised within
-// this CCM (the service controller may sync several members at once, and the sweep runs beside
-// it).
-func (l *LoadBalancers) lockGroup(group string) func() {
-	return l.groupLocks.lock(group)
+// subjectLocks serialise the reconciles of one subject within this CCM (subject.go: lock): the
+// service controller may sync a Service's Ensure and its Update (a node change) at once, or
+// several members of a group, and the sweep runs beside them. Without it the later of two
+// overlapping runs stores a load balancer read before the other one's writes, a stale cache
+// entry that can hide a target to remove until it expires. A key's entry lives while someone
+// holds or waits for it.
+type subjectLocks struct {
+	mu    sync.Mutex
+	locks map[string]*subjectLock
 }
 
-// lockService locks the Service uid and returns the unlock: the calls for one Service (an Ensure
-// from the service worker and an Update from the node sync may come at once) plan and send one
-// after the other, so the second plans from what the first left (the cache), never from the
-// state before it. The background part of a detached run is not covered: Settle waits for it.
-// A group's reconciles take lockGroup instead; a member's own load balancer (deleteOwn) is
-// deleted under both, the group's first.
-func (l *LoadBalancers) lockService(uid string) func() {
-	return l.serviceLocks.lock(uid)
+// subjectLock is the lock of one key and how many hold or wait for it.
+type subjectLock struct {
+	sync.Mutex
+	users int
 }
+
+// lock locks key and returns the unlock.
+func (k *subjectLocks) lock(key string) func() {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*subjectLock{}
+	}
+	m := k.locks[key]
+	if m == nil {
+		m = &subjectLock{}
+		k.locks[key] = m
+	}
+	m.users++
+	k.mu.Unlock()
+	m.Lock()
+	return func() {
+		m.Unlock()
+		k.mu.Lock()
+		if m.users--; m.users == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
+}
+
+// lockGroup locks the load balancer group and returns the unlock.
+func (l *LoadBalancers) lockGroup(group string) func() { return l.locks.lock(group) }
 
 // GroupSweepInterval is how often SweepGroups looks again for load balancers of groups without
 // a member, after its first sweep at start: a group orphaned behind the CCM's back (its last
@@ -323,7 +352,8 @@ func (l *LoadBalancers) sweepOrphan(ctx context.Context, cluster, group string) 
 	if len(lbplan.GroupMembers(all, group)) > 0 {
 		return false, nil
 	}
-	lb, readAt, err := l.groupLB(ctx, group, cluster, true)
+	s := subject{cluster: cluster, group: group} // no Service: the last member left while no CCM ran
+	lb, readAt, err := l.labelled(ctx, s, true)
 	if err != nil || lb == nil {
 		return false, err
 	}
@@ -334,7 +364,7 @@ func (l *LoadBalancers) sweepOrphan(ctx context.Context, cluster, group string) 
 	plan.Group = lbplan.GroupView(group, lbplan.GroupHome(lb, nil), nil, lbplan.Admission{}, lbplan.TypeLimit{Name: lb.Type})
 	klog.InfoS("Deleting the load balancer of a group without members", "group", group, "loadBalancer", lb.Name, "id", lb.ID)
 	state, err := l.exec.Run(ctx, nil, plan)
-	l.storedGroup(group, cluster, state, readAt, err)
+	l.stored(s, state, readAt, err)
 	l.freed(plan, err)
 	return err == nil, err
 }

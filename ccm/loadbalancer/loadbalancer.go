@@ -12,7 +12,9 @@
 // by ccm/lbplan's group functions; a member's UpdateLoadBalancer reads it through the cache
 // (one entry per group) and sends target-only changes detached, as for one Service, the other
 // calls read it fresh. WatchGroups (group_watch.go) resyncs the members left when one leaves.
-// Every write of a group is a plan the executor gates too, with input.group set.
+// Every write of a group is a plan the executor gates too, with input.group set. A Service of
+// its own and a group are both a subject (subject.go): finding, running, storing and the status
+// are written once; only the planning differs (planOwn here, planGroup in group.go).
 //
 // A denied call is remembered (denials.go): an unchanged retry returns the same denial without a
 // request. "Unchanged" is derived from the policy inputs the gate decided, never from a list of
@@ -94,7 +96,7 @@ type Readers struct {
 type LoadBalancers struct {
 	read Readers
 	// cache holds the load balancers carrying the UID label; UpdateLoadBalancer reads through
-	// it, the other calls read fresh and keep what they read (see byUID).
+	// it, the other calls read fresh and keep what they read (see labelled).
 	cache *lbcache.Cache
 	robot *robotTargets // nil without ROBOT_ENABLED (Options.Robot)
 	exec  *executor.Executor
@@ -110,17 +112,17 @@ type LoadBalancers struct {
 	// services lists the cluster's Services, the members of load balancer groups (group.go);
 	// nil: groups are refused.
 	services corelisters.ServiceLister
-	// groupLocks serialise the reconciles of each load balancer group, serviceLocks the calls
-	// of each Service of its own (lockGroup, lockService).
-	groupLocks, serviceLocks *keyLocks
+	// locks serialise the reconciles of each subject: a Service of its own, or a load balancer
+	// group (group_watch.go).
+	locks *subjectLocks
+	// costMu serialises the runs of plans that add cost (costLock, inventory.go).
+	costMu *sync.Mutex
 	// converged is the state each Service's last successful plan left its load balancer in,
 	// which CheckDrift compares with a fresh list (drift.go).
 	converged converged
 	// auditDenied is set only on the audit's copy (audit.go): plans are creates (basis) and
 	// its "would deny" replaces the executor's DeniedSteps.
 	auditDenied StepDenier
-	// costMu serialises the runs of plans that add cost (costLock, inventory.go).
-	costMu *sync.Mutex
 }
 
 // DenialTracker learns which Services the policy denied, to retry them when the policy input
@@ -203,7 +205,7 @@ func New(o Options) (*LoadBalancers, error) {
 	l := &LoadBalancers{
 		read: o.Readers, cache: cache, exec: o.Executor, cfg: o.Config, recorder: o.Recorder, namer: o.Namer, denials: o.DenialTracker,
 		types:  &typeCache{list: o.Readers.Types, maxAge: typeMaxAge, now: time.Now},
-		denied: newDenialCache(denialMaxAge), services: o.Services, groupLocks: &keyLocks{}, serviceLocks: &keyLocks{}, costMu: &sync.Mutex{},
+		denied: newDenialCache(denialMaxAge), services: o.Services, locks: &subjectLocks{}, costMu: &sync.Mutex{},
 	}
 	if o.Robot {
 		l.robot = &robotTargets{servers: o.RobotClient}
@@ -214,25 +216,15 @@ func New(o Options) (*LoadBalancers, error) {
 }
 
 // GetLoadBalancer returns the status of the Service's load balancer, found by its UID label
-// only, and whether it exists. Implementations must treat the *v1.Service parameter as
-// read-only and not modify it.
+// only (a group member's: the group's, found by the group's labels), and whether it exists.
+// Implementations must treat the *v1.Service parameter as read-only and not modify it.
 func (l *LoadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
 	compatmetrics.Operation(compatmetrics.OpGetLoadBalancer)
-	if group, err := l.group(svc); err != nil || group != "" {
-		if err != nil {
-			return nil, false, err
-		}
-		return l.groupStatus(ctx, clusterName, group, svc)
-	}
-	lb, _, err := l.byUID(ctx, svc, false)
-	if err != nil || lb == nil {
+	s, err := l.subjectOf(clusterName, svc)
+	if err != nil {
 		return nil, false, err
 	}
-	opts, err := lbplan.NewStatusOptions(svc, l.cfg)
-	if err != nil {
-		return nil, true, l.invalid(svc, err)
-	}
-	return lbplan.Status(lb, opts), true, nil
+	return l.status(ctx, s)
 }
 
 // GetLoadBalancerName returns the load balancer name of svc: the name annotation, else the
@@ -247,7 +239,7 @@ func (l *LoadBalancers) GetLoadBalancerName(ctx context.Context, clusterName str
 // name returns the name and whether it may rename an existing load balancer (annotation or
 // plugin; a default name never renames, official behaviour).
 func (l *LoadBalancers) name(ctx context.Context, clusterName string, svc *corev1.Service) (string, bool) {
-	if n, err := annotation.LBName.NonEmptyString(svc); err == nil {
+	if n, ok := lbplan.AnnotatedName(svc); ok {
 		return n, true
 	}
 	def := cloudprovider.DefaultLoadBalancerName(svc)
@@ -315,33 +307,14 @@ func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	if err := l.retryScheduled(svc); err != nil {
 		return nil, err
 	}
-	if group, err := l.group(svc); err != nil || group != "" {
-		var st *corev1.LoadBalancerStatus
-		if err == nil {
-			st, err = l.syncGroup(ctx, clusterName, group, svc, nodes, true)
-		}
-		l.track(svc, err, true)
-		l.synced(svc, err)
-		return st, err
+	s, err := l.subjectOf(clusterName, svc)
+	var st *corev1.LoadBalancerStatus
+	if err == nil {
+		st, err = l.reconcile(ctx, l.named(ctx, s), nodes, true)
 	}
-	name, rename := l.name(ctx, clusterName, svc)
-	call := l.serviceCall(callEnsure, svc, nodes, name, rename)
-	if err := l.rememberedDenial(ctx, call); err != nil {
-		l.track(svc, err, true)
-		return nil, err
-	}
-	rctx, reads := recordReads(ctx)
-	lb, d, err := l.reconcile(rctx, svc, nodes, name, rename, true)
-	l.remember(ctx, call, reads, err)
 	l.track(svc, err, true)
-	if errors.Is(err, policy.ErrDenied) {
-		l.clearIfGone(ctx, svc) // a denied re-create of a load balancer deleted by hand (drift.go)
-	}
 	l.synced(svc, err)
-	if err != nil {
-		return nil, err
-	}
-	return lbplan.Status(lb, d.Status), nil
+	return st, err
 }
 
 // UpdateLoadBalancer updates the targets (and anything else that drifted) of the Service's
@@ -357,28 +330,13 @@ func (l *LoadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 	if l.retryScheduled(svc) != nil { // the retry syncs svc with the nodes of its time
 		return nil
 	}
-	if group, err := l.group(svc); err != nil || group != "" {
-		if err == nil {
-			_, err = l.syncGroup(ctx, clusterName, group, svc, nodes, false)
-		}
-		l.track(svc, err, false)
-		return err
+	s, err := l.subjectOf(clusterName, svc)
+	if err == nil {
+		_, err = l.reconcile(ctx, l.named(ctx, s), nodes, false)
 	}
-	name, rename := l.name(ctx, clusterName, svc)
-	call := l.serviceCall(callUpdate, svc, nodes, name, rename)
-	if err := l.rememberedDenial(ctx, call); err != nil {
-		l.track(svc, err, false)
-		return err
-	}
-	rctx, reads := recordReads(ctx)
-	lb, _, err := l.reconcile(rctx, svc, nodes, name, rename, false)
-	l.remember(ctx, call, reads, err)
 	// A missing load balancer is not reconciled here, so only a denial says something; one
 	// deleted behind the CCM's back is recreated by an Ensure (drift.go).
 	l.track(svc, err, false)
-	if err == nil && lb == nil {
-		l.missingOnUpdate(svc)
-	}
 	return err
 }
 
@@ -405,13 +363,14 @@ func (l *LoadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	compatmetrics.Operation(compatmetrics.OpEnsureLoadBalancerDeleted)
 	// A Service with an invalid group annotation (or without the Service lister) can only have
 	// a load balancer of its own: the normal path deletes it, so the Service can go.
-	if group, err := annotation.Group(svc); err == nil && l.services != nil {
-		err = l.leaveGroupOnce(ctx, clusterName, group, svc)
+	s := l.deletedSubject(clusterName, svc)
+	if s.group != "" {
+		err := l.leaveGroupOnce(ctx, s)
 		l.track(svc, err, true)
 		return err
 	}
 	call := denialCall{kind: callDelete, svc: svc, plan: func(ctx context.Context, q *LoadBalancers) (*lbplan.Plan, error) {
-		lb, _, err := q.byUID(ctx, svc, false)
+		lb, _, err := q.labelled(ctx, s, false)
 		if err != nil || lb == nil {
 			return nil, err
 		}
@@ -429,22 +388,14 @@ func (l *LoadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	return err
 }
 
-// serviceCall is the denialCall of an Ensure or Update (kind) of svc, a Service of its own,
-// with the name and rename of l.name: its plan is plan's.
-func (l *LoadBalancers) serviceCall(kind denialKind, svc *corev1.Service, nodes []*corev1.Node, name string, rename bool) denialCall {
-	return denialCall{kind: kind, svc: svc, nodes: nodes, plan: func(ctx context.Context, q *LoadBalancers) (*lbplan.Plan, error) {
-		plan, _, _, err := q.plan(ctx, svc, nodes, name, rename, kind == callEnsure)
-		return plan, err
-	}}
-}
-
-// ensureDeleted is EnsureLoadBalancerDeleted.
+// ensureDeleted is EnsureLoadBalancerDeleted of the load balancer of svc's own.
 func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) error {
-	defer l.lockService(string(svc.UID))()
+	s := subject{svc: svc}
+	defer l.lock(s)()
 	if err := l.exec.Settle(ctx, svc.UID); err != nil { // an Update's detached run (detach.go)
 		return err
 	}
-	lb, readAt, err := l.byUID(ctx, svc, false)
+	lb, readAt, err := l.labelled(ctx, s, false)
 	if err != nil || lb == nil {
 		return err
 	}
@@ -459,77 +410,34 @@ func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) 
 		return err
 	}
 	state, err := l.exec.Run(ctx, svc, plan)
-	l.stored(svc, state, readAt, err)
+	l.stored(s, state, readAt, err)
 	l.freed(plan, err)
 	return err
 }
 
-// stored keeps what a run of the executor for svc left: the load balancer it returned (nil
-// after a delete) as of readAt, the time the data the plan was built from was read. After a
-// failed run the effect is not known, and the next cached read of svc reads it alone. A denial
-// that ran nothing leaves the cache as it is; one whose other steps ran (steps fail alone)
-// returned what they left, which is kept but is not converged (drift.go).
-func (l *LoadBalancers) stored(svc *corev1.Service, state *lbplan.Actual, readAt time.Time, err error) {
-	switch {
-	case err == nil:
-		l.cache.Put(string(svc.UID), state, readAt)
-		l.converged.set(svc, state, time.Now())
-	case errors.Is(err, policy.ErrDenied) && state != nil:
-		l.cache.Put(string(svc.UID), state, readAt)
-	case !errors.Is(err, policy.ErrDenied):
-		l.cache.Forget(string(svc.UID))
-	}
-}
-
-// reconcile finds the actual load balancer, builds the desired state, plans and runs. Its
-// order of checks and of Warning events follows the official CCM's reconcile (see
-// advisoryWarnings): the node selector first; an Update of a Service without a load balancer
-// does nothing; the type warnings come before anything on a create and after the algorithm on
-// an update; input this CCM refuses before any write raises the warnings the official emits on
-// its way to the same failure.
-//
-// name and rename are l.name's answer (the caller needs them for the denial digest).
-func (l *LoadBalancers) reconcile(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, name string, rename, create bool) (*lbplan.Actual, lbplan.Desired, error) {
-	defer l.lockService(string(svc.UID))()
-	if err := l.exec.Settle(ctx, svc.UID); err != nil { // an Update's detached run (detach.go)
-		return nil, lbplan.Desired{}, err
-	}
-	plan, d, readAt, err := l.plan(ctx, svc, nodes, name, rename, create)
-	if err != nil || plan == nil {
-		return nil, d, err
-	}
-	if !create {
-		state, err := l.runDetached(ctx, svc, *plan, readAt)
-		return state, d, err
-	}
-	unlock := l.costLock(*plan)
-	state, err := l.exec.Run(ctx, svc, *plan)
-	l.stored(svc, state, readAt, err)
-	unlock()
-	l.freed(*plan, err)
-	return state, d, err
-}
-
-// plan is reconcile up to the plan, which it returns instead of running it, with the time the
-// load balancer it was planned from was read: nil (and no error) for an Update of a Service
-// without a load balancer. It reads the API and records events, but never writes (it has no
-// executor call); Preview runs it with a recorder that drops events.
+// planOwn is plan for the load balancer of a Service of its own (s.name and s.rename from
+// named): nil (and no error) for an Update of a Service without a load balancer. Its order of
+// checks and of Warning events follows the official CCM's reconcile (see advisoryWarnings):
+// the node selector first; an Update of a Service without a load balancer does nothing; the
+// type warnings come before anything on a create and after the algorithm on an update; input
+// this CCM refuses before any write raises the warnings the official emits on its way to the
+// same failure.
 //
 // An Update (create false) reads the load balancer through the cache (at most its max age
 // old); an Ensure reads it fresh, so a change behind the CCM's back is seen at once and a load
 // balancer missing from a stale cache can never be created twice.
-func (l *LoadBalancers) plan(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, name string, rename, create bool) (*lbplan.Plan, lbplan.Desired, time.Time, error) {
+func (l *LoadBalancers) planOwn(ctx context.Context, s subject, nodes []*corev1.Node, create bool) (planned, error) {
 	// The pre-plan checks come before any read: the official CCM reads the node selector
 	// first, so a bad one fails before any warning.
-	if err := lbplan.CheckService(svc, plugins.ValidateLoadBalancerName); err != nil {
-		return nil, lbplan.Desired{}, time.Time{}, l.invalid(svc, err)
+	if err := lbplan.CheckService(s.svc, plugins.ValidateLoadBalancerName); err != nil {
+		return planned{}, l.invalid(s.svc, err)
 	}
-	lb, readAt, err := l.find(ctx, svc, name, !create)
+	lb, readAt, err := l.find(ctx, s, s.name, !create)
 	if err != nil || (lb == nil && !create) {
-		return nil, lbplan.Desired{}, readAt, err
+		return planned{readAt: readAt}, err
 	}
-	p, d, err := l.planWith(ctx, svc, nodes, name, rename, create, lb)
-	return p, d, readAt, err
+	p, d, err := l.planWith(ctx, s.svc, nodes, s.name, s.rename, create, lb)
+	return planned{plan: p, status: d.Status, readAt: readAt}, err
 }
 
 // planWith is plan once the load balancer lb (nil: none, a create) is found.
@@ -844,32 +752,6 @@ func (l *LoadBalancers) managedCertificate(ctx context.Context, svc *corev1.Serv
 	return 0, nil
 }
 
-// find returns the Service's load balancer: by UID label, else by name (adoption of an
-// unlabelled load balancer, e.g. one created before the label existed); nil if none. A load
-// balancer found by name that carries another Service's UID label is never adopted: that is a
-// *NameConflictError (and a Warning event on svc), so no Service can take over or delete another
-// one's load balancer by naming it.
-//
-// cached reads by UID label through the cache (byUID); it also returns when the data it
-// returns was read.
-func (l *LoadBalancers) find(ctx context.Context, svc *corev1.Service, name string, cached bool) (*lbplan.Actual, time.Time, error) {
-	lb, readAt, err := l.byUID(ctx, svc, cached)
-	if err != nil || lb != nil {
-		return lb, readAt, err
-	}
-	found, readAt, err := l.byName(ctx, name)
-	if err != nil || found == nil {
-		return nil, readAt, err
-	}
-	uid, owner := found.Labels[lbplan.LabelServiceUID], found.Labels[lbplan.LabelGroup]
-	if uid != "" && uid != string(svc.UID) || owner != "" {
-		err := &NameConflictError{Name: name, ID: found.ID, OwnerUID: uid, OwnerGroup: owner}
-		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerNameConflict, err.Error())
-		return nil, time.Time{}, err
-	}
-	return lbplan.NewActual(found), readAt, nil
-}
-
 // NameConflictError is returned when the load balancer name a Service asks for belongs to the
 // load balancer of another Service (its UID label says so). Nothing is changed.
 type NameConflictError struct {
@@ -877,7 +759,7 @@ type NameConflictError struct {
 	ID       int64
 	OwnerUID string
 	// Group is set when a load balancer group wants the name (Group) or when the load
-	// balancer is a group's (OwnerGroup); see findGroupLB.
+	// balancer is a group's (OwnerGroup); see find.
 	Group, OwnerGroup string
 }
 
@@ -895,36 +777,6 @@ func (e *NameConflictError) Error() string {
 	}
 	return fmt.Sprintf("load balancer name %q is taken by load balancer %d of another Service (%s=%s): nothing changed; set %q to another name",
 		e.Name, e.ID, lbplan.LabelServiceUID, e.OwnerUID, annotation.LBName)
-}
-
-// byUID returns the load balancer carrying the Service's UID label and when that was read;
-// more than one is an error (ErrNonUniqueResult). With cached it is read through the cache
-// (lbcache.Cache.Get: at most its max age old, a list page shared by every Service); without,
-// it is listed by the UID label now (one request) and the cache keeps the answer.
-func (l *LoadBalancers) byUID(ctx context.Context, svc *corev1.Service, cached bool) (*lbplan.Actual, time.Time, error) {
-	list := l.cache.Read
-	if cached {
-		list = l.cache.Get
-	}
-	r, err := read(ctx, fmt.Sprintf("load balancers of Service %s (cached %t)", svc.UID, cached), func() (listed, error) {
-		lbs, readAt, err := list(ctx, string(svc.UID))
-		return listed{lbs, readAt}, err
-	})
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	lbs, readAt := r.lbs, r.at
-	lb, err := single(lbs, lbplan.LabelServiceUID+"="+string(svc.UID))
-	if err != nil {
-		return nil, time.Time{}, err
-	}
-	return lb, readAt, nil
-}
-
-// listed is what a list of load balancers answered and when it was read.
-type listed struct {
-	lbs []*lbplan.Actual
-	at  time.Time
 }
 
 // byName returns the load balancer called name (nil for none) and when it was read.

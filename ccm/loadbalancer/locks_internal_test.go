@@ -1,35 +1,46 @@
 package loadbalancer
 
 import (
-	"sync"
+	"runtime"
 	"testing"
 )
 
-// TestKeyLocks: one key is held by one caller at a time, and a key nobody holds or waits for
-// leaves no entry behind (Services come and go).
-func TestKeyLocks(t *testing.T) {
-	var k keyLocks
-	var wg sync.WaitGroup
-	inside := map[string]int{}
-	var mu sync.Mutex
-	for i := range 50 {
-		key := []string{"a", "b"}[i%2]
-		wg.Go(func() {
-			defer k.lock(key)()
-			mu.Lock()
-			inside[key]++
-			n := inside[key]
-			mu.Unlock()
-			if n != 1 {
-				t.Errorf("%d callers inside key %s at once", n, key)
-			}
-			mu.Lock()
-			inside[key]--
-			mu.Unlock()
-		})
+// TestSubjectLocks: a second lock of a held key waits until the first is unlocked, another key
+// does not wait, and no entry is left once nobody holds or waits for a key.
+func TestSubjectLocks(t *testing.T) {
+	var k subjectLocks
+	unlockA := k.lock("uid:a")
+	unlockB := k.lock("b") // another key: not held up by uid:a
+	locked := make(chan struct{})
+	go func() {
+		unlock := k.lock("uid:a")
+		close(locked)
+		unlock()
+	}()
+	for users("uid:a", &k) != 2 { // the second caller waits for uid:a
+		runtime.Gosched()
 	}
-	wg.Wait()
-	if n := k.held(); n != 0 {
-		t.Errorf("%d keys left after every unlock, want 0", n)
+	select {
+	case <-locked:
+		t.Fatal("a second lock of uid:a got it while the first held it")
+	default:
 	}
+	unlockA()
+	<-locked
+	unlockB()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if len(k.locks) != 0 {
+		t.Errorf("%d lock entries left after every unlock, want 0", len(k.locks))
+	}
+}
+
+// users is how many hold or wait for key.
+func users(key string, k *subjectLocks) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if m := k.locks[key]; m != nil {
+		return m.users
+	}
+	return 0
 }

@@ -6,7 +6,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 )
 
@@ -33,19 +32,15 @@ import (
 // (annotation.IsUserError), a *NameConflictError, failed reads.
 func (l *LoadBalancers) Preview(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, denied lbplan.DeniedSteps) (lbplan.Plan, error) {
 	q := l.quiet()
-	if group, err := q.group(svc); err != nil || group != "" {
-		if err != nil {
-			return lbplan.Plan{}, err
-		}
-		plan, err := q.previewGroup(ctx, clusterName, group, svc, nodes, denied)
-		return l.previewPriced(plan), err
-	}
-	name, rename := q.name(ctx, clusterName, svc)
-	plan, _, _, err := q.plan(ctx, svc, nodes, name, rename, true)
-	if err != nil || plan == nil {
+	s, err := q.subjectOf(clusterName, svc)
+	if err != nil {
 		return lbplan.Plan{}, err
 	}
-	return l.previewPriced(*plan), nil
+	p, err := q.plan(ctx, q.named(ctx, s), nodes, true, denied)
+	if err != nil || p.plan == nil {
+		return lbplan.Plan{}, err
+	}
+	return l.previewPriced(*p.plan), nil
 }
 
 // previewPriced is plan with the Pricing the gate would decide it with (executor.Inputs: the
@@ -67,11 +62,12 @@ func (l *LoadBalancers) previewPriced(plan lbplan.Plan) lbplan.Plan {
 // member), without running it: an empty plan when there is none or it has delete protection
 // (the CCM keeps it then). Like Preview it never writes and records no event.
 func (l *LoadBalancers) PreviewDelete(ctx context.Context, clusterName string, svc *corev1.Service) (lbplan.Plan, error) {
-	if group, err := annotation.Group(svc); err == nil && l.services != nil {
-		plan, err := l.quiet().previewLeave(ctx, clusterName, group, svc)
+	s := l.deletedSubject(clusterName, svc)
+	if s.group != "" {
+		plan, err := l.quiet().previewLeave(ctx, s)
 		return l.previewPriced(plan), err
 	}
-	lb, _, err := l.byUID(ctx, svc, false)
+	lb, _, err := l.labelled(ctx, s, false)
 	if err != nil || lb == nil {
 		return lbplan.Plan{}, err
 	}
@@ -99,21 +95,12 @@ func (l *LoadBalancers) quiet() *LoadBalancers {
 		denials:  nil,
 		denied:   newDenialCache(0),
 		services: l.services,
-		// Preview only reads: it takes no lock, but shares them so the fields are set.
-		groupLocks: l.groupLocks, serviceLocks: l.serviceLocks,
+		// Preview only reads: it takes no lock, but shares them so the field is set.
+		locks: l.locks,
 		// Preview runs nothing, so it takes no cost lock (inventory.go), but shares it.
 		costMu: l.costMu,
 		// converged stays empty: Preview runs nothing, so it converges nothing (drift.go).
 	}
 	q.network.Store(l.network.Load())
 	return q
-}
-
-// previewGroup is Preview of a member of group: the plan of the group's load balancer.
-func (l *LoadBalancers) previewGroup(ctx context.Context, clusterName, group string, svc *corev1.Service, nodes []*corev1.Node, denied lbplan.DeniedSteps) (lbplan.Plan, error) {
-	gp, err := l.planGroup(ctx, clusterName, group, svc, nodes, true, denied)
-	if err != nil || gp.plan == nil {
-		return lbplan.Plan{}, err
-	}
-	return *gp.plan, nil
 }
