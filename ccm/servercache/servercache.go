@@ -29,7 +29,10 @@
 //     next miss lists again (the break-even rule of renting against buying: a burst of k new
 //     servers costs k requests while k ≤ pages, and at most 2 × pages + 1 beyond, which the new
 //     list answers for every server created by then). TestCache_missReadsAlone counts the
-//     requests. Looking for a missing server again waits at least [MinMissRefreshInterval].
+//     requests. Looking for a missing server again waits at least [MinMissRefreshInterval],
+//     except with a [Live] context: a liveness miss always reads that server alone, because
+//     "not found" deletes the Node and the list may have started just before the server was
+//     created (TestCache_liveMissReadsAlone).
 //
 // Servers read alone are newer than the list and take precedence over it, in [Cache.All] too.
 package servercache
@@ -354,13 +357,15 @@ func (c *Cache) decideLocked(key string, find func(*snapshot) *hcloud.Server, li
 		if s := find(c.snap); s != nil && !readMissing {
 			return s, true, false
 		}
-		// Missing from fresh data: a new server, or a deleted one. Look again only if no
-		// list started within MinMissRefreshInterval (or join the one in flight).
-		if c.listing == nil && now.Sub(c.lastRefresh) < MinMissRefreshInterval {
-			return nil, true, false
-		}
+		// Missing from fresh data: a new server, or a deleted one. A liveness lookup reads
+		// the server alone: the list may have started just before the server was created, and
+		// "not found" there deletes the Node (TestCache_liveMissReadsAlone). Others look again
+		// only if no list started within MinMissRefreshInterval (or join the one in flight).
 		if live {
 			return nil, false, true
+		}
+		if c.listing == nil && now.Sub(c.lastRefresh) < MinMissRefreshInterval {
+			return nil, true, false
 		}
 		if c.missReads < c.pages() { // see the package doc: each new server is read once
 			c.missReads++

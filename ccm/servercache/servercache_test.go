@@ -289,3 +289,26 @@ func metric(t *testing.T, name, value string) float64 {
 	label := map[string]string{"requests": "result", "refreshes": "kind"}[name]
 	return testutil.Metric(t, "hcloud_ccm_server_cache_"+name+"_total", map[string]string{label: value})
 }
+
+// TestCache_liveMissReadsAlone: a liveness lookup (Live) of a server missing from a list made
+// a moment ago reads that server alone, whenever the list was made: the list may have started
+// just before the server was created, and "not found" for a liveness question deletes the Node
+// (the node lifecycle controller deleted a joining Node on that in the benchmark's churn).
+func TestCache_liveMissReadsAlone(t *testing.T) {
+	emu, c, _ := newCacheEnv(t, 2, config.ServerCache{Mode: config.ServerCacheModeAll, MaxAge: time.Minute, BudgetPerHour: 120})
+	ctx := t.Context()
+	if _, err := c.All(ctx); err != nil { // the list, before the new server exists
+		t.Fatal(err)
+	}
+	id, err := emu.AddServer(hcloudemu.ServerSpec{Name: "node-new"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	emu.ResetRequests()
+	if s, err := c.ByID(servercache.Live(ctx), id); err != nil || s == nil || s.Name != "node-new" {
+		t.Fatalf("live ByID(new) within a second of the list = %v, %v; want node-new", s, err)
+	}
+	if got := requests(emu); len(got) != 1 || got[0] != fmt.Sprintf("GET /v1/servers/%d", id) {
+		t.Errorf("requests = %v, want the one server read alone", got)
+	}
+}
