@@ -352,7 +352,7 @@ func (e *Engine) compile(ctx context.Context, rev string, policies, data map[str
 	}
 	var problems []Problem
 	opts := []func(*rego.Rego){
-		rego.Query(gateQuery), // first: replaced by denyQuery for pqDeny
+		rego.Query(gateQuery),
 		rego.Module(gateFile, gateModule),
 		rego.Strict(true),
 		// A built-in error (division by zero, to_number("web"), a bad regex) is an evaluation
@@ -401,7 +401,8 @@ func (e *Engine) compile(ctx context.Context, rev string, policies, data map[str
 	if err != nil {
 		return nil, []Problem{{Code: "ccm_schema_error", Message: err.Error()}}
 	}
-	opts = append(opts, rego.Data(doc), rego.Schemas(schema))
+	var compiler *ast.Compiler // the compiler rego.New makes, kept for the deny-only query
+	opts = append(opts, rego.Data(doc), rego.Schemas(schema), rego.CompilerHook(func(c *ast.Compiler) { compiler = c }))
 	pq, err := rego.New(opts...).PrepareForEval(ctx)
 	if err != nil {
 		return nil, sortProblems(append(problemsFrom(err), keyProblems...))
@@ -409,11 +410,14 @@ func (e *Engine) compile(ctx context.Context, rev string, policies, data map[str
 	if len(keyProblems) > 0 {
 		return nil, keyProblems
 	}
-	// The same modules with the deny-only query, to tell a failing warn rule from a failing
-	// deny rule (see Engine.eval). The compiler copies the parsed modules, so sharing them is
-	// safe.
-	opts[0] = rego.Query(denyQuery)
-	pqDeny, err := rego.New(opts...).PrepareForEval(ctx)
+	// The deny-only query, to tell a failing warn rule from a failing deny rule (see
+	// Engine.eval), on the compiler of pq as it is: given a compiler and no modules, rego
+	// compiles only the query, so a revision's modules are compiled and kept once, not twice
+	// (docs/performance.md § Memory). Evaluations only read the compiler, as concurrent
+	// evaluations of pq already do.
+	pqDeny, err := rego.New(rego.Query(denyQuery), rego.Compiler(compiler), rego.Data(doc),
+		rego.StrictBuiltinErrors(true), rego.Capabilities(Capabilities()), rego.PrintHook(printHook{revision: rev}),
+	).PrepareForEval(ctx)
 	if err != nil {
 		return nil, problemsFrom(err)
 	}

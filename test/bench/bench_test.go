@@ -21,7 +21,8 @@
 //	BENCH_POLICIES on (the example policies as deployed, in enforce mode), off (no --policy-*
 //	              flags: every mutation allowed) or both (each size twice) (default on)
 //	BENCH_PPROF   a directory: the CCM serves /debug/pprof on its secure port and the bench
-//	              saves a heap profile there at the end of each phase (default: none)
+//	              saves there, at the end of each phase, a heap profile, the same as text
+//	              (ending in the runtime's MemStats) and the goroutines' stacks (default: none)
 //	CCM_BIN       the CCM binary (default: go build -tags grpcnotrace ./cmd/hcloud-policy-ccm,
 //	              as the Makefile builds it)
 //	KUBE_BIN_DIR  kube-apiserver, etcd, kubectl (see test/e2e/harness)
@@ -233,7 +234,13 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 	peakAnon := sampleMax(ccm.Pid(), "RssAnon")
 	profile := func(phase string) {
 		if dir := os.Getenv("BENCH_PPROF"); dir != "" {
-			saveHeapProfile(t, port, filepath.Join(dir, fmt.Sprintf("heap-%s-%s.pb.gz", s.name(), phase)))
+			for file, query := range map[string]string{
+				"heap-%s-%s.pb.gz":    "heap?gc=1",
+				"heap-%s-%s.txt":      "heap?gc=1&debug=1",
+				"goroutine-%s-%s.txt": "goroutine?debug=1",
+			} {
+				saveProfile(t, port, query, filepath.Join(dir, fmt.Sprintf(file, s.name(), phase)))
+			}
 		}
 	}
 
@@ -567,15 +574,14 @@ func withPolicies(sizes []size, mode string) ([]size, error) {
 	return out, nil
 }
 
-// saveHeapProfile saves the CCM's heap profile (GET /debug/pprof/heap on its secure port, with
-// a GC first) to path.
-func saveHeapProfile(t *testing.T, port int, path string) {
+// saveProfile saves the CCM's profile GET /debug/pprof/<query> (on its secure port) to path.
+func saveProfile(t *testing.T, port int, query, path string) {
 	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
 	}}
-	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/heap?gc=1", port))
+	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/%s", port, query))
 	if err != nil {
-		t.Errorf("heap profile: %v", err)
+		t.Errorf("profile %s: %v", query, err)
 		return
 	}
 	defer resp.Body.Close()
@@ -587,7 +593,7 @@ func saveHeapProfile(t *testing.T, port int, path string) {
 		err = os.WriteFile(path, b, 0o644)
 	}
 	if err != nil {
-		t.Errorf("heap profile to %s: %v", path, err)
+		t.Errorf("profile %s to %s: %v", query, path, err)
 	}
 }
 

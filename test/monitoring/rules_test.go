@@ -83,6 +83,7 @@ func TestAlertsPresent(t *testing.T) {
 		{topic: "sustained load balancer reconcile failures", alert: "HcloudCCMLoadBalancerReconcileFailing", metric: "hcloud_ccm_mutations_total"},
 		{topic: "sustained route reconcile failures", alert: "HcloudCCMRouteReconcileFailing", metric: "route_controller_route_sync_total"},
 		{topic: "plugin failures", alert: "HcloudCCMPluginFailing", metric: "hcloud_ccm_plugin_failures_total"},
+		{topic: "requests refused before sending (not what the policy decided)", alert: "HcloudCCMMutationRefused", metric: "hcloud_ccm_mutations_total"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.topic, func(t *testing.T) {
