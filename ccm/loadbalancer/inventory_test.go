@@ -14,15 +14,15 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
-// quota denies a create, and a change to a dearer type, in a namespace that already has max
-// load balancers in the input's inventory (the rule of examples/policies/quotas.rego, in Go).
-func quota(max int) func(policy.Input) string {
+// quota denies a create in a namespace that already has limit load balancers in the input's
+// inventory (a load balancer quota rule, in Go).
+func quota(limit int) func(policy.Input) string {
 	return func(in policy.Input) string {
 		if in.Action != policy.ActionLoadBalancerCreate || in.Inventory == nil || in.Service == nil {
 			return ""
 		}
-		if n := in.Inventory.Namespaces[in.Service.Namespace].LoadBalancers; n >= max {
-			return fmt.Sprintf("namespace %s has %d load balancers, quota %d", in.Service.Namespace, n, max)
+		if n := in.Inventory.Namespaces[in.Service.Namespace].LoadBalancers; n >= limit {
+			return fmt.Sprintf("namespace %s has %d load balancers, quota %d", in.Service.Namespace, n, limit)
 		}
 		return ""
 	}
