@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
@@ -222,6 +223,33 @@ func TestPreview_priced(t *testing.T) {
 			t.Errorf("without a policy revision Preview's plan is priced: %+v", plan.Pricing.Inventory)
 		case revision != "" && (plan.Pricing == nil || plan.Pricing.Inventory.Namespaces["team-a"].LoadBalancers != 1):
 			t.Errorf("under a policy Preview's plan has Pricing %+v, want the inventory with team-a/first", plan.Pricing)
+		}
+	}
+}
+
+// TestAuditPlans_pricedWithoutItself: the audit shows each existing load balancer as the create
+// that would build it today, on the inventory without that load balancer: with two in team-a,
+// each is judged on an inventory of one, as its create was.
+func TestAuditPlans_pricedWithoutItself(t *testing.T) {
+	g := newGroupEnv(t)
+	g.decider.revision = "r1"
+	for _, name := range []string{"first", "second"} {
+		g.mustEnsure(g.quotaService("team-a", name))
+	}
+	plans, err := g.lbs.AuditPlans(context.Background(), clusterName, g.nodes, func(context.Context, *corev1.Service, lbplan.Plan) []int { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plans) != 2 {
+		t.Fatalf("%d audit plans, want 2", len(plans))
+	}
+	for _, p := range plans {
+		if p.Err != nil || p.Plan.Pricing == nil {
+			t.Fatalf("audit plan of %s: err %v, pricing %v; want a priced plan", p.Service.Name, p.Err, p.Plan.Pricing)
+		}
+		inv := p.Plan.Pricing.Inventory
+		if len(inv.LoadBalancers) != 1 || inv.LoadBalancers[0].Owner.Name == p.Service.Name {
+			t.Errorf("audit inventory of %s = %+v, want the other Service's load balancer only", p.Service.Name, inv.LoadBalancers)
 		}
 	}
 }
