@@ -23,8 +23,9 @@ import (
 // type list is read at start and refreshed hourly by KeepInventory, the load balancers by the
 // cache's own reads and the CCM's writes.
 //
-// A load balancer whose Service the lister does not know (deleted, or not synced yet) counts in
-// the cluster's totals under the namespace "".
+// A load balancer carrying the UID label of a Service the lister does not know is not in the
+// inventory: the official label names no cluster, so it may be another cluster's in the same
+// project (or its Service is gone and the load balancer is on its way out).
 func (l *LoadBalancers) Pricing() *lbplan.Pricing {
 	lbs, _ := l.cache.All()
 	owners := l.serviceOwners()
@@ -35,7 +36,9 @@ func (l *LoadBalancers) Pricing() *lbplan.Pricing {
 			continue
 		}
 		seen[a.ID] = true
-		entries = append(entries, inventoryEntry(a, owners))
+		if e, ok := inventoryEntry(a, owners); ok {
+			entries = append(entries, e)
+		}
 	}
 	prices := l.types.prices()
 	return &lbplan.Pricing{Inventory: inventory.Build(entries, prices), Prices: prices}
@@ -57,19 +60,19 @@ func (l *LoadBalancers) serviceOwners() map[string]input.Owner {
 	return out
 }
 
-// inventoryEntry is the inventory entry of a.
-func inventoryEntry(a *lbplan.Actual, owners map[string]input.Owner) inventory.Entry {
-	e := inventory.Entry{
+// inventoryEntry is the inventory entry of a; ok is false for a load balancer of a Service
+// that owners does not hold.
+func inventoryEntry(a *lbplan.Actual, owners map[string]input.Owner) (e inventory.Entry, ok bool) {
+	e = inventory.Entry{
 		ID: a.ID, Name: a.Name, Type: a.Type, Location: a.Location, NetworkZone: a.NetworkZone,
 		Listeners: len(a.Services), Targets: len(a.Targets) + len(a.IPTargets) + a.OtherTargets,
 	}
 	if group := a.Labels[lbplan.LabelGroup]; group != "" {
 		e.Owner = input.Owner{Kind: inventory.OwnerGroup, Namespace: a.Labels[lbplan.LabelGroupNamespace], Name: group}
-		return e
+		return e, true
 	}
-	e.Owner = owners[a.Labels[lbplan.LabelServiceUID]]
-	e.Owner.Kind = inventory.OwnerService
-	return e
+	e.Owner, ok = owners[a.Labels[lbplan.LabelServiceUID]]
+	return e, ok
 }
 
 // prices returns the prices of the type list the cache holds, without a request; none before

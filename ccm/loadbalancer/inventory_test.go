@@ -12,6 +12,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
@@ -40,15 +41,20 @@ func (g *groupEnv) quotaService(ns, name string) *corev1.Service {
 	return svc
 }
 
-// TestInventory_inputs: with a policy in force, a create's input carries the inventory (the
-// other Service's load balancer, owned and priced with the emulator's placeholder prices) and
-// its cost; with none, no inventory is built. Either way the create costs the same requests:
+// TestInventory_decisionsAddNoRequest: with a policy in force, a create's input carries the
+// inventory (the other Service's load balancer, owned and priced with the emulator's
+// placeholder prices; not another cluster's) and its cost; with none, no inventory is built. Either way the create costs the same requests:
 // the inventory comes from the caches (TestInventory_decisionsAddNoRequest's measure).
 func TestInventory_decisionsAddNoRequest(t *testing.T) {
 	counts := map[string]map[string]int{}
 	for _, revision := range []string{"", "r1"} {
 		g := newGroupEnv(t)
 		g.decider.revision = revision
+		// Another cluster's load balancer in the project: the official label, a UID no
+		// Service of this cluster has. It is not in the inventory.
+		if _, err := g.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "other-cluster", Labels: map[string]string{"hcloud-ccm/service-uid": "not-ours"}}); err != nil {
+			t.Fatal(err)
+		}
 		first := g.quotaService("team-a", "first")
 		g.mustEnsure(first)
 		if err := g.lbs.PrimeInventory(context.Background(), clusterName); err != nil {
