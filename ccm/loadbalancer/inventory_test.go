@@ -259,3 +259,23 @@ func TestAuditPlans_pricedWithoutItself(t *testing.T) {
 		}
 	}
 }
+
+// TestInventory_completeBeforeTheFirstList: a decision made before the start-up list of the
+// load balancers has ended (a restart: the service controller syncs the Services in any order)
+// waits for it, so a quota counts the load balancers of Services not read yet.
+func TestInventory_completeBeforeTheFirstList(t *testing.T) {
+	g := newGroupEnv(t)
+	g.decider.revision = "r1"
+	g.decider.denyIf = quota(1)
+	first := g.quotaService("team-a", "first")
+	if _, err := g.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "first", Labels: map[string]string{"hcloud-ccm/service-uid": string(first.UID)}}); err != nil {
+		t.Fatal(err)
+	}
+	// The informer "syncs" once the Ensure below has read the type list, its last read before
+	// the gate: the start-up list runs while the gate waits for it (or, without the wait, after
+	// the gate decided on an inventory without first's load balancer).
+	g.lbs.StartInventory(t.Context(), func() bool { return g.emu.Counts()["GET /v1/load_balancer_types"] > 0 }, clusterName, func() bool { return true })
+	if _, err := g.ensure(g.quotaService("team-a", "second")); !errors.Is(err, policy.ErrDenied) {
+		t.Fatalf("EnsureLoadBalancer of a second Service in team-a (quota 1, first's load balancer not read yet) = %v, want a denial", err)
+	}
+}

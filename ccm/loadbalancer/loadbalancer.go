@@ -120,6 +120,8 @@ type LoadBalancers struct {
 	auditDenied StepDenier
 	// costMu serialises the runs of plans that add cost (costLock, inventory.go).
 	costMu *sync.Mutex
+	// start is the inventory's start-up list, which Pricing waits for (inventory.go).
+	start *inventoryStart
 }
 
 // DenialTracker learns which Services the policy denied, to retry them when the policy input
@@ -203,6 +205,7 @@ func New(o Options) (*LoadBalancers, error) {
 		read: o.Readers, cache: cache, exec: o.Executor, cfg: o.Config, recorder: o.Recorder, namer: o.Namer, denials: o.DenialTracker,
 		types:  &typeCache{list: o.Readers.Types, maxAge: typeMaxAge, now: time.Now},
 		denied: newDenialCache(denialMaxAge), services: o.Services, groupLocks: &groupLocks{}, costMu: &sync.Mutex{},
+		start: newInventoryStart(),
 	}
 	if o.Robot {
 		l.robot = &robotTargets{servers: o.RobotClient}
