@@ -42,4 +42,3 @@ func (x *Executor) ReadsInventory() bool {
 	r, ok := x.decider.(interface{ ReadsInventory() bool })
 	return !ok || r.ReadsInventory()
 }
-
