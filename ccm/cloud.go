@@ -85,7 +85,10 @@ type Cloud struct {
 	conn      *hcloudclient.Conn // reads; the executor builds the one writing client from it
 	instances *instances.Instances
 	lbs       *loadbalancer.LoadBalancers
-	routes    *routes.Routes
+	// lbsReady is lbs once its inventory was started (StartInventory): policy reloads, on
+	// another goroutine, ask it whether the inventory's reads are needed now.
+	lbsReady atomic.Pointer[loadbalancer.LoadBalancers]
+	routes   *routes.Routes
 	// robot reads Robot servers; nil unless ROBOT_ENABLED with credentials.
 	robot   *robot.Client
 	decider policy.Decider
@@ -150,6 +153,7 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 		c.requeue = requeue.New(d.Kube)
 		onLoad = c.requeue.PolicyLoaded
 	}
+	onLoad = c.inventoryNeeded(onLoad)
 	auditNow, onLoad := auditTrigger(onLoad)
 	if c.decider, err = startPolicy(ctx, d, onLoad); err != nil {
 		return nil, err
@@ -180,15 +184,28 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 		// Load balancers changed or deleted by hand are repaired within one drift period.
 		go c.lbs.RepairDrift(ctx, services.HasSynced, d.Options.LoadBalancerDriftInterval, c.cfg.ServerCache.BudgetPerHour)
 		go c.requeue.Run(ctx)
-		if _, allowAll := c.decider.(policy.AllowAll); !allowAll { // inputs are priced only under a policy
-			go c.lbs.KeepInventory(ctx, services.HasSynced, d.ClusterName)
-		}
+		// The inventory's reads start once a policy in force reads it (inventoryNeeded).
+		c.lbs.StartInventory(ctx, services.HasSynced, d.ClusterName, c.admission.exec.ReadsInventory)
+		c.lbsReady.Store(c.lbs)
 	}
 	if err := c.startAudit(ctx, d, auditNow); err != nil {
 		return nil, err
 	}
 	c.logStart(network)
 	return c, nil
+}
+
+// inventoryNeeded returns onLoad that also starts the inventory's reads when the revision put
+// in force reads the inventory (loadbalancer.StartInventory): a revision may come after start.
+func (c *Cloud) inventoryNeeded(onLoad func(string)) func(string) {
+	return func(rev string) {
+		if onLoad != nil {
+			onLoad(rev)
+		}
+		if lbs := c.lbsReady.Load(); lbs != nil {
+			lbs.InventoryNeeded()
+		}
+	}
 }
 
 // readConfig reads the environment and validates it together with the flags.

@@ -31,8 +31,9 @@ const (
 
 // Decision log bounds. A logged input holds no annotation value longer than
 // MaxLoggedAnnotationValue bytes, and no input longer than MaxLoggedInput bytes of JSON: a
-// longer one is replaced by {"truncated": true, "bytes": N, "action": ..., "operation": ...}
-// and listed in "erased". Enforced by boundedInput (TestDecisionLog_bounds).
+// longer one first loses input.inventory.load_balancers (listed in "erased"; the totals stay),
+// and if still longer is replaced by {"truncated": true, "bytes": N, "action": ...,
+// "operation": ...} and listed in "erased". Enforced by boundedInput (TestDecisionLog_bounds).
 const (
 	MaxLoggedAnnotationValue = 512
 	MaxLoggedInput           = 16 << 10
@@ -143,8 +144,8 @@ func (l *DecisionLog) write(in Input, d Decision, at time.Time, elapsed time.Dur
 }
 
 // boundedInput is the JSON of in as a decision log holds it: sensitive annotation and label
-// values redacted, long annotation values cut, and the whole replaced by a stub beyond
-// MaxLoggedInput. masked and erased are JSON pointers into the line ("/input/...").
+// values redacted, long annotation values cut, beyond MaxLoggedInput the inventory's list of
+// load balancers left out (its totals stay), and the whole replaced by a stub if still beyond. masked and erased are JSON pointers into the line ("/input/...").
 func boundedInput(in Input) (raw json.RawMessage, masked, erased []string, err error) {
 	if in.Service != nil {
 		s := *in.Service
@@ -156,6 +157,16 @@ func boundedInput(in Input) (raw json.RawMessage, masked, erased []string, err e
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	if len(b) > MaxLoggedInput && in.Inventory != nil && len(in.Inventory.LoadBalancers) > 0 {
+		// A cluster's inventory is most of a large input: drop its list, keep the totals.
+		inv := *in.Inventory
+		inv.LoadBalancers = nil
+		in.Inventory = &inv
+		if b, err = json.Marshal(in); err != nil {
+			return nil, nil, nil, err
+		}
+		erased = []string{"/input/inventory/load_balancers"}
+	}
 	if len(b) > MaxLoggedInput {
 		stub, err := json.Marshal(map[string]any{"truncated": true, "bytes": len(b), "action": in.Action, "operation": in.Operation})
 		if err != nil {
@@ -163,7 +174,7 @@ func boundedInput(in Input) (raw json.RawMessage, masked, erased []string, err e
 		}
 		return stub, nil, []string{"/input"}, nil
 	}
-	return b, masked, nil, nil
+	return b, masked, erased, nil
 }
 
 // boundMap returns a copy of m with sensitive values redacted and values longer than limit cut,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -143,6 +144,36 @@ func TestDecisionLog_bounds(t *testing.T) {
 				t.Errorf("input = %s, want the truncated stub", *got.Input)
 			}
 		})
+	}
+}
+
+// TestDecisionLog_largeInventory: an input over MaxLoggedInput because of its inventory (200
+// load balancers) is logged without the inventory's list, which "erased" names, and with its
+// totals; the rest of the input stays.
+func TestDecisionLog_largeInventory(t *testing.T) {
+	var buf bytes.Buffer
+	e := declogEngine(t, policy.DecisionLogAll, &buf)
+	in := declogInput("lb21", nil)
+	inv := policy.Inventory{Currency: "EUR", Namespaces: map[string]policy.Totals{"shop": {LoadBalancers: 200}}, Cluster: policy.Totals{LoadBalancers: 200}}
+	for i := range 200 {
+		inv.LoadBalancers = append(inv.LoadBalancers, policy.InventoryLoadBalancer{ID: int64(i + 1), Name: fmt.Sprintf("lb-%03d", i), Type: "lb11", Location: "fsn1",
+			Owner: policy.Owner{Kind: "service", Namespace: "shop", Name: fmt.Sprintf("svc-%03d", i)}})
+	}
+	in.Inventory = &inv
+	e.Decide(context.Background(), in)
+	var got policy.DecisionLogLine
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got.Erased, ",") != "/input/inventory/load_balancers" {
+		t.Errorf("erased = %v, want the inventory's list only", got.Erased)
+	}
+	var logged policy.Input
+	if err := json.Unmarshal(*got.Input, &logged); err != nil {
+		t.Fatal(err)
+	}
+	if logged.Inventory == nil || logged.Inventory.LoadBalancers != nil || logged.Inventory.Cluster.LoadBalancers != 200 || logged.LoadBalancer == nil {
+		t.Errorf("logged input = %s, want the input with the inventory's totals and without its list", *got.Input)
 	}
 }
 

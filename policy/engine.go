@@ -147,6 +147,8 @@ type compiled struct {
 	// pqDeny evaluates deny alone (denyQuery), only after pq failed.
 	pqDeny   rego.PreparedEvalQuery
 	revision string
+	// readsInventory is set when a module names input.inventory or input.cost (inventoryuse.go).
+	readsInventory bool
 }
 
 // NewEngine returns an engine without a revision.
@@ -367,7 +369,7 @@ func (e *Engine) compile(ctx context.Context, rev string, policies, data map[str
 		return nil, []Problem{{Code: "ccm_schema_error", Message: err.Error()}}
 	}
 	var keyProblems []Problem // literal object.get keys on input that the schema lacks (objectget.go)
-	hasCCM := false
+	hasCCM, readsInventory := false, false
 	for _, name := range sortedKeys(policies) {
 		m, err := ast.ParseModuleWithOpts(name, string(policies[name]), ast.ParserOptions{RegoVersion: ast.RegoV1})
 		if err != nil {
@@ -383,6 +385,7 @@ func (e *Engine) compile(ctx context.Context, rev string, policies, data map[str
 			continue
 		}
 		keyProblems = append(keyProblems, objectGetKeyProblems(m, keySchema)...)
+		readsInventory = readsInventory || namesInventory(m)
 		opts = append(opts, rego.ParsedModule(m))
 	}
 	if !hasCCM && len(problems) == 0 {
@@ -421,7 +424,7 @@ func (e *Engine) compile(ctx context.Context, rev string, policies, data map[str
 	if err != nil {
 		return nil, problemsFrom(err)
 	}
-	return &compiled{pq: pq, pqDeny: pqDeny, revision: rev}, nil
+	return &compiled{pq: pq, pqDeny: pqDeny, revision: rev, readsInventory: readsInventory}, nil
 }
 
 // mergeData merges the data files at the root of data; a value defined by two files is a problem.

@@ -8,8 +8,9 @@ import (
 // steps carry (input.inventory, input.cost; Inputs with lbplan.Plan.Pricing).
 type InventorySource interface {
 	// Pricing returns the load balancers the cluster manages as the CCM's caches hold them now,
-	// with the prices; nil when it knows none. It MUST answer from memory: a decision adds no
-	// Hetzner request (TestInventory_decisionsAddNoRequest in ccm/loadbalancer).
+	// with the prices; nil when it knows none. It answers from memory, so a decision adds no
+	// Hetzner request (TestInventory_decisionsAddNoRequest in ccm/loadbalancer); before the
+	// caches were first filled it may wait for the start-up reads (loadbalancer's Pricing).
 	Pricing() *lbplan.Pricing
 }
 
@@ -19,17 +20,25 @@ type InventorySource interface {
 func (x *Executor) SetInventory(src InventorySource) { x.inventory.Store(&src) }
 
 // withPricing returns plan with the Pricing of the inventory source, unless the plan has one
-// already (`plan` sets its own) or no policy is in force (nothing reads the inventory, and
-// without a policy the CCM behaves as the official one, which has none).
+// already (`plan` sets its own) or nothing reads it (ReadsInventory).
 func (x *Executor) withPricing(plan lbplan.Plan) lbplan.Plan {
-	if plan.Pricing != nil {
-		return plan
-	}
-	if _, named := x.PolicyRevision(); !named {
+	if plan.Pricing != nil || !x.ReadsInventory() {
 		return plan
 	}
 	if src := x.inventory.Load(); src != nil {
 		plan.Pricing = (*src).Pricing()
 	}
 	return plan
+}
+
+// ReadsInventory reports whether the decisions read the inventory: a policy revision is in
+// force (PolicyRevision) and, when the decider tells (policy.Engine.ReadsInventory), it names
+// input.inventory or input.cost. Without a policy the CCM behaves as the official one, which
+// has no inventory, and a policy that does not read it costs no request for it.
+func (x *Executor) ReadsInventory() bool {
+	if _, named := x.PolicyRevision(); !named {
+		return false
+	}
+	r, ok := x.decider.(interface{ ReadsInventory() bool })
+	return !ok || r.ReadsInventory()
 }

@@ -39,8 +39,11 @@ type Entry struct {
 // ID last, by name), each with its monthly price, and the totals per owner namespace and for
 // the cluster. It does not modify entries.
 func Build(entries []Entry, p Prices) input.Inventory {
-	sorted := slices.Clone(entries)
-	slices.SortStableFunc(sorted, func(a, b Entry) int {
+	sorted := make([]*Entry, len(entries)) // pointers: an Entry is large to swap
+	for i := range entries {
+		sorted[i] = &entries[i]
+	}
+	slices.SortStableFunc(sorted, func(a, b *Entry) int {
 		if (a.ID == 0) != (b.ID == 0) {
 			if a.ID == 0 {
 				return 1

@@ -287,9 +287,10 @@ func (c *Cache) All() (lbs []*lbplan.Actual, complete bool) {
 	defer c.mu.Unlock()
 	newer := func(e entry) bool { return c.snap == nil || !e.written.Before(c.snap.at) }
 	for uid, e := range c.entries {
-		if newer(e) {
+		switch {
+		case newer(e) && (e.known || e.lbs != nil):
 			lbs = append(lbs, e.lbs...)
-		} else if c.snap != nil {
+		case c.snap != nil: // older than the list, or forgotten with nothing known since it
 			lbs = append(lbs, c.snap.byUID[uid]...)
 		}
 	}

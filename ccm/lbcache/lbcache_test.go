@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -415,5 +416,43 @@ func TestRefresh_errorIsWrapped(t *testing.T) {
 	e.emu.AddFault(hcloudemu.Fault{Method: "GET", Pattern: "/v1/load_balancers", Status: 403, Code: "forbidden"})
 	if _, _, err := e.cache.Refresh(context.Background()); err == nil || !strings.Contains(err.Error(), "lbcache.Refresh") {
 		t.Errorf("Refresh with a failing list: err = %v, want it to name lbcache.Refresh", err)
+	}
+}
+
+// TestCache_All: All answers from what the cache holds, without a request: nothing known
+// before a list (incomplete), the list after one, a Service's load balancer replaced by a Put,
+// gone after a Put of none, its last known one kept after a Forget, and a group's entry.
+func TestCache_All(t *testing.T) {
+	e := newEnv(t, 3, maxAge)
+	names := func() []string {
+		t.Helper()
+		lbs, _ := e.cache.All()
+		var out []string
+		for _, a := range lbs {
+			out = append(out, a.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if lbs, complete := e.cache.All(); len(lbs) != 0 || complete {
+		t.Fatalf("All before a list = %d load balancers, complete %v; want none, incomplete", len(lbs), complete)
+	}
+	if _, _, err := e.cache.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, complete := e.cache.All(); !complete {
+		t.Error("All after a list is incomplete")
+	}
+	before := len(e.emu.Requests())
+	e.advance(time.Second)
+	e.cache.Put("uid-1", &lbplan.Actual{ID: e.ids["uid-1"], Name: "renamed", Labels: map[string]string{lbplan.LabelServiceUID: "uid-1"}}, e.clock())
+	e.cache.Put("uid-2", nil, e.clock())
+	e.cache.Forget("uid-3")
+	e.cache.PutGroup("web", "k8s", &lbplan.Actual{ID: 99, Name: "group-web"}, e.clock())
+	if got, want := names(), []string{"group-web", "lb-uid-3", "renamed"}; !slices.Equal(got, want) {
+		t.Errorf("All = %v, want %v", got, want)
+	}
+	if n := len(e.emu.Requests()) - before; n != 0 {
+		t.Errorf("All sent %d requests, want 0", n)
 	}
 }

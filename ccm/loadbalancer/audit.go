@@ -186,9 +186,9 @@ func (l *LoadBalancers) deniedSteps(ctx context.Context, svc *corev1.Service, pl
 
 // auditPricing is the Pricing of the create the audit shows the load balancer of svc as: the
 // inventory without that load balancer (of svc, or of its group), so a quota judges it as a
-// fresh create; nil when no policy is in force (as the gate's: executor.Inputs).
+// fresh create; nil when no policy in force reads it (as the gate's: executor.ReadsInventory).
 func (l *LoadBalancers) auditPricing(svc *corev1.Service, plan lbplan.Plan) *lbplan.Pricing {
-	if _, named := l.exec.PolicyRevision(); !named {
+	if !l.exec.ReadsInventory() {
 		return nil
 	}
 	p := l.Pricing()

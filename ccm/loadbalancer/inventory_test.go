@@ -10,19 +10,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
-// quota denies a create, and a change to a dearer type, in a namespace that already has max
-// load balancers in the input's inventory (the rule of examples/policies/quotas.rego, in Go).
-func quota(max int) func(policy.Input) string {
+// quota denies a create in a namespace that already has limit load balancers in the input's
+// inventory (a load balancer quota rule, in Go).
+func quota(limit int) func(policy.Input) string {
 	return func(in policy.Input) string {
 		if in.Action != policy.ActionLoadBalancerCreate || in.Inventory == nil || in.Service == nil {
 			return ""
 		}
-		if n := in.Inventory.Namespaces[in.Service.Namespace].LoadBalancers; n >= max {
-			return fmt.Sprintf("namespace %s has %d load balancers, quota %d", in.Service.Namespace, n, max)
+		if n := in.Inventory.Namespaces[in.Service.Namespace].LoadBalancers; n >= limit {
+			return fmt.Sprintf("namespace %s has %d load balancers, quota %d", in.Service.Namespace, n, limit)
 		}
 		return ""
 	}
@@ -39,15 +41,20 @@ func (g *groupEnv) quotaService(ns, name string) *corev1.Service {
 	return svc
 }
 
-// TestInventory_inputs: with a policy in force, a create's input carries the inventory (the
-// other Service's load balancer, owned and priced with the emulator's placeholder prices) and
-// its cost; with none, no inventory is built. Either way the create costs the same requests:
+// TestInventory_decisionsAddNoRequest: with a policy in force, a create's input carries the
+// inventory (the other Service's load balancer, owned and priced with the emulator's
+// placeholder prices; not another cluster's) and its cost; with none, no inventory is built. Either way the create costs the same requests:
 // the inventory comes from the caches (TestInventory_decisionsAddNoRequest's measure).
 func TestInventory_decisionsAddNoRequest(t *testing.T) {
 	counts := map[string]map[string]int{}
 	for _, revision := range []string{"", "r1"} {
 		g := newGroupEnv(t)
 		g.decider.revision = revision
+		// Another cluster's load balancer in the project: the official label, a UID no
+		// Service of this cluster has. It is not in the inventory.
+		if _, err := g.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "other-cluster", Labels: map[string]string{"hcloud-ccm/service-uid": "not-ours"}}); err != nil {
+			t.Fatal(err)
+		}
 		first := g.quotaService("team-a", "first")
 		g.mustEnsure(first)
 		if err := g.lbs.PrimeInventory(context.Background(), clusterName); err != nil {
@@ -223,5 +230,52 @@ func TestPreview_priced(t *testing.T) {
 		case revision != "" && (plan.Pricing == nil || plan.Pricing.Inventory.Namespaces["team-a"].LoadBalancers != 1):
 			t.Errorf("under a policy Preview's plan has Pricing %+v, want the inventory with team-a/first", plan.Pricing)
 		}
+	}
+}
+
+// TestAuditPlans_pricedWithoutItself: the audit shows each existing load balancer as the create
+// that would build it today, on the inventory without that load balancer: with two in team-a,
+// each is judged on an inventory of one, as its create was.
+func TestAuditPlans_pricedWithoutItself(t *testing.T) {
+	g := newGroupEnv(t)
+	g.decider.revision = "r1"
+	for _, name := range []string{"first", "second"} {
+		g.mustEnsure(g.quotaService("team-a", name))
+	}
+	plans, err := g.lbs.AuditPlans(context.Background(), clusterName, g.nodes, func(context.Context, *corev1.Service, lbplan.Plan) []int { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plans) != 2 {
+		t.Fatalf("%d audit plans, want 2", len(plans))
+	}
+	for _, p := range plans {
+		if p.Err != nil || p.Plan.Pricing == nil {
+			t.Fatalf("audit plan of %s: err %v, pricing %v; want a priced plan", p.Service.Name, p.Err, p.Plan.Pricing)
+		}
+		inv := p.Plan.Pricing.Inventory
+		if len(inv.LoadBalancers) != 1 || inv.LoadBalancers[0].Owner.Name == p.Service.Name {
+			t.Errorf("audit inventory of %s = %+v, want the other Service's load balancer only", p.Service.Name, inv.LoadBalancers)
+		}
+	}
+}
+
+// TestInventory_completeBeforeTheFirstList: a decision made before the start-up list of the
+// load balancers has ended (a restart: the service controller syncs the Services in any order)
+// waits for it, so a quota counts the load balancers of Services not read yet.
+func TestInventory_completeBeforeTheFirstList(t *testing.T) {
+	g := newGroupEnv(t)
+	g.decider.revision = "r1"
+	g.decider.denyIf = quota(1)
+	first := g.quotaService("team-a", "first")
+	if _, err := g.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "first", Labels: map[string]string{"hcloud-ccm/service-uid": string(first.UID)}}); err != nil {
+		t.Fatal(err)
+	}
+	// The informer "syncs" once the Ensure below has read the type list, its last read before
+	// the gate: the start-up list runs while the gate waits for it (or, without the wait, after
+	// the gate decided on an inventory without first's load balancer).
+	g.lbs.StartInventory(t.Context(), func() bool { return g.emu.Counts()["GET /v1/load_balancer_types"] > 0 }, clusterName, func() bool { return true })
+	if _, err := g.ensure(g.quotaService("team-a", "second")); !errors.Is(err, policy.ErrDenied) {
+		t.Fatalf("EnsureLoadBalancer of a second Service in team-a (quota 1, first's load balancer not read yet) = %v, want a denial", err)
 	}
 }

@@ -123,6 +123,8 @@ type LoadBalancers struct {
 	// auditDenied is set only on the audit's copy (audit.go): plans are creates (basis) and
 	// its "would deny" replaces the executor's DeniedSteps.
 	auditDenied StepDenier
+	// start is the inventory's start-up list, which Pricing waits for (inventory.go).
+	start *inventoryStart
 }
 
 // DenialTracker learns which Services the policy denied, to retry them when the policy input
@@ -206,6 +208,7 @@ func New(o Options) (*LoadBalancers, error) {
 		read: o.Readers, cache: cache, exec: o.Executor, cfg: o.Config, recorder: o.Recorder, namer: o.Namer, denials: o.DenialTracker,
 		types:  &typeCache{list: o.Readers.Types, maxAge: typeMaxAge, now: time.Now},
 		denied: newDenialCache(denialMaxAge), services: o.Services, locks: &subjectLocks{}, costMu: &sync.Mutex{},
+		start: newInventoryStart(),
 	}
 	if o.Robot {
 		l.robot = &robotTargets{servers: o.RobotClient}

@@ -45,12 +45,13 @@ func (l *LoadBalancers) Preview(ctx context.Context, clusterName string, svc *co
 
 // previewPriced is plan with the Pricing the gate would decide it with (executor.Inputs: the
 // inventory and the prices of the caches), so the webhook shows input.inventory and input.cost
-// as the CCM decides them; plan as it is without a policy in force or for an empty plan.
+// as the CCM decides them; plan as it is when no policy in force reads them
+// (executor.ReadsInventory) and for an empty plan.
 func (l *LoadBalancers) previewPriced(plan lbplan.Plan) lbplan.Plan {
 	if plan.Empty() || l.exec == nil {
 		return plan
 	}
-	if _, named := l.exec.PolicyRevision(); named {
+	if l.exec.ReadsInventory() {
 		plan.Pricing = l.Pricing()
 	}
 	return plan
@@ -99,6 +100,7 @@ func (l *LoadBalancers) quiet() *LoadBalancers {
 		locks: l.locks,
 		// Preview runs nothing, so it takes no cost lock (inventory.go), but shares it.
 		costMu: l.costMu,
+		start:  l.start,
 		// converged stays empty: Preview runs nothing, so it converges nothing (drift.go).
 	}
 	q.network.Store(l.network.Load())

@@ -86,11 +86,12 @@ type Input struct {
 	// Inventory is the load balancers this cluster manages as they are before this step (the
 	// results of earlier applied steps included), with their monthly prices and totals per
 	// namespace and for the cluster, from the CCM's caches (docs/policy.md, Quotas and cost).
-	// Present on every load balancer decision; absent for routes, which are not priced.
+	// Present on every load balancer decision when the policy in force names inventory or cost
+	// (docs/policy.md, The quota guarantee); absent for routes, which are not priced.
 	Inventory *Inventory `json:"inventory,omitempty"`
 	// Cost is the monthly price of this step's load balancer before and after the step: before
-	// is 0 on create, after is 0 on delete, change_type changes it. Present on every load
-	// balancer decision; absent for routes.
+	// is 0 on create, after is 0 on delete, change_type changes it. Present with Inventory;
+	// absent for routes.
 	Cost *Cost `json:"cost,omitempty"`
 }
 

@@ -76,10 +76,12 @@ func TestCCMQuotas(t *testing.T) {
 	if n := len(namespaceLBs(emu, c, "team-a")); n != 3 {
 		t.Fatalf("team-a has %d load balancers with web-4 denied, want 3", n)
 	}
+	deleted := time.Now()
 	if err := c.Client().CoreV1().Services("team-a").Delete(context.Background(), "web-1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitIngress(t, c, ccm, "team-a", "web-4")
+	t.Logf("team-a/web-4 got its load balancer %v after web-1 was deleted (a figure, not a bound)", time.Since(deleted).Round(10*time.Millisecond))
 	if want := `"Retrying a denied Service now: the policy input changed" service="team-a/web-4" cause="load balancer `; !strings.Contains(ccm.Logs(), want) {
 		t.Errorf("%s did not retry team-a/web-4 when the delete made room (no log line %s...)", ccm.Name, want)
 	}
