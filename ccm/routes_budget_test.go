@@ -55,7 +55,7 @@ func newRouteCloud(tb testing.TB, n int) *routeCloud {
 	o := ccm.NewOptions()
 	// The start-up sweep of group load balancers (one list) would race the counts.
 	o.LoadBalancerGroupSweepInterval = 0
-	o.PolicyDir = "../examples/policies"
+	o.PolicyDir = budgetPolicies(tb)
 	kube := fake.NewClientset()
 	inf := informers.NewSharedInformerFactory(kube, 0)
 	ctx, cancel := context.WithCancel(context.Background())
