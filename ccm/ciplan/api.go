@@ -8,6 +8,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 )
 
 // StateFromAPI reads the current load balancers from the Hetzner Cloud API with the token and
@@ -30,19 +31,7 @@ func PricesFromAPI(ctx context.Context, cfg config.HCloud) (inventory.Prices, er
 	if err != nil {
 		return inventory.Prices{}, fmt.Errorf("plan --from-api: %w", err)
 	}
-	var rows []inventory.Row
-	for _, t := range types {
-		for _, p := range t.Pricings {
-			if p.Location == nil {
-				continue
-			}
-			rows = append(rows, inventory.Row{
-				Type: t.Name, Location: p.Location.Name, NetworkZone: string(p.Location.NetworkZone),
-				MonthlyNet: p.Monthly.Net, MonthlyGross: p.Monthly.Gross,
-			})
-		}
-	}
-	prices, err := inventory.NewPrices(rows)
+	prices, err := lbplan.TypePrices(types)
 	if err != nil {
 		return inventory.Prices{}, fmt.Errorf("plan --from-api: %w", err)
 	}

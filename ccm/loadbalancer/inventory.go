@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -124,29 +123,12 @@ func (c *typeCache) prices() inventory.Prices {
 	if c.priced.fetched.Equal(c.fetched) && c.priced.types != nil {
 		return c.priced.prices
 	}
-	p, err := pricesOf(c.types)
+	p, err := lbplan.TypePrices(c.types)
 	if err != nil {
 		klog.ErrorS(err, "Load balancer type prices not understood; policy inputs price load balancers as unknown")
 	}
 	c.priced.fetched, c.priced.types, c.priced.prices = c.fetched, c.types, p
 	return p
-}
-
-// pricesOf reads the monthly prices of types (hcloud-go's Pricings).
-func pricesOf(types []*hcloud.LoadBalancerType) (inventory.Prices, error) {
-	var rows []inventory.Row
-	for _, t := range types {
-		for _, p := range t.Pricings {
-			if p.Location == nil {
-				continue
-			}
-			rows = append(rows, inventory.Row{
-				Type: t.Name, Location: p.Location.Name, NetworkZone: string(p.Location.NetworkZone),
-				MonthlyNet: p.Monthly.Net, MonthlyGross: p.Monthly.Gross,
-			})
-		}
-	}
-	return inventory.NewPrices(rows)
 }
 
 // StartInventory fills the caches the inventory is built from and keeps the prices current,
