@@ -33,7 +33,12 @@ func quotaEngine(t *testing.T, quotas string) *policy.Engine {
 			t.Fatal(err)
 		}
 	}
-	data := `{"config": {"quotas": ` + quotas + `}}`
+	return loadWithData(t, dir, `{"config": {"quotas": `+quotas+`}}`)
+}
+
+// loadWithData writes data as dir's data.json and returns an engine with dir loaded.
+func loadWithData(t *testing.T, dir, data string) *policy.Engine {
+	t.Helper()
 	if err := os.WriteFile(filepath.Join(dir, "data.json"), []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}

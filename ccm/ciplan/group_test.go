@@ -116,18 +116,23 @@ func groupLimitEngine(t *testing.T) *policy.Engine {
 		"locations": ["fsn1"], "network_zones": ["eu-central"], "private_subnets": [], "public_namespaces": ["shop"],
 		"public_label": "public", "protected_label": "protected", "listen_ports": [80, 81, 82],
 		"cross_namespace_groups": [], "max_group_members": 2}}`
-	if err := os.WriteFile(filepath.Join(dir, "data.json"), []byte(data), 0o600); err != nil {
-		t.Fatal(err)
+	return loadWithData(t, dir, data)
+}
+
+// savedListenPorts is the sorted listen ports of the one load balancer --save-state holds
+// after r; it fails the test when there is not exactly one.
+func savedListenPorts(t *testing.T, r Report) []int {
+	t.Helper()
+	after := r.After(State{})
+	if len(after.LoadBalancers) != 1 {
+		t.Fatalf("--save-state holds %d load balancers, want the group's one", len(after.LoadBalancers))
 	}
-	files, err := policy.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
+	var ports []int
+	for _, s := range after.LoadBalancers[0].Services {
+		ports = append(ports, s.ListenPort)
 	}
-	e := policy.NewEngine(policy.Options{})
-	if _, err := e.Load(context.Background(), files, policy.DirSource(dir)); err != nil {
-		t.Fatal(err)
-	}
-	return e
+	slices.Sort(ports)
+	return ports
 }
 
 // TestRun_GroupMemberOverLimit (issue 29 item 2): three members under "at most 2 members" give
@@ -166,16 +171,7 @@ func TestRun_GroupMemberOverLimit(t *testing.T) {
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("steps %v, want %v", got, tt.want)
 			}
-			after := r.After(State{})
-			if len(after.LoadBalancers) != 1 {
-				t.Fatalf("--save-state holds %d load balancers, want the group's one", len(after.LoadBalancers))
-			}
-			var ports []int
-			for _, s := range after.LoadBalancers[0].Services {
-				ports = append(ports, s.ListenPort)
-			}
-			slices.Sort(ports)
-			if !reflect.DeepEqual(ports, []int{80, 81}) {
+			if ports := savedListenPorts(t, r); !reflect.DeepEqual(ports, []int{80, 81}) {
 				t.Errorf("--save-state listeners %v, want [80 81] (c's 82 denied)", ports)
 			}
 		})
@@ -250,16 +246,7 @@ func TestRun_GroupMemberPartlyApplied(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("steps %q, want %q", got, want)
 	}
-	after := r.After(State{})
-	if len(after.LoadBalancers) != 1 {
-		t.Fatalf("--save-state holds %d load balancers, want the group's one", len(after.LoadBalancers))
-	}
-	var ports []int
-	for _, s := range after.LoadBalancers[0].Services {
-		ports = append(ports, s.ListenPort)
-	}
-	slices.Sort(ports)
-	if !reflect.DeepEqual(ports, []int{443, 8080, 9090}) {
+	if ports := savedListenPorts(t, r); !reflect.DeepEqual(ports, []int{443, 8080, 9090}) {
 		t.Errorf("--save-state listeners %v, want [443 8080 9090] (a's 443 runs, its 8443 is denied)", ports)
 	}
 }
