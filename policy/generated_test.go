@@ -27,7 +27,7 @@ func TestGeneratedCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for path, want := range map[string][]byte{inputdoc.MarkdownPath: md, inputdoc.SchemaPath: schema} {
+	for path, want := range map[string][]byte{inputdoc.MarkdownPath: md, inputdoc.SchemaPath: schema, inputdoc.SchemaGoPath: inputdoc.SchemaGo(schema)} {
 		got, err := os.ReadFile(filepath.Join("..", path))
 		if err != nil {
 			t.Fatalf("%v: run `make generate` (go generate ./...)", err)

@@ -19,12 +19,8 @@ import (
 // objectGetSchema is the input schema as a JSON document, for objectGetKeyProblems: its own copy,
 // built once, as the compiler's (inputSchema) is handed to OPA.
 var objectGetSchema = sync.OnceValues(func() (*schemaDoc, error) {
-	raw, err := InputSchema()
-	if err != nil {
-		return nil, err
-	}
 	var doc map[string]any
-	if err := util.UnmarshalJSON(raw, &doc); err != nil {
+	if err := util.UnmarshalJSON(InputSchema(), &doc); err != nil {
 		return nil, fmt.Errorf("build the policy input schema: %w", err)
 	}
 	defs, _ := doc["definitions"].(map[string]any)

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	_ "embed" // inputSource
 	"fmt"
 	"slices"
 	"strings"
@@ -9,26 +8,17 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/util"
-
-	"github.com/policy-ccm/hcloud-policy-ccm/policy/internal/inputdoc"
 )
 
-// inputSource is input/input.go itself: the type check builds the input schema from it with the same
-// generator that writes docs/policy-input.schema.json (TestGeneratedDocs keeps that file equal
-// to the generator's output), so the schema the CCM checks with and the one `opa check
-// --schema` reads cannot differ.
-//
-//go:embed input/input.go
-var inputSource []byte
-
-// inputSchema returns the input schema as OPA's compiler takes it, built once.
+// inputSchema returns the input schema as OPA's compiler takes it, built once from
+// inputSchemaJSON (schema_gen.go): the bytes of docs/policy-input.schema.json, which `opa check
+// --schema` reads. TestGeneratedCurrent regenerates both from input/input.go and fails while
+// either differs, so the schema the CCM checks with and the documented one cannot differ. The
+// binary does not parse Go source at run time (go/parser stays out of it: docs/performance.md §
+// Memory).
 var inputSchema = sync.OnceValues(func() (*ast.SchemaSet, error) {
-	_, raw, err := inputdoc.Generate(inputSource, Operations)
-	if err != nil {
-		return nil, fmt.Errorf("build the policy input schema: %w", err)
-	}
 	var doc any
-	if err := util.UnmarshalJSON(raw, &doc); err != nil {
+	if err := util.UnmarshalJSON([]byte(inputSchemaJSON), &doc); err != nil {
 		return nil, fmt.Errorf("build the policy input schema: %w", err)
 	}
 	ss := ast.NewSchemaSet()

@@ -1,7 +1,7 @@
 // Command gendoc writes policy/operations.go from the mutation kinds of ccm/lbplan and
-// ccm/routeplan (lbplan.Kinds, routeplan.Kinds), then docs/reference/policy-input.md and
-// docs/policy-input.schema.json from policy/input/input.go and those operations (package
-// policy/internal/inputdoc). `go generate ./...` (make generate) runs it from policy;
+// ccm/routeplan (lbplan.Kinds, routeplan.Kinds), then docs/reference/policy-input.md,
+// docs/policy-input.schema.json and the same schema as a Go constant (policy/schema_gen.go)
+// from policy/input/input.go and those operations (package policy/internal/inputdoc). `go generate ./...` (make generate) runs it from policy;
 // TestGeneratedCurrent in policy fails while a committed file differs.
 package main
 
@@ -47,7 +47,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("gendoc: %v", err)
 	}
-	for path, content := range map[string][]byte{inputdoc.MarkdownPath: md, inputdoc.SchemaPath: schema} {
+	for path, content := range map[string][]byte{inputdoc.MarkdownPath: md, inputdoc.SchemaPath: schema, inputdoc.SchemaGoPath: inputdoc.SchemaGo(schema)} {
 		p := filepath.Join("..", path)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			log.Fatalf("gendoc: %v", err)
