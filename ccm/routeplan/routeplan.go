@@ -126,9 +126,13 @@ func (p Plan) Labels() []string {
 	return out
 }
 
-// Apply returns routes after every mutation of the plan, in order. routes is not modified.
+// Apply returns routes after every mutation of the plan, in order. routes is not modified: each
+// mutation's Apply returns a new slice, so only an empty plan copies here.
 func (p Plan) Apply(routes []Route) []Route {
-	out := slices.Clone(routes)
+	if len(p.Mutations) == 0 {
+		return slices.Clone(routes)
+	}
+	out := routes
 	for _, m := range p.Mutations {
 		out = m.Apply(out)
 	}

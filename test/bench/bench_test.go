@@ -23,7 +23,7 @@
 //	BENCH_PPROF   a directory: the CCM serves /debug/pprof on its secure port and the bench
 //	              saves there, at the end of each phase, a heap profile, the same as text
 //	              (ending in the runtime's MemStats) and the goroutines' stacks (default: none)
-//	CCM_BIN       the CCM binary (default: go build -tags grpcnotrace ./cmd/hcloud-policy-ccm,
+//	CCM_BIN       the CCM binary (default: CGO_ENABLED=0 go build -trimpath -tags grpcnotrace ./cmd/hcloud-policy-ccm,
 //	              as the Makefile builds it)
 //	KUBE_BIN_DIR  kube-apiserver, etcd, kubectl (see test/e2e/harness)
 package bench
@@ -760,13 +760,16 @@ func envOr(key, def string) string {
 // that ships.
 const ccmBuildTags = "grpcnotrace"
 
-// ccmBinary returns $CCM_BIN, or a go build of ./cmd/hcloud-policy-ccm with ccmBuildTags.
+// ccmBinary returns $CCM_BIN, or a go build of ./cmd/hcloud-policy-ccm with ccmBuildTags, static
+// and with trimmed paths as the Makefile (and the release) builds it.
 func ccmBinary(t *testing.T) string {
 	if bin := os.Getenv("CCM_BIN"); bin != "" {
 		return bin
 	}
 	path := filepath.Join(t.TempDir(), "hcloud-policy-ccm")
-	if out, err := exec.Command("go", "build", "-tags", ccmBuildTags, "-o", path, "../../cmd/hcloud-policy-ccm").CombinedOutput(); err != nil {
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", ccmBuildTags, "-o", path, "../../cmd/hcloud-policy-ccm")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build -tags %s ./cmd/hcloud-policy-ccm: %v\n%s", ccmBuildTags, err, out)
 	}
 	return path

@@ -55,7 +55,9 @@ func ccmBinary(t *testing.T) string {
 			return
 		}
 		ccmBuild.path = filepath.Join(ccmBuild.dir, "hcloud-policy-ccm")
-		out, err := exec.Command("go", "build", "-o", ccmBuild.path, "../../cmd/hcloud-policy-ccm").CombinedOutput()
+		cmd := exec.Command("go", "build", "-trimpath", "-o", ccmBuild.path, "../../cmd/hcloud-policy-ccm") // as the Makefile builds it
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := cmd.CombinedOutput()
 		if err != nil {
 			ccmBuild.err = fmt.Errorf("go build ./cmd/hcloud-policy-ccm: %w\n%s", err, out)
 		}
