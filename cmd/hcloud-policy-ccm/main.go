@@ -52,13 +52,14 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 )
 
-// defaultGCPercent is the garbage collector's target heap growth when GOGC is not set: 25%
+// defaultGCPercent is the garbage collector's target heap growth when GOGC is not set: 15%
 // instead of Go's 100%. The live heap is small (about 15 MiB at 500 nodes), so collecting
 // earlier costs little CPU: at 500 nodes the peak anonymous memory was 47 MiB with 100, 36 with
-// 50 and 28 with 25, CPU seconds equal within the noise of the runs; at 2,000 nodes 25 costs
-// about 19% more CPU during initialisation for 9 MiB less (docs/performance.md § Memory).
-// GOGC in the environment (including GOGC=100) wins.
-const defaultGCPercent = 25
+// 50, 28.5-29.6 with 25 and 26.8 with 15, for 5.7, 6.2 (20) and 6.6-7.2 CPU seconds from start
+// to all Services addressed at 25, 20 and 15 (once per start; the steady state allocates
+// almost nothing); at 2,000 nodes 25 cost about 19% more CPU during initialisation than 50 for
+// 9 MiB less (docs/performance.md § Memory). GOGC in the environment (including GOGC=100) wins.
+const defaultGCPercent = 15
 
 func main() {
 	setGCPercent(os.LookupEnv)

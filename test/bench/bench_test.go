@@ -20,6 +20,9 @@
 //	BENCH_OUT     file the Markdown table is written to (default: none, printed only)
 //	BENCH_POLICIES on (the example policies as deployed, in enforce mode), off (no --policy-*
 //	              flags: every mutation allowed) or both (each size twice) (default on)
+//	BENCH_PAGECACHE cold (default): the CCM binary's pages are dropped from the page cache before
+//	              each start, so its resident pages are those it reads; warm: as the build left
+//	              them (see pageCacheMode)
 //	BENCH_PPROF   a directory: the CCM serves /debug/pprof on its secure port and the bench
 //	              saves there, at the end of each phase, a heap profile, the same as text
 //	              (ending in the runtime's MemStats) and the goroutines' stacks (default: none)
@@ -189,6 +192,7 @@ func TestBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pageCacheMode(t) // a bad value fails before anything starts
 	bin := ccmBinary(t)
 	var results []result
 	for _, s := range sizes {
@@ -229,6 +233,13 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 	}
 	t.Logf("%v: %d servers and nodes created", s, s.nodes)
 
+	if pageCacheMode(t) == "cold" {
+		left, err := dropFromPageCache(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%v: the CCM binary dropped from the page cache (%.0f%% of its pages still cached)", s, 100*left)
+	}
 	ccm, port := startCCM(t, c, bin, endpoint, emu.Token(), s.policiesOff)
 	start := time.Now()
 	peakAnon := sampleMax(ccm.Pid(), "RssAnon")
