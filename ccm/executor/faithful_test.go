@@ -57,6 +57,11 @@ func TestProperty_DecisionsSeeWhatRequestsDo(t *testing.T) {
 			t.Fatalf("iteration %d: no load balancer after the create", i)
 		}
 		second := f.randomDesired(r, svc, false)
+		if i%3 == 0 {
+			// A delete follows, and lbplan.ComputeDelete refuses a protected load balancer:
+			// the update turns the protection off (change_protection when the create set it).
+			second.DeleteProtection = new(false)
+		}
 		plans += f.check(t, i, "update", svc, second, lb)
 		if i%3 == 0 {
 			plans += f.checkDelete(t, i, svc, f.lbOf(t, svc))
@@ -71,7 +76,7 @@ func TestProperty_DecisionsSeeWhatRequestsDo(t *testing.T) {
 	for _, op := range []string{lbplan.OpCreate, lbplan.OpUpdate, lbplan.OpDelete, lbplan.OpChangeType, lbplan.OpChangeAlgorithm,
 		lbplan.OpChangeDNSPtr, lbplan.OpAttachToNetwork, lbplan.OpDetachFromNetwork, lbplan.OpEnablePublicInterface,
 		lbplan.OpDisablePublicInterface, lbplan.OpAddService, lbplan.OpUpdateService, lbplan.OpDeleteService,
-		lbplan.OpAddTarget, lbplan.OpRemoveTarget, lbplan.OpCreateManagedCertificate} {
+		lbplan.OpAddTarget, lbplan.OpRemoveTarget, lbplan.OpCreateManagedCertificate, lbplan.OpChangeProtection} {
 		if f.ops[op] == 0 {
 			t.Errorf("no random plan decided %s: widen the generator", op)
 		}
@@ -164,6 +169,9 @@ func (f *faithfulEnv) randomDesired(r *rand.Rand, svc *corev1.Service, create bo
 		d.Location = []string{"fsn1", "nbg1"}[r.IntN(2)]
 	} else {
 		d.NetworkZone = "eu-central"
+	}
+	if pick(3) {
+		d.DeleteProtection = new(pick(2))
 	}
 	if pick(2) {
 		a := []hcloud.LoadBalancerAlgorithmType{hcloud.LoadBalancerAlgorithmTypeRoundRobin, hcloud.LoadBalancerAlgorithmTypeLeastConnections}[r.IntN(2)]
@@ -491,6 +499,10 @@ func requestEffects(t *testing.T, req hcloudemu.Request) string {
 		var b schema.LoadBalancerActionDetachFromNetworkRequest
 		decode(&b)
 		effect = fmt.Sprintf("network- %d", b.Network)
+	case "change_protection":
+		var b schema.LoadBalancerActionChangeProtectionRequest
+		decode(&b)
+		effect = fmt.Sprintf("protected=%t", b.Delete != nil && *b.Delete)
 	case "enable_public_interface":
 		effect = "public=true"
 	case "disable_public_interface":
@@ -561,6 +573,8 @@ func decisionEffects(in policy.Input) string {
 		return joinEffects(in.Operation, []string{fmt.Sprintf("network+ %d ip=%s", lb.Network.ID, lb.Network.PrivateIP)})
 	case lbplan.OpDetachFromNetwork:
 		return joinEffects(in.Operation, []string{fmt.Sprintf("network- %d", cur.Network.ID)})
+	case lbplan.OpChangeProtection:
+		return joinEffects(in.Operation, []string{fmt.Sprintf("protected=%t", lb.Protected)})
 	case lbplan.OpEnablePublicInterface, lbplan.OpDisablePublicInterface:
 		return joinEffects(in.Operation, []string{fmt.Sprintf("public=%t", lb.PublicInterface)})
 	case lbplan.OpAddTarget:
