@@ -14,8 +14,8 @@ import (
 // inputSchemaJSON (schema_gen.go): the bytes of docs/policy-input.schema.json, which `opa check
 // --schema` reads. TestGeneratedCurrent regenerates both from input/input.go and fails while
 // either differs, so the schema the CCM checks with and the documented one cannot differ. The
-// binary does not parse Go source at run time (go/parser stays out of it: docs/performance.md §
-// Memory).
+// CCM does not parse Go source at run time (docs/performance.md § The memory target, measured
+// again).
 var inputSchema = sync.OnceValues(func() (*ast.SchemaSet, error) {
 	var doc any
 	if err := util.UnmarshalJSON([]byte(inputSchemaJSON), &doc); err != nil {
