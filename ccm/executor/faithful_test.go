@@ -265,8 +265,13 @@ func (f *faithfulEnv) checkPlanned(t *testing.T, name string, p lbplan.Plan, pla
 	if len(p.Mutations) > 0 && isCreate(p.Mutations[0]) && after != nil {
 		for i, w := range wire {
 			w = strings.ReplaceAll(w, fmt.Sprintf("/load_balancers/%d/", after.ID), fmt.Sprintf("/load_balancers/%d/", lbplan.PlaceholderID))
-			w = strings.ReplaceAll(w, `"ip":"`+after.IPv4+`"`, `"ip":"`+lbplan.PlaceholderIPv4+`"`)
-			wire[i] = strings.ReplaceAll(w, `"ip":"`+after.IPv6+`"`, `"ip":"`+lbplan.PlaceholderIPv6+`"`)
+			if strings.Contains(w, "/actions/"+lbplan.OpChangeDNSPtr+" ") {
+				// Only change_dns_ptr names the new load balancer's own address; an IP target
+				// may be the same address (the emulator hands out the generator's IPs too).
+				w = strings.ReplaceAll(w, `"ip":"`+after.IPv4+`"`, `"ip":"`+lbplan.PlaceholderIPv4+`"`)
+				w = strings.ReplaceAll(w, `"ip":"`+after.IPv6+`"`, `"ip":"`+lbplan.PlaceholderIPv6+`"`)
+			}
+			wire[i] = w
 		}
 	}
 	for _, m := range p.Mutations {
