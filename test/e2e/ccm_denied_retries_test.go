@@ -10,9 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
-	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
 )
 
 // TestCCMDeniedRetriesCostNoRequests: 50 Services that the policy of deploy/, enforced, denies
@@ -21,13 +18,7 @@ import (
 func TestCCMDeniedRetriesCostNoRequests(t *testing.T) {
 	t.Parallel()
 	const services = 50
-	c := harness.Start(t)
-	c.ApplyKustomize(t, deployDir)
-	emu, endpoint := hcloudemu.NewTestServer(t)
-	id := addServer(t, emu, hcloudemu.ServerSpec{Name: "worker-1"})
-	c.CreateNode(t, "worker-1", "10.244.1.0/24")
-	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: lbEnv, args: []string{enforce}})
-	waitInitialised(t, c, ccm, "worker-1", id)
+	c, emu, ccm := startOneWorker(t, ccmRun{env: lbEnv, args: []string{enforce}})
 
 	if _, err := c.Client().CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace: %v", err)

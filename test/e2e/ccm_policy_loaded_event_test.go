@@ -7,9 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
-	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
 )
 
 // TestCCMPolicyLoadedEventAtStartup proves that the revision the CCM loads from the policy
@@ -22,13 +19,7 @@ import (
 // ccm.New, is what makes this event reach the API.
 func TestCCMPolicyLoadedEventAtStartup(t *testing.T) {
 	t.Parallel()
-	c := harness.Start(t)
-	c.ApplyKustomize(t, deployDir)
-	emu, endpoint := hcloudemu.NewTestServer(t)
-	id := addServer(t, emu, hcloudemu.ServerSpec{Name: "worker-1"})
-	c.CreateNode(t, "worker-1", "10.244.1.0/24")
-	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{})
-	waitInitialised(t, c, ccm, "worker-1", id)
+	c, _, ccm := startOneWorker(t, ccmRun{})
 
 	var rev string
 	waitCCM(t, ccm, 30*time.Second, func() (bool, error) {

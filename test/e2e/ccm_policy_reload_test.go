@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
 )
 
@@ -36,13 +35,7 @@ import (
 //     way, the event names file, line and the field it could have meant.
 func TestCCMPolicyReload(t *testing.T) {
 	t.Parallel()
-	c := harness.Start(t)
-	c.ApplyKustomize(t, deployDir)
-	emu, endpoint := hcloudemu.NewTestServer(t)
-	id := addServer(t, emu, hcloudemu.ServerSpec{Name: "worker-1"})
-	c.CreateNode(t, "worker-1", "10.244.1.0/24")
-	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: lbEnv, args: []string{enforce}})
-	waitInitialised(t, c, ccm, "worker-1", id)
+	c, emu, ccm := startOneWorker(t, ccmRun{env: lbEnv, args: []string{enforce}})
 
 	const ns, name = "default", "web"
 	svc := createService(t, c, loadBalancerService(ns, name))
@@ -169,13 +162,7 @@ func TestCCMPolicyDryRun(t *testing.T) {
 	if args := render(t, deployDir).deployment.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--policy-mode=dryrun") {
 		t.Fatalf("the Deployment's args %v do not pass --policy-mode=dryrun: the swap-safe default is gone", args)
 	}
-	c := harness.Start(t)
-	c.ApplyKustomize(t, deployDir)
-	emu, endpoint := hcloudemu.NewTestServer(t)
-	id := addServer(t, emu, hcloudemu.ServerSpec{Name: "worker-1"})
-	c.CreateNode(t, "worker-1", "10.244.1.0/24")
-	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: lbEnv})
-	waitInitialised(t, c, ccm, "worker-1", id)
+	c, emu, ccm := startOneWorker(t, ccmRun{env: lbEnv})
 	if want := `"Policy gate enabled" mode="dryrun"`; !strings.Contains(ccm.Logs(), want) {
 		t.Fatalf("%s did not log %s: the shipped --policy-mode=dryrun is not in force", ccm.Name, want)
 	}

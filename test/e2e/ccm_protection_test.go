@@ -12,9 +12,6 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
-	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
 )
 
 // annotationDeleteProtection is this CCM's delete protection annotation (the change_protection
@@ -27,13 +24,7 @@ const annotationDeleteProtection = "service.hcloud-policy-ccm.io/load-balancer-d
 // DeleteProtected event and no DELETE request.
 func TestCCMDeleteProtectionKeepsTheLoadBalancer(t *testing.T) {
 	t.Parallel()
-	c := harness.Start(t)
-	c.ApplyKustomize(t, deployDir)
-	emu, endpoint := hcloudemu.NewTestServer(t)
-	id := addServer(t, emu, hcloudemu.ServerSpec{Name: "worker-1"})
-	c.CreateNode(t, "worker-1", "10.244.1.0/24")
-	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: lbEnv})
-	waitInitialised(t, c, ccm, "worker-1", id)
+	c, emu, ccm := startOneWorker(t, ccmRun{env: lbEnv})
 
 	const ns, name = "default", "protected"
 	svc := loadBalancerService(ns, name)

@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/requeue"
-	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
 )
 
@@ -49,13 +48,7 @@ const minBackoffLeft = 10 * time.Second
 // goes through services/status.
 func TestCCMRequeuesDeniedServices(t *testing.T) {
 	t.Parallel()
-	c := harness.Start(t)
-	c.ApplyKustomize(t, deployDir)
-	emu, endpoint := hcloudemu.NewTestServer(t)
-	id := addServer(t, emu, hcloudemu.ServerSpec{Name: "worker-1"})
-	c.CreateNode(t, "worker-1", "10.244.1.0/24")
-	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), ccmRun{env: lbEnv, args: []string{enforce}})
-	waitInitialised(t, c, ccm, "worker-1", id)
+	c, emu, ccm := startOneWorker(t, ccmRun{env: lbEnv, args: []string{enforce}})
 
 	ctx := context.Background()
 	for _, ns := range []string{"shop", "blog"} {

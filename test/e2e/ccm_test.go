@@ -218,6 +218,21 @@ func TestCCMLeaderFailover(t *testing.T) {
 	waitInitialised(t, c, standby, "worker-2", ids[1])
 }
 
+// startOneWorker starts a cluster as deploy/ installs it, the emulator with one server worker-1
+// and its Node, and the CCM with run, and waits until worker-1 is initialised: the set-up of the
+// tests that follow one Service or policy at a time.
+func startOneWorker(t *testing.T, run ccmRun) (*harness.Cluster, *hcloudemu.Emulator, *harness.Process) {
+	t.Helper()
+	c := harness.Start(t)
+	c.ApplyKustomize(t, deployDir)
+	emu, endpoint := hcloudemu.NewTestServer(t)
+	id := addServer(t, emu, hcloudemu.ServerSpec{Name: "worker-1"})
+	c.CreateNode(t, "worker-1", "10.244.1.0/24")
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), run)
+	waitInitialised(t, c, ccm, "worker-1", id)
+	return c, emu, ccm
+}
+
 // waitInitialised waits until the CCM has initialised node name as server id: providerID set,
 // uninitialized taint gone. It fails at once if ccm exits meanwhile.
 func waitInitialised(t *testing.T, c *harness.Cluster, ccm *harness.Process, name string, id int64) *corev1.Node {
