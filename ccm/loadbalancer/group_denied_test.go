@@ -177,17 +177,12 @@ func TestGroup_DeniedMemberRetryCostsNothing(t *testing.T) {
 	g.mustEnsure(a)
 	g.add(b)
 	ctx := context.Background()
-	ensureB := func(svc *corev1.Service) error {
-		_, err := g.lbs.EnsureLoadBalancer(ctx, clusterName, svc, g.nodes)
+	ensureB := func() error {
+		_, err := g.lbs.EnsureLoadBalancer(ctx, clusterName, b, g.nodes)
 		return err
 	}
-	updateB := func(svc *corev1.Service) error { return g.lbs.UpdateLoadBalancer(ctx, clusterName, svc, g.nodes) }
-	steps := []struct {
-		name    string
-		before  func() // a change before the call
-		call    func(*corev1.Service) error
-		decided bool // decided again, or answered from the cache
-	}{
+	updateB := func() error { return g.lbs.UpdateLoadBalancer(ctx, clusterName, b, g.nodes) }
+	g.checkDeniedRetries(t, []deniedRetryStep{
 		{"the first sync", nil, ensureB, true},
 		{"an unchanged retry", nil, ensureB, false},
 		{"another unchanged retry", nil, ensureB, false},
@@ -204,7 +199,23 @@ func TestGroup_DeniedMemberRetryCostsNothing(t *testing.T) {
 		{"the member's own annotation changes", func() { b = b.DeepCopy(); b.Annotations["x"] = "y"; g.add(b) }, ensureB, true},
 		{"a new policy revision", func() { g.decider.mu.Lock(); g.decider.revision = "r2"; g.decider.mu.Unlock() }, ensureB, true},
 		{"unchanged at last", nil, ensureB, false},
-	}
+	})
+}
+
+// deniedRetryStep is one call of a table of denied calls: a change before it (nil: none), the
+// call, and whether it is decided again or answered from the denial cache.
+type deniedRetryStep struct {
+	name    string
+	before  func()
+	call    func() error
+	decided bool
+}
+
+// checkDeniedRetries runs steps in order. Every call must be denied; decided again means new
+// decisions and a PolicyDenied event (an update may read through the cache, without a request),
+// answered from the cache means no request, no decision and no event.
+func (g *groupEnv) checkDeniedRetries(t *testing.T, steps []deniedRetryStep) {
+	t.Helper()
 	for _, st := range steps {
 		if st.before != nil {
 			st.before()
@@ -212,12 +223,10 @@ func TestGroup_DeniedMemberRetryCostsNothing(t *testing.T) {
 		g.events()
 		decisions := g.decider.decisions()
 		g.emu.ResetRequests()
-		if err := st.call(b); !errors.Is(err, policy.ErrDenied) {
+		if err := st.call(); !errors.Is(err, policy.ErrDenied) {
 			t.Fatalf("%s: err = %v, want the denial", st.name, err)
 		}
 		reqs, newDecisions, events := requests(g.emu.Counts()), g.decider.decisions()-decisions, g.events()
-		// Decided again: new decisions and a PolicyDenied (an update may read through the cache,
-		// without a request); answered from the cache: nothing at all.
 		if st.decided != (newDecisions > 0 && len(events) > 0) || !st.decided && (reqs > 0 || newDecisions > 0 || len(events) > 0) {
 			t.Errorf("%s: %d requests, %d decisions, events %v; want decided again: %v", st.name, reqs, newDecisions, events, st.decided)
 		}
@@ -245,38 +254,19 @@ func TestGroup_DeniedLeaveRetryCostsNothing(t *testing.T) {
 	g.decider.revision = "r1"
 	ctx := context.Background()
 	leave := func() error { return g.lbs.EnsureLoadBalancerDeleted(ctx, clusterName, b) }
-	steps := []struct {
-		name    string
-		before  func()
-		decided bool
-	}{
-		{"the first leave", nil, true},
-		{"an unchanged retry", nil, false},
-		{"another unchanged retry", nil, false},
+	g.checkDeniedRetries(t, []deniedRetryStep{
+		{"the first leave", nil, leave, true},
+		{"an unchanged retry", nil, leave, false},
+		{"another unchanged retry", nil, leave, false},
 		{"another member's sync wrote the load balancer", func() {
 			if err := g.lbs.UpdateLoadBalancer(ctx, clusterName, a, g.nodes[:1]); err != nil {
 				t.Fatal(err)
 			}
-		}, true},
-		{"unchanged since that write", nil, false},
-		{"a new policy revision", func() { g.decider.mu.Lock(); g.decider.revision = "r2"; g.decider.mu.Unlock() }, true},
-		{"unchanged at last", nil, false},
-	}
-	for _, st := range steps {
-		if st.before != nil {
-			st.before()
-		}
-		g.events()
-		decisions := g.decider.decisions()
-		g.emu.ResetRequests()
-		if err := leave(); !errors.Is(err, policy.ErrDenied) {
-			t.Fatalf("%s: err = %v, want the denial", st.name, err)
-		}
-		reqs, newDecisions, events := requests(g.emu.Counts()), g.decider.decisions()-decisions, g.events()
-		if st.decided != (newDecisions > 0 && len(events) > 0) || !st.decided && (reqs > 0 || newDecisions > 0 || len(events) > 0) {
-			t.Errorf("%s: %d requests, %d decisions, events %v; want decided again: %v", st.name, reqs, newDecisions, events, st.decided)
-		}
-	}
+		}, leave, true},
+		{"unchanged since that write", nil, leave, false},
+		{"a new policy revision", func() { g.decider.mu.Lock(); g.decider.revision = "r2"; g.decider.mu.Unlock() }, leave, true},
+		{"unchanged at last", nil, leave, false},
+	})
 }
 
 // TestGroup_PreviewLeavesOutDeniedMembers: Preview (the admission webhook's plan) of a group
