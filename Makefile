@@ -54,9 +54,9 @@ all: build
 include plugins/plugins.mk
 
 # Static and with trimmed paths, as deploy/Dockerfile and deploy/release.sh build the binaries that
-# ship, so the e2e tests and `make bench` run and measure that binary (a cgo build maps libc and
-# the dynamic loader too: about 4 MiB more resident memory at 500 nodes, docs/performance.md §
-# Memory). Debug information is kept here (the releases strip it with -s -w; it is never loaded).
+# ship, so the e2e tests and `make bench` run and measure that binary (a cgo build also maps libc
+# and the dynamic loader, about 1.3 MiB; docs/performance.md § The memory target, measured
+# again). Debug information is kept here (the releases strip it with -s -w; it is never loaded).
 build:
 	mkdir -p $(BIN)
 	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
