@@ -188,7 +188,8 @@ func DriftPeriod(interval time.Duration, pages, budget int) time.Duration {
 // each Service of type LoadBalancer whose status has an address but that has no load balancer
 // (one deleted by hand while no CCM ran). Entries recorded after the list started are left to
 // the next check; Services of load balancer groups are WatchGroups' and SweepGroups' part. It
-// returns the pages listed and the Services synced.
+// returns the pages listed and the Services synced. A Service whose failed update has a retry
+// scheduled (ActionRetryTracker) is left to that retry.
 //
 // # Errors
 //
@@ -239,11 +240,29 @@ func (l *LoadBalancers) CheckDrift(ctx context.Context) (pages, synced int, err 
 	slices.SortFunc(todo, func(a, b found) int {
 		return strings.Compare(a.svc.Namespace+"/"+a.svc.Name, b.svc.Namespace+"/"+b.svc.Name)
 	})
+	n := 0
 	for _, f := range todo {
+		if due, ok := l.retryDue(f.svc); ok {
+			klog.V(2).InfoS("Load balancer drift found, left to the scheduled retry of its failed update", "service", klog.KObj(f.svc), "reason", f.reason, "due", due)
+			continue
+		}
 		klog.InfoS("Load balancer drift found: syncing the Service now", "service", klog.KObj(f.svc), "reason", f.reason)
 		l.requeueDrift(f.svc, f.reason)
+		n++
 	}
-	return pages, len(todo), nil
+	return pages, n, nil
+}
+
+// retryDue returns when the scheduled retry of svc's failed update is due, if one is
+// (ActionRetryTracker): drift repair leaves such a Service to that retry, so that a burst of
+// failing actions is not retried by every drift check too (issue 40 §5; the bound of
+// docs/reliability.md, TestCheckDrift_leavesScheduledRetries).
+func (l *LoadBalancers) retryDue(svc *corev1.Service) (time.Time, bool) {
+	t, ok := l.denials.(ActionRetryTracker)
+	if !ok {
+		return time.Time{}, false
+	}
+	return t.RetryScheduled(svc)
 }
 
 // liveServices returns the Services of type LoadBalancer without a group annotation from the

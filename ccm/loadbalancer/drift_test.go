@@ -18,10 +18,22 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 )
 
-// driftTracker is a DenialTracker that records the Services synced for drift.
+// driftTracker is a DenialTracker that records the Services synced for drift; the Services in
+// scheduled have a retry of a failed update scheduled (ActionRetryTracker).
 type driftTracker struct {
-	mu      sync.Mutex
-	drifted []string
+	mu        sync.Mutex
+	drifted   []string
+	scheduled map[string]bool
+}
+
+func (d *driftTracker) ActionFailed(*corev1.Service, error) {}
+func (d *driftTracker) Synced(*corev1.Service)              {}
+func (d *driftTracker) SyncFailed(*corev1.Service, error)   {}
+func (d *driftTracker) RetryScheduled(svc *corev1.Service) (time.Time, bool) {
+	if d.scheduled[svc.Namespace+"/"+svc.Name] {
+		return time.Now().Add(time.Minute), true
+	}
+	return time.Time{}, false
 }
 
 func (d *driftTracker) Denied(*corev1.Service)  {}
@@ -41,6 +53,7 @@ func (d *driftTracker) got() []string {
 }
 
 var _ loadbalancer.DriftRequeuer = (*driftTracker)(nil)
+var _ loadbalancer.ActionRetryTracker = (*driftTracker)(nil)
 
 // TestCheckDrift: one list (one page) compares every load balancer with the state the CCM's
 // last successful plan left it in; a Service whose load balancer was changed (listener,
@@ -52,7 +65,9 @@ func TestCheckDrift(t *testing.T) {
 		edit func(t *testing.T, ev *env, lb *hcloud.LoadBalancer)
 		// repair runs EnsureLoadBalancer after the edit.
 		repair bool
-		want   []string
+		// retrying: the Service has a retry of a failed update scheduled.
+		retrying bool
+		want     []string
 	}{
 		{name: "an unchanged load balancer is not synced"},
 		{
@@ -83,6 +98,15 @@ func TestCheckDrift(t *testing.T) {
 			want: []string{"shop/web"},
 		},
 		{
+			name: "a Service whose failed update has a retry scheduled is left to that retry",
+			edit: func(t *testing.T, ev *env, lb *hcloud.LoadBalancer) {
+				if _, _, err := ev.client.LoadBalancer.RemoveServerTarget(context.Background(), lb, lb.Targets[0].Server.Server); err != nil {
+					t.Fatal(err)
+				}
+			},
+			retrying: true,
+		},
+		{
 			name: "a hand edit an Ensure repaired since is not synced",
 			edit: func(t *testing.T, ev *env, lb *hcloud.LoadBalancer) {
 				if _, _, err := ev.client.LoadBalancer.RemoveServerTarget(context.Background(), lb, lb.Targets[0].Server.Server); err != nil {
@@ -101,6 +125,7 @@ func TestCheckDrift(t *testing.T) {
 			if _, err := ev.lbs.EnsureLoadBalancer(ctx, clusterName, svc, ev.nodes); err != nil {
 				t.Fatal(err)
 			}
+			tracker.scheduled = map[string]bool{"shop/web": tt.retrying}
 			if tt.edit != nil {
 				tt.edit(t, ev, ev.onlyLB())
 			}
