@@ -431,16 +431,49 @@ func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) 
 // balancer missing from a stale cache can never be created twice.
 func (l *LoadBalancers) planOwn(ctx context.Context, s subject, nodes []*corev1.Node, create bool) (planned, error) {
 	// The pre-plan checks come before any read: the official CCM reads the node selector
-	// first, so a bad one fails before any warning.
-	if err := lbplan.CheckService(s.svc, plugins.ValidateLoadBalancerName); err != nil {
-		return planned{}, l.invalid(s.svc, err)
+	// first, so a bad one fails before any warning. A bad name is the official's create or
+	// rename failing: it comes after the lookups, and a create reads the type (and warns about
+	// it) first (nameFailure).
+	checkErr := lbplan.CheckService(s.svc, plugins.ValidateLoadBalancerName)
+	if checkErr != nil && !lbplan.IsNameError(checkErr) {
+		return planned{}, l.invalid(s.svc, checkErr)
+	}
+	if err := l.checkName(s.svc, s.name, s.cluster, ""); err != nil {
+		return planned{}, err
 	}
 	lb, readAt, err := l.find(ctx, s, s.name, !create)
 	if err != nil || (lb == nil && !create) {
 		return planned{readAt: readAt}, err
 	}
+	if checkErr != nil {
+		return planned{readAt: readAt}, l.nameFailure(ctx, s.svc, lb, checkErr)
+	}
 	p, d, err := l.planWith(ctx, s.svc, nodes, s.name, s.rename, create, lb)
 	return planned{plan: p, status: d.Status, readAt: readAt}, err
+}
+
+// checkName refuses the load balancer name of svc's subject (group "" for its own) when it is
+// reserved for another load balancer group (lbplan.CheckName): a Warning
+// LoadBalancerNameConflict naming the group on svc, and the error; nothing is read or written.
+func (l *LoadBalancers) checkName(svc *corev1.Service, name, cluster, group string) error {
+	err := lbplan.CheckName(name, cluster, group)
+	if err != nil {
+		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerNameConflict, err.Error())
+	}
+	return err
+}
+
+// nameFailure is the error of svc whose name annotation is invalid (nameErr): on a create (lb
+// nil) the official CCM reads the type before it sends the name, so the type warnings come
+// first (LoadBalancerTypeUnconfigured, issue 40 §8); on an existing load balancer the rename
+// is the first step, before the type is read.
+func (l *LoadBalancers) nameFailure(ctx context.Context, svc *corev1.Service, lb *lbplan.Actual, nameErr error) error {
+	if lb == nil {
+		if err := l.typeWarnings(ctx, svc); err != nil {
+			return err
+		}
+	}
+	return l.invalid(svc, nameErr)
 }
 
 // planWith is plan once the load balancer lb (nil: none, a create) is found.
