@@ -69,6 +69,9 @@ func (g *groupState) plan(ctx context.Context, svc *corev1.Service, group string
 		name = lbplan.GroupName(leader, cluster, group)
 		res.LoadBalancer = name
 	}
+	if err := lbplan.CheckName(name, cluster, group); err != nil {
+		return lbplan.Plan{}, err
+	}
 	leaderD, lists, err := memberListeners(svc, lbplan.LeaderFirst(members, leader), name, o)
 	if err != nil {
 		return lbplan.Plan{}, err

@@ -80,6 +80,9 @@ func (l *LoadBalancers) planGroup(ctx context.Context, s subject, nodes []*corev
 	}
 	gp := planned{leader: members[0]}
 	name := lbplan.GroupName(gp.leader, cluster, group)
+	if err := l.checkName(svc, name, cluster, group); err != nil {
+		return gp, err
+	}
 	lb, readAt, err := l.find(ctx, s, name, !create)
 	gp.readAt = readAt
 	if err != nil || lb == nil && !create {
@@ -91,6 +94,9 @@ func (l *LoadBalancers) planGroup(ctx context.Context, s subject, nodes []*corev
 	home := lbplan.GroupHome(lb, members)
 	if gp.leader = lbplan.GroupLeader(members, home); gp.leader != members[0] {
 		name = lbplan.GroupName(gp.leader, cluster, group)
+	}
+	if err := l.checkName(svc, name, cluster, group); err != nil { // the home's leader names it
+		return gp, err
 	}
 	leaderD, lists, err := l.memberListeners(ctx, svc, group, lbplan.LeaderFirst(members, gp.leader), nodes, name)
 	if err != nil {

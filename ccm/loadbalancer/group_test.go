@@ -272,9 +272,9 @@ func TestGroup_NonMemberNamingTheLoadBalancerIsRefused(t *testing.T) {
 		g.add(s)
 		g.emu.ResetRequests()
 		_, err := g.ensure(s)
-		var conflict *loadbalancer.NameConflictError
-		if !errors.As(err, &conflict) {
-			t.Errorf("%s: EnsureLoadBalancer() = %v, want a NameConflictError", s.Name, err)
+		var reserved *lbplan.ReservedNameError
+		if !errors.As(err, &reserved) || reserved.Group != "web" {
+			t.Errorf("%s: EnsureLoadBalancer() = %v, want a ReservedNameError naming group web", s.Name, err)
 		}
 		if n := g.emu.MutatingRequests(); n != 0 {
 			t.Errorf("%s: %d mutating requests", s.Name, n)
@@ -288,6 +288,39 @@ func TestGroup_NonMemberNamingTheLoadBalancerIsRefused(t *testing.T) {
 	}
 	if !hasEvent(g.events(), "Warning LoadBalancerNameConflict") {
 		t.Errorf("no LoadBalancerNameConflict event")
+	}
+}
+
+// TestGroup_NameReservedBeforeTheGroupExists (issue 40 §6): a Service outside group pay that
+// names its load balancer kubernetes-group-pay before the group has one is refused before any
+// request, with a LoadBalancerNameConflict event naming the group; the group then gets its
+// load balancer under that name. A Service's own names that only look alike are not refused.
+func TestGroup_NameReservedBeforeTheGroupExists(t *testing.T) {
+	g := newGroupEnv(t)
+	squatter := groupMember("squat", 0, "", []int32{80}, withAnnotation(annotation.LBName, "kubernetes-group-pay"))
+	g.add(squatter)
+	g.emu.ResetRequests()
+	_, err := g.ensure(squatter)
+	var reserved *lbplan.ReservedNameError
+	if !errors.As(err, &reserved) || reserved.Group != "pay" {
+		t.Fatalf("EnsureLoadBalancer(squat) = %v, want a ReservedNameError naming group pay", err)
+	}
+	if n := total(g.emu.Counts()); n != 0 {
+		t.Errorf("the refused Service sent %d requests: %v", n, g.emu.Counts())
+	}
+	if !hasEventContaining(g.events(), "Warning LoadBalancerNameConflict", "reserved for load balancer group pay") {
+		t.Errorf("no LoadBalancerNameConflict event naming group pay")
+	}
+	member := groupMember("pay", 1, "pay", []int32{443})
+	g.add(member)
+	g.mustEnsure(member)
+	if lb := g.onlyLB(); lb.Name != "kubernetes-group-pay" {
+		t.Errorf("group pay's load balancer is %q, want kubernetes-group-pay", lb.Name)
+	}
+	for _, name := range []string{"kubernetes-group-", "kubernetes-grouppay", "other-group-pay"} {
+		if err := lbplan.CheckName(name, clusterName, ""); err != nil {
+			t.Errorf("CheckName(%q) = %v, want nil", name, err)
+		}
 	}
 }
 

@@ -282,6 +282,16 @@ func hasEvent(events []string, prefix string) bool {
 	return false
 }
 
+// hasEventContaining reports whether an event starts with prefix and contains substr.
+func hasEventContaining(events []string, prefix, substr string) bool {
+	for _, e := range events {
+		if strings.HasPrefix(e, prefix) && strings.Contains(e, substr) {
+			return true
+		}
+	}
+	return false
+}
+
 // reads sums the GET requests of counts.
 func reads(counts map[string]int) int {
 	n := 0

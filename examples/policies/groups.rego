@@ -8,6 +8,9 @@
 #   is refused whoever leads, also when it outlives the home's members.
 # - A group has at most data.config.max_group_members members; the oldest ones
 #   (input.group.members is ordered by age) are in, the newer ones are refused.
+# - The name <cluster name>-group-<group> is group <group>'s alone: no other
+#   Service or group may give its load balancer that name (the CCM refuses it
+#   too, before any write; this rule says so in plan and the webhook as well).
 #
 # The rules deny what a refused member brings: the decisions it acts in, and a
 # listener it owns whichever member's sync adds it (else an older member's sync
@@ -81,3 +84,19 @@ involved_members contains object.union(m, {"position": i + 1}) if {
 	some port in m.ports
 	adds_listener(port)
 }
+
+deny contains {"msg": msg, "code": "group_name_reserved"} if {
+	lb_changes
+	prefix := sprintf("%s-group-", [input.cluster.name])
+	startswith(input.load_balancer.name, prefix)
+	reserved := substring(input.load_balancer.name, count(prefix), -1)
+	reserved != ""
+	not acting_group(reserved)
+	msg := sprintf("load balancer name %q is reserved for load balancer group %q; name the load balancer otherwise (load-balancer.hetzner.cloud/name), or join the group (service.hcloud-policy-ccm.io/load-balancer-group)", [
+		input.load_balancer.name,
+		reserved,
+	])
+}
+
+# acting_group(g) is true when the decision is about group g's load balancer.
+acting_group(g) if input.group.name == g

@@ -151,3 +151,22 @@ test_both_refusals if {
 	members := [member("default", "frontend", [80]), member("default", "b", [8080]), member("shop", "api", [443])]
 	codes(in_group(add_443, "shop", "api", members)) == {"group_cross_namespace", "group_too_many_members"} with data.config.max_group_members as 2
 }
+
+# A Service outside group pay may not take the name of pay's load balancer.
+test_group_name_reserved_for_the_group if {
+	inp := object.union(data.inputs.lb_create_default, {
+		"group": null,
+		"load_balancer": {"name": sprintf("%s-group-pay", [data.inputs.lb_create_default.cluster.name])},
+	})
+	some d in denials(inp)
+	d.code == "group_name_reserved"
+}
+
+# The group's own load balancer keeps its name.
+test_group_name_of_the_group_allowed if {
+	inp := in_group(data.inputs.lb_create_default, "default", "frontend", same_namespace)
+	named := object.union(inp, {"load_balancer": {"name": sprintf("%s-group-web", [inp.cluster.name])}})
+	every d in denials(named) {
+		d.code != "group_name_reserved"
+	}
+}
