@@ -28,17 +28,17 @@ func auditTrigger(next func(string)) (chan struct{}, func(string)) {
 	}
 }
 
-// startAudit starts the policy audit (ccm/audit) when there is something to audit with: a
-// policy engine, the informers and an interval above 0. It judges the load balancers (unless
-// HCLOUD_LOAD_BALANCERS_ENABLED=false) and the routes (when they run) with the planner, the
-// cluster view, the namespace labels and the nodes the gate and the webhook use, and writes
-// PolicyReports with d.Dynamic (none when nil). It runs on the leader only: the informers
-// start when this CCM leads. Without the right to list namespaces (namespacesForbidden) it
-// starts no namespace informer either: the namespace labels are then evaluation errors, as for
-// the gate.
-func (c *Cloud) startAudit(ctx context.Context, d Deps, trigger <-chan struct{}) error {
+// newAudit builds the policy audit (ccm/audit) when there is something to audit with: a policy
+// engine, the informers and an interval above 0; nil otherwise. It judges the load balancers
+// (unless HCLOUD_LOAD_BALANCERS_ENABLED=false) and the routes (when they run) with the planner,
+// the cluster view, the namespace labels and the nodes the gate and the webhook use, and writes
+// PolicyReports with d.Dynamic (none when nil). The function returned runs it until ctx ends;
+// only the leader calls it (leaderLoops). Without the right to list namespaces
+// (namespacesForbidden) it starts no namespace informer either: the namespace labels are then
+// evaluation errors, as for the gate.
+func (c *Cloud) newAudit(d Deps) (func(ctx context.Context, trigger <-chan struct{}), error) {
 	if _, ok := c.decider.(*policy.Engine); !ok || d.Informers == nil || d.Options.PolicyAuditInterval <= 0 {
-		return nil
+		return nil, nil
 	}
 	nodes := d.Informers.Core().V1().Nodes()
 	services := d.Informers.Core().V1().Services().Informer()
@@ -66,10 +66,11 @@ func (c *Cloud) startAudit(ctx context.Context, d Deps, trigger <-chan struct{})
 	}
 	a, err := audit.New(o)
 	if err != nil {
-		return fmt.Errorf("ccm.New: %w", err)
+		return nil, fmt.Errorf("ccm.New: %w", err)
 	}
 	synced := func() bool { return services.HasSynced() && nodeInformer.HasSynced() && namespacesSynced() }
-	klog.InfoS("Policy audit enabled", "interval", d.Options.PolicyAuditInterval, "policyReports", d.Dynamic != nil)
-	go a.Run(ctx, synced, trigger, d.Options.PolicyAuditInterval)
-	return nil
+	return func(ctx context.Context, trigger <-chan struct{}) {
+		klog.InfoS("Policy audit enabled", "interval", d.Options.PolicyAuditInterval, "policyReports", d.Dynamic != nil)
+		a.Run(ctx, synced, trigger, d.Options.PolicyAuditInterval)
+	}, nil
 }

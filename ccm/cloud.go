@@ -16,9 +16,11 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -104,6 +106,9 @@ type Cloud struct {
 	// namespacesForbidden: the RBAC lets the CCM not list and watch namespaces (checked once at
 	// start); no namespace informer runs and every namespace lookup is an error.
 	namespacesForbidden bool
+	// lead starts the loops only the leader runs (leaderLoops); Initialize calls it once.
+	lead     func(ctx context.Context)
+	leadOnce sync.Once
 }
 
 var _ cloudprovider.Interface = (*Cloud)(nil)
@@ -165,34 +170,60 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 	if err := c.build(d, network, labeler, namer); err != nil {
 		return nil, err
 	}
-	if c.requeue != nil {
-		if !c.namespacesForbidden {
-			if err := c.requeue.WatchNamespaces(d.Informers.Core().V1().Namespaces().Informer()); err != nil {
-				return nil, fmt.Errorf("ccm.New: %w", err)
-			}
-		}
-		// Members leaving a load balancer group resync the others at once.
-		services := d.Informers.Core().V1().Services().Informer()
-		if err := c.lbs.WatchGroups(ctx, services, d.ClusterName, c.requeue.Requeue); err != nil {
+	if c.requeue != nil && !c.namespacesForbidden {
+		if err := c.requeue.WatchNamespaces(d.Informers.Core().V1().Namespaces().Informer()); err != nil {
 			return nil, fmt.Errorf("ccm.New: %w", err)
 		}
-		// Groups whose last member left while no CCM ran are deleted once the Services are
-		// known (the informers start when this CCM leads), then every sweep interval.
-		if d.Options.LoadBalancerGroupSweepInterval > 0 {
-			go c.lbs.SweepGroups(ctx, services.HasSynced, d.ClusterName, d.Options.LoadBalancerGroupSweepInterval)
-		}
-		// Load balancers changed or deleted by hand are repaired within one drift period.
-		go c.lbs.RepairDrift(ctx, services.HasSynced, d.Options.LoadBalancerDriftInterval, c.cfg.ServerCache.BudgetPerHour)
-		go c.requeue.Run(ctx)
-		// The inventory's reads start once a policy in force reads it (inventoryNeeded).
-		c.lbs.StartInventory(ctx, services.HasSynced, d.ClusterName, c.admission.exec.ReadsInventory)
+	}
+	if c.requeue != nil {
+		// Reads only: the inventory's reads start once a policy in force reads it
+		// (inventoryNeeded) and the informers have synced, which happens on the leader and on a
+		// replica that serves the admission webhook (it decides with the same inventory).
+		c.lbs.StartInventory(ctx, d.Informers.Core().V1().Services().Informer().HasSynced, d.ClusterName, c.admission.exec.ReadsInventory)
 		c.lbsReady.Store(c.lbs)
 	}
-	if err := c.startAudit(ctx, d, auditNow); err != nil {
+	run, err := c.leaderLoops(d, auditNow)
+	if err != nil {
 		return nil, err
 	}
+	c.lead = run
 	c.logStart(network)
 	return c, nil
+}
+
+// leaderLoops returns what only the leader runs, built now and started by Initialize: the loops
+// that write to Hetzner (group watch and sweep, drift repair), to Services (the requeuer's
+// annotation and status patches) and to reports (the policy audit: PolicyReports,
+// PolicyViolation events, its gauges). A replica that does not lead, for example one that only
+// serves the admission webhook, reads and answers reviews and runs none of them
+// (TestCCMOnlyTheLeaderWrites in test/e2e).
+func (c *Cloud) leaderLoops(d Deps, auditNow <-chan struct{}) (func(ctx context.Context), error) {
+	audit, err := c.newAudit(d)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) {
+		klog.InfoS("Leading: starting the loops that write", "groupSweep", d.Options.LoadBalancerGroupSweepInterval,
+			"drift", d.Options.LoadBalancerDriftInterval, "audit", audit != nil)
+		if c.requeue != nil {
+			// Members leaving a load balancer group resync the others at once.
+			services := d.Informers.Core().V1().Services().Informer()
+			if err := c.lbs.WatchGroups(ctx, services, d.ClusterName, c.requeue.Requeue); err != nil {
+				klog.ErrorS(err, "Load balancer groups are not watched: members that leave are seen at their next sync")
+			}
+			// Groups whose last member left while no CCM ran are deleted once the Services are
+			// known, then every sweep interval.
+			if d.Options.LoadBalancerGroupSweepInterval > 0 {
+				go c.lbs.SweepGroups(ctx, services.HasSynced, d.ClusterName, d.Options.LoadBalancerGroupSweepInterval)
+			}
+			// Load balancers changed or deleted by hand are repaired within one drift period.
+			go c.lbs.RepairDrift(ctx, services.HasSynced, d.Options.LoadBalancerDriftInterval, c.cfg.ServerCache.BudgetPerHour)
+			go c.requeue.Run(ctx)
+		}
+		if audit != nil {
+			go audit(ctx, auditNow)
+		}
+	}, nil
 }
 
 // inventoryNeeded returns onLoad that also starts the inventory's reads when the revision put
@@ -350,9 +381,17 @@ func clusterView(d Deps, network *hcloud.Network) policy.Cluster {
 	return cl
 }
 
-// Initialize is called by the controller manager before the controllers start. Everything is
-// set up in New, so there is nothing left to do.
-func (c *Cloud) Initialize(cloudprovider.ControllerClientBuilder, <-chan struct{}) {}
+// Initialize is called by the controller manager when this replica starts its controllers: once
+// it holds the leader Lease (at once with --leader-elect=false), with a stop channel that closes
+// when leadership ends (the controller manager then exits). It starts the loops only the leader
+// runs (leaderLoops), once; a replica that never leads never starts them.
+func (c *Cloud) Initialize(_ cloudprovider.ControllerClientBuilder, stop <-chan struct{}) {
+	c.leadOnce.Do(func() {
+		if c.lead != nil {
+			c.lead(wait.ContextForChannel(stop))
+		}
+	})
+}
 
 // LoadBalancer returns the load balancer implementation unless HCLOUD_LOAD_BALANCERS_ENABLED
 // is false.
