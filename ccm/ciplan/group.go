@@ -64,6 +64,9 @@ func (g *groupState) plan(ctx context.Context, svc *corev1.Service, group string
 	}
 	res.Exists = actual != nil
 	home := lbplan.GroupHome(actual, members)
+	if err := lbplan.CheckGroupHome(svc, group, home, members, actual != nil); err != nil {
+		return lbplan.Plan{}, err
+	}
 	if l := lbplan.GroupLeader(members, home); l != leader { // the home's oldest member leads
 		leader = l
 		name = lbplan.GroupName(leader, cluster, group)

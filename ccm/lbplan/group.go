@@ -52,16 +52,37 @@ func GroupDesiredLabels(group, cluster, home string) map[string]string {
 }
 
 // GroupHome returns the home namespace of a group: the LabelGroupNamespace label of its load
-// balancer lb when set, else (no load balancer yet, or one created before the label existed)
-// the namespace of the oldest of members, which the next plan records on lb. "" without either.
+// balancer lb when set, else (no load balancer, or one created before the label existed) the
+// namespace of the oldest of members that shows an address in its status (the group's load
+// balancer served it: its home outlives a load balancer deleted by hand, issue 40 §3), else of
+// the oldest of members (a new group), which the next plan records on the load balancer. ""
+// without either. A member the policy refused never had an address, so it never makes the
+// home; ccm/loadbalancer also remembers the homes it read (groupHomes).
 func GroupHome(lb *Actual, members []*corev1.Service) string {
 	if lb != nil && lb.Labels[LabelGroupNamespace] != "" {
 		return lb.Labels[LabelGroupNamespace]
+	}
+	for _, m := range members {
+		if len(m.Status.LoadBalancer.Ingress) > 0 {
+			return m.Namespace
+		}
 	}
 	if len(members) == 0 {
 		return ""
 	}
 	return members[0].Namespace
+}
+
+// HasHomeMember reports whether a member of members lives in the home namespace home. A group
+// lives while its home has a member: without one its load balancer is deleted and not created
+// again for members of other namespaces (docs/shared-load-balancers.md, Home namespace).
+func HasHomeMember(members []*corev1.Service, home string) bool {
+	for _, m := range members {
+		if m.Namespace == home {
+			return true
+		}
+	}
+	return false
 }
 
 // GroupLeader returns the leader of a group among members (oldest first, GroupMembers): its
@@ -346,4 +367,33 @@ func ComputeRemoveListeners(actual *Actual, ports []int) Plan {
 		}
 	}
 	return p
+}
+
+// GroupHomeError is CheckGroupHome's refusal of a member: the group's home namespace has no
+// member (its load balancer goes), or the load balancer is missing and the member is not in
+// the home (only a member there creates it). It wraps nothing; the member is not served.
+type GroupHomeError struct {
+	Group, Home, Member string
+	// Empty: the home has no member.
+	Empty bool
+}
+
+func (e *GroupHomeError) Error() string {
+	if e.Empty {
+		return fmt.Sprintf("load balancer group %s lives in namespace %s, which has no member left: its load balancer is deleted and not created for members of other namespaces, so %s gets no address; use a group name of its own namespace", e.Group, e.Home, e.Member)
+	}
+	return fmt.Sprintf("load balancer group %s has no load balancer: only a member of its home namespace %s creates it, %s waits for that", e.Group, e.Home, e.Member)
+}
+
+// CheckGroupHome refuses the sync of svc, a member of group whose home namespace is home, when
+// the home has no member (members, svc among them) or, without a load balancer (exists false),
+// when svc is not in the home: a *GroupHomeError. The CCM and `plan` call it before any write.
+func CheckGroupHome(svc *corev1.Service, group, home string, members []*corev1.Service, exists bool) error {
+	switch {
+	case !HasHomeMember(members, home):
+		return &GroupHomeError{Group: group, Home: home, Member: Key(svc), Empty: true}
+	case !exists && svc.Namespace != home:
+		return &GroupHomeError{Group: group, Home: home, Member: Key(svc)}
+	}
+	return nil
 }

@@ -23,6 +23,10 @@ import (
 // Event reasons of load balancer groups (docs/shared-load-balancers.md). They MUST not change:
 // operators alert on them.
 const (
+	// ReasonLoadBalancerGroupHome: the member is not served because of the group's home
+	// namespace (lbplan.CheckGroupHome): the load balancer is missing and only a member of the
+	// home creates it, or the home has no member left and the group's load balancer goes.
+	ReasonLoadBalancerGroupHome             = "LoadBalancerGroupHome"
 	ReasonLoadBalancerGroupPortConflict     = "LoadBalancerGroupPortConflict"
 	ReasonLoadBalancerGroupSettingConflict  = "LoadBalancerGroupSettingConflict"
 	ReasonLoadBalancerGroupCapacityExceeded = "LoadBalancerGroupCapacityExceeded"
@@ -89,9 +93,14 @@ func (l *LoadBalancers) planGroup(ctx context.Context, s subject, nodes []*corev
 		return gp, err
 	}
 	// The home namespace is the load balancer's label (the oldest member's namespace for a new
-	// one, or one made before the label): the leader is the oldest member there, never a
-	// member of another namespace that outlived the members of the home (issue 34 §2).
-	home := lbplan.GroupHome(lb, members)
+	// one, or one made before the label), remembered when the load balancer is gone: the leader
+	// is the oldest member there, never a member of another namespace that outlived the members
+	// of the home (issue 34 §2), and only a member there creates the load balancer (issue 40 §3).
+	home := l.groupHome(group, lb, members)
+	if err := lbplan.CheckGroupHome(svc, group, home, members, lb != nil); err != nil {
+		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerGroupHome, err.Error())
+		return gp, err
+	}
 	if gp.leader = lbplan.GroupLeader(members, home); gp.leader != members[0] {
 		name = lbplan.GroupName(gp.leader, cluster, group)
 	}
@@ -338,7 +347,7 @@ func (l *LoadBalancers) leaveGroupOnce(ctx context.Context, s subject) error {
 
 // leaveGroup is EnsureLoadBalancerDeleted of a member of group: the members left (svc not among
 // them) keep the load balancer, which loses only the listeners of ports no member left
-// declares; with no member left the load balancer is deleted (delete protection honoured:
+// declares; with no member left in the group's home namespace the load balancer is deleted (delete protection honoured:
 // Warning DeleteProtected, nil). A load balancer svc had of its own is deleted too.
 func (l *LoadBalancers) leaveGroup(ctx context.Context, s subject) error {
 	unlock := l.lockGroup(s.group)
@@ -397,13 +406,13 @@ func (l *LoadBalancers) wroteGroup(group string, plan lbplan.Plan, err error) {
 func (l *LoadBalancers) planShrink(group string, svc *corev1.Service, members []*corev1.Service, lb *lbplan.Actual) (lbplan.Plan, error) {
 	adm := lbplan.AdmitGroup(declaredLists(members), 0)
 	plan := lbplan.ComputeRemoveListeners(lb, leftPorts(svc, adm))
-	if len(members) == 0 {
+	if !lbplan.HasHomeMember(members, l.groupHome(group, lb, members)) { // none left, or only members of other namespaces
 		var err error
 		if plan, err = l.computeDelete(svc, lb); err != nil || plan.Empty() {
 			return plan, err
 		}
 	}
-	plan.Group = lbplan.GroupView(group, lbplan.GroupHome(lb, members), members, adm, lbplan.TypeLimit{Name: lb.Type})
+	plan.Group = lbplan.GroupView(group, l.groupHome(group, lb, members), members, adm, lbplan.TypeLimit{Name: lb.Type})
 	return plan, nil
 }
 

@@ -824,3 +824,91 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// inNamespace moves a test Service to namespace ns.
+func inNamespace(ns string) serviceTweak {
+	return func(s *corev1.Service) { s.Namespace = ns }
+}
+
+// withAddress gives a test Service the address its load balancer put in its status.
+func withAddress(ip string) serviceTweak {
+	return func(s *corev1.Service) {
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
+	}
+}
+
+// TestGroup_HomeNeverMovesToAnotherNamespace (issue 40 §3): group shop's load balancer is
+// created by home/h, so its home is namespace home. evil/e, older than h, joins later. Its load
+// balancer is deleted by hand: e's sync creates nothing (Warning LoadBalancerGroupHome, no
+// mutating request), h's sync creates it again with home home; after a restart without the
+// load balancer, h's address stands for the home.
+func TestGroup_HomeNeverMovesToAnotherNamespace(t *testing.T) {
+	g := newGroupEnv(t)
+	h := groupMember("h", 1, "shop", []int32{80}, inNamespace("home"))
+	g.add(h)
+	g.mustEnsure(h)
+	e := groupMember("e", 0, "shop", []int32{81}, inNamespace("evil"))
+	g.add(e)
+	g.mustEnsure(e)
+	if home := g.onlyLB().Labels[lbplan.LabelGroupNamespace]; home != "home" {
+		t.Fatalf("home %q, want home", home)
+	}
+	for _, lbs := range [][]*loadbalancer.LoadBalancers{{g.lbs}, {newLoadBalancers(t, loadbalancer.Options{Readers: g.readers(), Executor: g.exec,
+		Config: config.LoadBalancer{Location: "fsn1", Type: "lb11"}, Recorder: g.recorder, Services: corelisters.NewServiceLister(g.idx)})}} {
+		l := lbs[0]
+		if _, _, err := g.client.LoadBalancer.DeleteWithResult(context.Background(), g.onlyLB()); err != nil {
+			t.Fatal(err)
+		}
+		withAddress("192.0.2.10")(h) // what its first sync set; evil/e has none
+		g.add(h)
+		g.emu.ResetRequests()
+		_, err := l.EnsureLoadBalancer(context.Background(), clusterName, e, g.nodes)
+		var homeErr *lbplan.GroupHomeError
+		if !errors.As(err, &homeErr) || homeErr.Home != "home" {
+			t.Fatalf("EnsureLoadBalancer(evil/e) without the load balancer = %v, want a GroupHomeError naming home", err)
+		}
+		if n := g.emu.MutatingRequests(); n != 0 {
+			t.Errorf("evil/e's sync sent %d mutating requests: %v", n, g.emu.Counts())
+		}
+		if !hasEvent(g.events(), "Warning LoadBalancerGroupHome") {
+			t.Errorf("no LoadBalancerGroupHome event on evil/e")
+		}
+		if _, err := l.EnsureLoadBalancer(context.Background(), clusterName, h, g.nodes); err != nil {
+			t.Fatal(err)
+		}
+		if home := g.onlyLB().Labels[lbplan.LabelGroupNamespace]; home != "home" {
+			t.Errorf("re-created with home %q, want home", home)
+		}
+	}
+}
+
+// TestGroup_SweptWhenTheHomeHasNoMember (issue 40 §4): when the last member of the home
+// namespace leaves, the group's load balancer is deleted although a member of another
+// namespace remains; that member's sync then creates nothing and is told why.
+func TestGroup_SweptWhenTheHomeHasNoMember(t *testing.T) {
+	g := newGroupEnv(t)
+	h := groupMember("h", 1, "shop", []int32{80}, inNamespace("home"))
+	g.add(h)
+	g.mustEnsure(h)
+	e := groupMember("e", 0, "shop", []int32{81}, inNamespace("evil"))
+	g.add(e)
+	g.mustEnsure(e)
+	if err := g.remove(h); err != nil {
+		t.Fatal(err)
+	}
+	if lbs := g.all(); len(lbs) != 0 {
+		t.Fatalf("%d load balancers after the home's last member left, want 0", len(lbs))
+	}
+	g.emu.ResetRequests()
+	_, err := g.ensure(e)
+	var homeErr *lbplan.GroupHomeError
+	if !errors.As(err, &homeErr) || !homeErr.Empty {
+		t.Fatalf("EnsureLoadBalancer(evil/e) = %v, want a GroupHomeError for an empty home", err)
+	}
+	if n := g.emu.MutatingRequests(); n != 0 || len(g.all()) != 0 {
+		t.Errorf("evil/e's sync sent %d mutating requests and left %d load balancers", n, len(g.all()))
+	}
+	if !hasEventContaining(g.events(), "Warning LoadBalancerGroupHome", "no member left") {
+		t.Errorf("no LoadBalancerGroupHome event saying the home has no member left")
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -104,10 +105,17 @@ func (l *LoadBalancers) groupLeft(ctx context.Context, synced cache.InformerSync
 	}
 	if len(members) > 0 {
 		home := l.groupHomeAfterLeave(ctx, cluster, group, leaver, members)
-		if resync := toResync(leaver, members, home, byAnnotation); requeue != nil && len(resync) > 0 {
-			requeue(resync, fmt.Sprintf("%s left load balancer group %s", lbplan.Key(leaver), group))
+		if lbplan.HasHomeMember(members, home) {
+			if resync := toResync(leaver, members, home, byAnnotation); requeue != nil && len(resync) > 0 {
+				requeue(resync, fmt.Sprintf("%s left load balancer group %s", lbplan.Key(leaver), group))
+			}
+			return
 		}
-		return
+		// Only members of other namespaces are left: the group's load balancer goes (below, or
+		// the leaver's EnsureLoadBalancerDeleted), and each of them is told why at its sync.
+		if requeue != nil {
+			requeue(members, fmt.Sprintf("%s left load balancer group %s, whose home namespace %s has no member left", lbplan.Key(leaver), group, home))
+		}
 	}
 	if !byAnnotation {
 		return
@@ -167,7 +175,35 @@ func (l *LoadBalancers) groupHomeAfterLeave(ctx context.Context, cluster, group 
 		klog.V(2).InfoS("Load balancer group's home read from its oldest member: its load balancer could not be read", "group", group, "err", err)
 		lb = nil
 	}
-	return lbplan.GroupHome(lb, membersBefore(leaver, members))
+	return l.groupHome(group, lb, membersBefore(leaver, members))
+}
+
+// groupHomes are the home namespaces of load balancer groups as this CCM last read them on
+// their load balancers (the label lbplan.LabelGroupNamespace). The zero value is ready to use.
+type groupHomes struct {
+	mu    sync.Mutex
+	homes map[string]string
+}
+
+// groupHome is the home namespace of group: lbplan.GroupHome of its load balancer lb and
+// members, except that when lb is nil (deleted by hand, or swept because its home had no member
+// left) the home this CCM last read on it wins: the home never moves to a member of another
+// namespace, whatever is deleted (issue 40 §3). After a restart without the load balancer,
+// lbplan.GroupHome's members with an address stand in for it.
+func (l *LoadBalancers) groupHome(group string, lb *lbplan.Actual, members []*corev1.Service) string {
+	h := l.homes
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if lb != nil && lb.Labels[lbplan.LabelGroupNamespace] != "" {
+		if h.homes == nil {
+			h.homes = map[string]string{}
+		}
+		h.homes[group] = lb.Labels[lbplan.LabelGroupNamespace]
+	}
+	if home, ok := h.homes[group]; ok && lb == nil {
+		return home
+	}
+	return lbplan.GroupHome(lb, members)
 }
 
 // membersBefore returns the members of the group before leaver left (members and leaver, oldest
@@ -204,22 +240,23 @@ func declaredLists(members []*corev1.Service) []lbplan.MemberListeners {
 	return lists
 }
 
-// sweepGroup deletes the load balancer of group once the lister shows no member (read again
-// under the group's lock), on behalf of leaver, the last member (its input.service).
+// sweepGroup deletes the load balancer of group once the lister shows no member in the group's
+// home namespace (read again under the group's lock), on behalf of leaver, the last member there
+// (its input.service).
 func (l *LoadBalancers) sweepGroup(ctx context.Context, cluster, group string, leaver *corev1.Service) error {
 	members, err := l.members(leaver, group, false)
-	if err != nil || len(members) > 0 {
+	if err != nil {
 		return err
 	}
-	if err := l.settleGroup(ctx, leaver); err != nil {
+	if err := l.settleGroup(ctx, append(members, leaver)...); err != nil {
 		return err
 	}
 	s := subject{svc: leaver, cluster: cluster, group: group}
 	lb, readAt, err := l.labelled(ctx, s, false)
-	if err != nil || lb == nil {
+	if err != nil || lb == nil || lbplan.HasHomeMember(members, l.groupHome(group, lb, members)) {
 		return err
 	}
-	return l.shrinkGroup(ctx, s, nil, lb, readAt)
+	return l.shrinkGroup(ctx, s, members, lb, readAt)
 }
 
 // subjectLocks serialise the reconciles of one subject within this CCM (subject.go: lock): the
@@ -296,7 +333,9 @@ func (l *LoadBalancers) SweepGroups(ctx context.Context, synced cache.InformerSy
 }
 
 // SweepOrphanGroups deletes the load balancer of every group of cluster that has no member in
-// the Service lister (Options.Services) and returns how many it deleted. It lists the group
+// its home namespace in the Service lister (Options.Services) and returns how many it deleted;
+// and it syncs now the members of the home of every group that has lost its load balancer
+// (requeueLostGroups). It lists the group
 // load balancers of cluster with one labelled list (lbcache.Cache.ListGroups, which keeps each
 // as its group's cache entry); then, for each group under the group's lock (so never beside a
 // member's sync), it reads the members again and the load balancer through the cache, and
@@ -326,6 +365,7 @@ func (l *LoadBalancers) SweepOrphanGroups(ctx context.Context, cluster string) (
 		}
 	}
 	slices.Sort(groups)
+	l.requeueLostGroups(groups)
 	deleted := 0
 	var errs []error
 	for _, g := range groups {
@@ -349,22 +389,53 @@ func (l *LoadBalancers) sweepOrphan(ctx context.Context, cluster, group string) 
 	if err != nil {
 		return false, fmt.Errorf("list the Services of load balancer group %s: %w", group, err)
 	}
-	if len(lbplan.GroupMembers(all, group)) > 0 {
-		return false, nil
-	}
+	members := lbplan.GroupMembers(all, group)
 	s := subject{cluster: cluster, group: group} // no Service: the last member left while no CCM ran
 	lb, readAt, err := l.labelled(ctx, s, true)
 	if err != nil || lb == nil {
 		return false, err
 	}
+	home := l.groupHome(group, lb, members)
+	if lbplan.HasHomeMember(members, home) {
+		return false, nil
+	}
 	plan, err := l.computeDelete(nil, lb)
 	if err != nil || plan.Empty() {
 		return false, err
 	}
-	plan.Group = lbplan.GroupView(group, lbplan.GroupHome(lb, nil), nil, lbplan.Admission{}, lbplan.TypeLimit{Name: lb.Type})
-	klog.InfoS("Deleting the load balancer of a group without members", "group", group, "loadBalancer", lb.Name, "id", lb.ID)
+	plan.Group = lbplan.GroupView(group, home, nil, lbplan.Admission{}, lbplan.TypeLimit{Name: lb.Type})
+	klog.InfoS("Deleting the load balancer of a group without members in its home namespace", "group", group, "home", home, "otherMembers", len(members), "loadBalancer", lb.Name, "id", lb.ID)
 	state, err := l.exec.Run(ctx, nil, plan)
 	l.stored(s, state, readAt, err)
 	l.freed(plan, err)
 	return err == nil, err
+}
+
+// requeueLostGroups syncs now, through the DenialTracker when it is a DriftRequeuer, the
+// members that show an address of every group of the Service lister that has none of listed
+// (the groups whose load balancer the sweep's list found): the group's load balancer was
+// deleted behind the CCM's back, and a sync of a member of its home creates it again (a
+// member of another namespace never does: lbplan.CheckGroupHome). The sweep's list is the only
+// read: a lost group load balancer is repaired within one sweep interval.
+func (l *LoadBalancers) requeueLostGroups(listed []string) {
+	r, ok := l.denials.(DriftRequeuer)
+	if !ok || l.services == nil {
+		return
+	}
+	all, err := l.services.List(labels.Everything())
+	if err != nil {
+		return
+	}
+	lost := map[string][]*corev1.Service{}
+	for _, svc := range all {
+		g := memberOf(svc, false)
+		if g == "" || slices.Contains(listed, g) || len(svc.Status.LoadBalancer.Ingress) == 0 {
+			continue
+		}
+		lost[g] = append(lost[g], svc)
+	}
+	for _, g := range slices.Sorted(maps.Keys(lost)) {
+		klog.InfoS("Load balancer of a group not found: syncing its members that had an address", "group", g, "members", len(lost[g]))
+		r.Drifted(lost[g], "load balancer of group "+g+" deleted behind the CCM's back")
+	}
 }

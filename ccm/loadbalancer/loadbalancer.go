@@ -115,6 +115,8 @@ type LoadBalancers struct {
 	// locks serialise the reconciles of each subject: a Service of its own, or a load balancer
 	// group (group_watch.go).
 	locks *subjectLocks
+	// homes are the home namespaces this CCM read on the groups' load balancers (groupHome).
+	homes *groupHomes
 	// costMu serialises the runs of plans that add cost (costLock, inventory.go).
 	costMu *sync.Mutex
 	// converged is the state each Service's last successful plan left its load balancer in,
@@ -208,7 +210,7 @@ func New(o Options) (*LoadBalancers, error) {
 		read: o.Readers, cache: cache, exec: o.Executor, cfg: o.Config, recorder: o.Recorder, namer: o.Namer, denials: o.DenialTracker,
 		types:  &typeCache{list: o.Readers.Types, maxAge: typeMaxAge, now: time.Now},
 		denied: newDenialCache(denialMaxAge), services: o.Services, locks: &subjectLocks{}, costMu: &sync.Mutex{},
-		start: newInventoryStart(),
+		start: newInventoryStart(), homes: &groupHomes{},
 	}
 	if o.Robot {
 		l.robot = &robotTargets{servers: o.RobotClient}

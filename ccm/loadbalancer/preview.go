@@ -98,6 +98,7 @@ func (l *LoadBalancers) quiet() *LoadBalancers {
 		services: l.services,
 		// Preview only reads: it takes no lock, but shares them so the field is set.
 		locks: l.locks,
+		homes: l.homes,
 		// Preview runs nothing, so it takes no cost lock (inventory.go), but shares it.
 		costMu: l.costMu,
 		start:  l.start,

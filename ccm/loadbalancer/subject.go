@@ -347,7 +347,7 @@ func (l *LoadBalancers) statusOptions(s subject, lb *lbplan.Actual) (lbplan.Stat
 	}
 	leader := s.svc
 	if len(members) > 0 {
-		leader = lbplan.GroupLeader(members, lbplan.GroupHome(lb, members))
+		leader = lbplan.GroupLeader(members, l.groupHome(s.group, lb, members))
 	}
 	opts, err := lbplan.NewStatusOptions(leader, l.cfg)
 	if err != nil {
