@@ -270,9 +270,10 @@ func TestCCMLoadBalancerGroups(t *testing.T) {
 			svc  *corev1.Service
 			says string
 		}{
-			{outsider, fmt.Sprintf("load balancer name %q is taken by load balancer %d of load balancer group shop", before.Name, before.ID)},
+			// The group's name is reserved for it (issue 40 §6): refused before any read.
+			{outsider, fmt.Sprintf("load balancer name %q is reserved for load balancer group shop", before.Name)},
 			// Another group naming it is outside group shop too: the message names the owner group.
-			{other, fmt.Sprintf("load balancer name %q is taken by load balancer %d of load balancer group shop", before.Name, before.ID)},
+			{other, fmt.Sprintf("load balancer name %q is reserved for load balancer group shop", before.Name)},
 		} {
 			created := createService(t, c, tc.svc)
 			waitEvent(t, c, ccm, ns, tc.svc.Name, corev1.EventTypeWarning, "LoadBalancerNameConflict", tc.says)

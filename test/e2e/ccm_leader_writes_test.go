@@ -39,7 +39,7 @@ func newCountingProxy(t *testing.T, endpoint string) *countingProxy {
 		t.Fatal(err)
 	}
 	p := &countingProxy{}
-	rp := httputil.NewSingleHostReverseProxy(target)
+	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host}) // the path is the request's
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		if r.Method == http.MethodGet {
