@@ -2,6 +2,7 @@ package ccm_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,19 +18,35 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/requeue"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
 // The API budget tests run the provider through cloudprovider.Interface against the emulator
 // and count the requests it makes, as the upstream controllers would call it.
 
 // newBudgetCloud seeds n servers and returns a provider and the emulator.
+// shippedPolicies is a copy of the example policies as they ship (quotas.rego included, which
+// reads input.inventory), without their tests.
+func shippedPolicies(tb testing.TB) string {
+	tb.Helper()
+	return copyPolicies(tb, func(string) bool { return true })
+}
+
 // budgetPolicies is a copy of the example policies without quotas.rego, for the request counts
 // below: a policy that reads input.inventory makes the CCM read the inventory once at start
 // (loadbalancer.PrimeInventory: ⌈n/50⌉ + ⌈g/50⌉ + 1 requests, asynchronous), which would land
 // in a measured window at random. What a decision costs with the inventory is
 // TestInventory_decisionsAddNoRequest's (ccm/loadbalancer): nothing.
 func budgetPolicies(tb testing.TB) string {
+	tb.Helper()
+	return copyPolicies(tb, func(name string) bool { return !strings.HasPrefix(name, "quotas") })
+}
+
+// copyPolicies copies the example policies and data.json whose names keep accepts (tests
+// left out) to a temporary directory and returns it.
+func copyPolicies(tb testing.TB, keep func(name string) bool) string {
 	tb.Helper()
 	dir := tb.TempDir()
 	src := "../examples/policies"
@@ -39,7 +56,7 @@ func budgetPolicies(tb testing.TB) string {
 	}
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() || strings.HasPrefix(name, "quotas") || strings.HasSuffix(name, "_test.rego") ||
+		if e.IsDir() || !keep(name) || strings.HasSuffix(name, "_test.rego") ||
 			!strings.HasSuffix(name, ".rego") && name != "data.json" {
 			continue
 		}
@@ -305,4 +322,37 @@ func BenchmarkUpdateLoadBalancerNodeChange(b *testing.B) {
 	}
 	b.ReportMetric(float64(total(emu.Counts()))/float64(b.N), "requests/op")
 	b.ReportMetric(float64(emu.MutatingRequests())/float64(b.N), "mutating/op")
+}
+
+// BenchmarkDeniedRetries reports what 50 Services the example policies deny as they ship
+// (quotas.rego included) cost: the requests of their first round, and the requests of each
+// later round of retries, each with a new value of the CCM's retry annotation (issue 40 §2).
+func BenchmarkDeniedRetries(b *testing.B) {
+	const services = 50
+	cloud, emu := newBudgetCloud(b, 3, shippedPolicies(b))
+	lbs, _ := cloud.LoadBalancer()
+	nodes := lbNodes(3)
+	svcs := make([]*corev1.Service, services)
+	for i := range svcs {
+		svcs[i] = lbService(fmt.Sprintf("web-%d", i))
+		svcs[i].Spec.Ports[0].Port = 8080 // outside data.config.listen_ports: denied
+	}
+	round := func(n int) int {
+		emu.ResetRequests()
+		for _, svc := range svcs {
+			svc.Annotations = map[string]string{requeue.Annotation: fmt.Sprint("round ", n)}
+			if _, err := lbs.EnsureLoadBalancer(context.Background(), "budget", svc, nodes); !errors.Is(err, policy.ErrDenied) {
+				b.Fatalf("EnsureLoadBalancer(%s) = %v, want denied", svc.Name, err)
+			}
+		}
+		return total(emu.Counts())
+	}
+	first := round(0)
+	retries, n := 0, 0
+	for b.Loop() {
+		n++
+		retries += round(n)
+	}
+	b.ReportMetric(float64(first), "requests/first-round")
+	b.ReportMetric(float64(retries)/float64(n), "requests/retry-round")
 }

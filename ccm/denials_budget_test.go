@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/requeue"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
@@ -146,6 +147,44 @@ func TestAPIBudget_deniedRetries(t *testing.T) {
 		}
 		if got := total(emu.Counts()); (got == 0) != (try > 0) {
 			t.Errorf("delete try %d: %d requests, want some on the first and none on the retry (%v)", try+1, got, emu.Counts())
+		}
+	}
+}
+
+// TestAPIBudget_deniedRetriesWithTheShippedPolicies (issue 40 §2): under the example policies
+// as they ship, quotas.rego included (it reads input.inventory), 50 Services the policies deny
+// (port 8080, outside data.config.listen_ports) cost their first round, and then nothing:
+// retries made by the CCM's own requeue (a new value of the retry annotation each round, as
+// after a policy revision, a namespace change or room in the inventory that changes no verdict)
+// are answered by the denial cache, without a request.
+func TestAPIBudget_deniedRetriesWithTheShippedPolicies(t *testing.T) {
+	const services = 50
+	cloud, emu := newBudgetCloud(t, 3, shippedPolicies(t))
+	lbs, _ := cloud.LoadBalancer()
+	ctx := context.Background()
+	nodes := lbNodes(3)
+	svcs := make([]*corev1.Service, services)
+	for i := range svcs {
+		svcs[i] = lbService(fmt.Sprintf("web-%d", i))
+		svcs[i].Spec.Ports[0].Port = 8080
+	}
+	for round := range 4 {
+		emu.ResetRequests()
+		for _, svc := range svcs {
+			if round > 0 {
+				svc.Annotations = map[string]string{requeue.Annotation: fmt.Sprintf("policy revision x at round %d", round)}
+			}
+			if _, err := lbs.EnsureLoadBalancer(ctx, "budget", svc, nodes); !errors.Is(err, policy.ErrDenied) {
+				t.Fatalf("round %d: EnsureLoadBalancer(%s) = %v, want denied", round, svc.Name, err)
+			}
+		}
+		got := total(emu.Counts())
+		t.Logf("round %d of %d denied Services: %d requests %v", round, services, got, emu.Counts())
+		if round > 0 && got != 0 {
+			t.Errorf("retry round %d of %d unchanged denied Services: %d requests, want 0 (%v)", round, services, got, emu.Counts())
+		}
+		if emu.MutatingRequests() != 0 {
+			t.Fatalf("round %d: mutating requests for denied Services: %v", round, emu.Counts())
 		}
 	}
 }

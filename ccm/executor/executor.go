@@ -44,6 +44,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor/internal/writeclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
@@ -549,7 +550,9 @@ func (x *Executor) policyService(svc *corev1.Service) (*policy.Service, error) {
 }
 
 // PolicyService is the policy view of svc, with nsLabels as the labels of its namespace; nil
-// for a nil svc. It is pure and copies what it takes from svc.
+// for a nil svc. It is pure and copies what it takes from svc. The annotations leave out
+// annotation.PolicyRetry, the CCM's own trigger of a retry: a retry is decided on what the
+// Service asks for, not on when it was retried (TestPolicyService_leavesOutTheRetryAnnotation).
 func PolicyService(svc *corev1.Service, nsLabels map[string]string) *policy.Service {
 	if svc == nil {
 		return nil
@@ -559,7 +562,7 @@ func PolicyService(svc *corev1.Service, nsLabels map[string]string) *policy.Serv
 		Name:                     svc.Name,
 		UID:                      string(svc.UID),
 		Labels:                   copyMap(svc.Labels),
-		Annotations:              copyMap(svc.Annotations),
+		Annotations:              withoutRetry(svc.Annotations),
 		Ports:                    []policy.ServicePort{},
 		LoadBalancerSourceRanges: append([]string{}, svc.Spec.LoadBalancerSourceRanges...),
 		ExternalTrafficPolicy:    string(svc.Spec.ExternalTrafficPolicy),
@@ -634,4 +637,11 @@ func (x *Executor) event(obj runtime.Object, typ, reason, msg string) {
 // nodeRef references a Node by name for events.
 func nodeRef(name string) runtime.Object {
 	return &corev1.ObjectReference{Kind: "Node", Name: name, UID: types.UID(name)}
+}
+
+// withoutRetry is a copy of annotations without annotation.PolicyRetry.
+func withoutRetry(annotations map[string]string) map[string]string {
+	out := copyMap(annotations)
+	delete(out, annotation.PolicyRetry)
+	return out
 }

@@ -55,13 +55,14 @@ import (
 	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
 )
 
 // Annotation is set on a denied Service to make the service controller retry it at once. Its
 // value says why and when ("policy revision 0123456789ab at 2026-11-25T10:47:24.123Z"). The name
 // MUST not change: operators may filter it out of diffs.
-const Annotation = "service.hcloud-policy-ccm.io/policy-retry"
+const Annotation = annotation.PolicyRetry
 
 // maxPatchRetries bounds the retries of a failed annotation patch; the service controller's own
 // backoff retries the Service anyway.
