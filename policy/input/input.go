@@ -280,7 +280,8 @@ type Service struct {
 	UID string `json:"uid"`
 	// Labels are the Service's labels.
 	Labels map[string]string `json:"labels"`
-	// Annotations are the Service's annotations, including the load-balancer.hetzner.cloud/* ones.
+	// Annotations are the Service's annotations, including the load-balancer.hetzner.cloud/* ones,
+	// except service.hcloud-policy-ccm.io/policy-retry, the CCM's own trigger of a retry.
 	Annotations map[string]string `json:"annotations"`
 	// Ports are the Service's ports.
 	Ports []ServicePort `json:"ports"`
