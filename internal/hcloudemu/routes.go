@@ -39,20 +39,26 @@ func (e *Emulator) routeTable() []route {
 		{"GET", "/v1/server_types/{id}", e.getServerType},
 		{"GET", "/v1/load_balancer_types", e.listLoadBalancerTypes},
 		{"GET", "/v1/load_balancer_types/{id}", e.getLoadBalancerType},
+		{"GET", "/v1/datacenters", e.datacentersGone},
+		{"GET", "/v1/datacenters/{id}", e.datacentersGone},
 
 		{"GET", "/v1/servers", e.listServers},
 		{"GET", "/v1/servers/{id}", e.getServer},
+		{"GET", "/v1/servers/{id}/actions", e.listResourceActions("server", e.serverExists)},
 
 		{"GET", "/v1/networks", e.listNetworks},
 		{"GET", "/v1/networks/{id}", e.getNetwork},
 		{"PUT", "/v1/networks/{id}", e.updateNetwork},
 		{"DELETE", "/v1/networks/{id}", e.deleteNetwork},
+		{"GET", "/v1/networks/{id}/actions", e.listResourceActions("network", e.networkExists)},
 
 		{"GET", "/v1/load_balancers", e.listLoadBalancers},
 		{"POST", "/v1/load_balancers", e.createLoadBalancer},
 		{"GET", "/v1/load_balancers/{id}", e.getLoadBalancer},
 		{"PUT", "/v1/load_balancers/{id}", e.updateLoadBalancer},
 		{"DELETE", "/v1/load_balancers/{id}", e.deleteLoadBalancer},
+		{"GET", "/v1/load_balancers/{id}/actions", e.listResourceActions("load_balancer", e.loadBalancerExists)},
+		{"GET", "/v1/load_balancers/{id}/metrics", e.getLoadBalancerMetrics},
 
 		{"GET", "/v1/certificates", e.listCertificates},
 		{"POST", "/v1/certificates", e.createCertificate},
