@@ -68,3 +68,17 @@ func (e *Emulator) getLoadBalancerType(r *http.Request) (int, any, error) {
 	}
 	return 0, nil, errNotFound("load_balancer_type", id)
 }
+
+// datacentersRemoved is the announcement of the datacenters' removal.
+const datacentersRemoved = "https://docs.hetzner.cloud/changelog#2026-06-02-datacenters-deprecated"
+
+// datacentersGone serves GET /v1/datacenters and /v1/datacenters/{id} as the
+// API does since 1 October 2026: 410 deprecated_api_endpoint, the
+// description's error for removed functionality, naming the announcement.
+// Locations (and server types' locations) replace datacenters.
+func (e *Emulator) datacentersGone(*http.Request) (int, any, error) {
+	return 0, nil, &apiError{
+		status: http.StatusGone, code: "deprecated_api_endpoint", message: "API functionality was removed",
+		details: map[string]any{"announcement": datacentersRemoved},
+	}
+}

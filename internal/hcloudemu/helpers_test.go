@@ -2,8 +2,11 @@ package hcloudemu_test
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,4 +117,32 @@ func mustIP(t *testing.T, s string) net.IP {
 		t.Fatalf("bad IP %q", s)
 	}
 	return ip
+}
+
+// rawGet returns the body of an authenticated GET of path.
+func rawGet(t *testing.T, w world, path string) string {
+	t.Helper()
+	req, err := http.NewRequest("GET", strings.TrimSuffix(w.endpoint, "/v1")+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+w.emu.Token())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET %s = %d %s (%v)", path, resp.StatusCode, b, err)
+	}
+	return string(b)
+}
+
+// jsonNumber formats an ID for a path.
+func jsonNumber(id int64) string { return strconv.FormatInt(id, 10) }
+
+// hcloudAddTCPService is a tcp service on port, forwarding to 30000+port.
+func hcloudAddTCPService(port int) hcloud.LoadBalancerAddServiceOpts {
+	return hcloud.LoadBalancerAddServiceOpts{Protocol: hcloud.LoadBalancerServiceProtocolTCP, ListenPort: hcloud.Ptr(port), DestinationPort: hcloud.Ptr(30000 + port)}
 }

@@ -17,7 +17,7 @@ func (e *Emulator) loadBalancerAction(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	verb := r.PathValue("action")
+	verb := verbOf(r)
 	do, ok := lbVerbs[verb]
 	if !ok {
 		return 0, nil, newError(http.StatusNotFound, "not_found", "unknown load balancer action %q", verb)

@@ -141,7 +141,7 @@ func (e *Emulator) listLoadBalancers(r *http.Request) (int, any, error) {
 	for _, id := range sortedIDs(e.st.lbs) {
 		lb := e.st.lbs[id]
 		items = append(items, listItem{id: id, name: lb.Name, labels: lb.Labels, created: lb.Created,
-			render: func() any { return e.renderLB(lb) }})
+			render: func() any { return wireLB(e.renderLB(lb)) }})
 	}
 	return e.list(r, "load_balancers", items, nil)
 }
@@ -163,7 +163,7 @@ func (e *Emulator) getLoadBalancer(r *http.Request) (int, any, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, schema.LoadBalancerGetResponse{LoadBalancer: e.renderLB(lb)}, nil
+	return http.StatusOK, lbReply{LoadBalancer: wireLB(e.renderLB(lb))}, nil
 }
 
 func (e *Emulator) lbNameTaken(name string, except int64) bool {
@@ -296,7 +296,7 @@ func (e *Emulator) createLoadBalancer(r *http.Request) (int, any, error) {
 	}
 	e.commitLoadBalancer(lb)
 	a := e.startAction(r, "create_load_balancer", ref("load_balancer", lb.ID))
-	resp := schema.LoadBalancerCreateResponse{LoadBalancer: e.renderLB(lb), Action: a.renderStarted()}
+	resp := lbCreateReply{LoadBalancer: wireLB(e.renderLB(lb)), Action: a.renderStarted()}
 	if a.fail {
 		// A failed create leaves nothing behind.
 		delete(e.st.lbs, lb.ID)
@@ -333,7 +333,7 @@ func (e *Emulator) updateLoadBalancer(r *http.Request) (int, any, error) {
 	if req.Labels != nil {
 		lb.Labels = copyLabels(*req.Labels)
 	}
-	return http.StatusOK, schema.LoadBalancerUpdateResponse{LoadBalancer: e.renderLB(lb)}, nil
+	return http.StatusOK, lbReply{LoadBalancer: wireLB(e.renderLB(lb))}, nil
 }
 
 // deleteLoadBalancer answers 201 with a running delete_load_balancer action;

@@ -229,12 +229,15 @@ func (e *Emulator) deleteNetwork(r *http.Request) (int, any, error) {
 	return http.StatusNoContent, nil, nil
 }
 
+// networkVerbs are the network actions networkAction serves.
+var networkVerbs = []string{"add_route", "delete_route", "change_protection"}
+
 func (e *Emulator) networkAction(r *http.Request) (int, any, error) {
 	nw, err := e.networkByPath(r)
 	if err != nil {
 		return 0, nil, err
 	}
-	switch verb := r.PathValue("action"); verb {
+	switch verb := verbOf(r); verb {
 	case "add_route", "delete_route":
 		var req schema.NetworkActionAddRouteRequest
 		if err := decode(r, &req, false); err != nil {

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strings"
 )
 
@@ -17,49 +19,75 @@ import (
 // (*apiError for API errors; anything else becomes 500 server_error).
 type apiFunc func(r *http.Request) (int, any, error)
 
-// routes registers the /v1 endpoints (reference §12.2) and, for every path,
-// a method-less fallback answering 405 method_not_allowed in JSON.
+// route is one /v1 endpoint: a method, a path pattern of net/http's ServeMux
+// and its handler. Action verbs are routes of their own, so the table lists
+// every operation the emulator serves.
+type route struct {
+	method, path string
+	h            apiFunc
+}
+
+// routeTable is every /v1 endpoint the emulator serves (reference §12.2).
+// The contract test checks that each one is an operation of Hetzner's API
+// description and validates its replies; a route added here without one
+// fails it.
+func (e *Emulator) routeTable() []route {
+	rs := []route{
+		{"GET", "/v1/locations", e.listLocations},
+		{"GET", "/v1/locations/{id}", e.getLocation},
+		{"GET", "/v1/server_types", e.listServerTypes},
+		{"GET", "/v1/server_types/{id}", e.getServerType},
+		{"GET", "/v1/load_balancer_types", e.listLoadBalancerTypes},
+		{"GET", "/v1/load_balancer_types/{id}", e.getLoadBalancerType},
+		{"GET", "/v1/datacenters", e.datacentersGone},
+		{"GET", "/v1/datacenters/{id}", e.datacentersGone},
+
+		{"GET", "/v1/servers", e.listServers},
+		{"GET", "/v1/servers/{id}", e.getServer},
+		{"GET", "/v1/servers/{id}/actions", e.listResourceActions("server", e.serverExists)},
+
+		{"GET", "/v1/networks", e.listNetworks},
+		{"GET", "/v1/networks/{id}", e.getNetwork},
+		{"PUT", "/v1/networks/{id}", e.updateNetwork},
+		{"DELETE", "/v1/networks/{id}", e.deleteNetwork},
+		{"GET", "/v1/networks/{id}/actions", e.listResourceActions("network", e.networkExists)},
+
+		{"GET", "/v1/load_balancers", e.listLoadBalancers},
+		{"POST", "/v1/load_balancers", e.createLoadBalancer},
+		{"GET", "/v1/load_balancers/{id}", e.getLoadBalancer},
+		{"PUT", "/v1/load_balancers/{id}", e.updateLoadBalancer},
+		{"DELETE", "/v1/load_balancers/{id}", e.deleteLoadBalancer},
+		{"GET", "/v1/load_balancers/{id}/actions", e.listResourceActions("load_balancer", e.loadBalancerExists)},
+		{"GET", "/v1/load_balancers/{id}/metrics", e.getLoadBalancerMetrics},
+
+		{"GET", "/v1/certificates", e.listCertificates},
+		{"POST", "/v1/certificates", e.createCertificate},
+		{"GET", "/v1/certificates/{id}", e.getCertificate},
+		{"PUT", "/v1/certificates/{id}", e.updateCertificate},
+		{"DELETE", "/v1/certificates/{id}", e.deleteCertificate},
+
+		{"GET", "/v1/actions", e.listActions},
+		{"GET", "/v1/actions/{id}", e.getAction},
+	}
+	for _, verb := range networkVerbs {
+		rs = append(rs, route{"POST", "/v1/networks/{id}/actions/" + verb, e.networkAction})
+	}
+	for _, verb := range slices.Sorted(maps.Keys(lbVerbs)) {
+		rs = append(rs, route{"POST", "/v1/load_balancers/{id}/actions/" + verb, e.loadBalancerAction})
+	}
+	return rs
+}
+
+// routes registers routeTable and, for every path, a method-less fallback
+// answering 405 method_not_allowed in JSON; anything else is 404 not_found.
 func (e *Emulator) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	handle := func(pattern string, h apiFunc) { mux.Handle(pattern, e.api(h)) }
 	paths := map[string]bool{}
-	reg := func(method, path string, h apiFunc) {
-		handle(method+" "+path, h)
-		paths[path] = true
+	for _, rt := range e.routeTable() {
+		handle(rt.method+" "+rt.path, rt.h)
+		paths[rt.path] = true
 	}
-
-	reg("GET", "/v1/locations", e.listLocations)
-	reg("GET", "/v1/locations/{id}", e.getLocation)
-	reg("GET", "/v1/server_types", e.listServerTypes)
-	reg("GET", "/v1/server_types/{id}", e.getServerType)
-	reg("GET", "/v1/load_balancer_types", e.listLoadBalancerTypes)
-	reg("GET", "/v1/load_balancer_types/{id}", e.getLoadBalancerType)
-
-	reg("GET", "/v1/servers", e.listServers)
-	reg("GET", "/v1/servers/{id}", e.getServer)
-
-	reg("GET", "/v1/networks", e.listNetworks)
-	reg("GET", "/v1/networks/{id}", e.getNetwork)
-	reg("PUT", "/v1/networks/{id}", e.updateNetwork)
-	reg("DELETE", "/v1/networks/{id}", e.deleteNetwork)
-	reg("POST", "/v1/networks/{id}/actions/{action}", e.networkAction)
-
-	reg("GET", "/v1/load_balancers", e.listLoadBalancers)
-	reg("POST", "/v1/load_balancers", e.createLoadBalancer)
-	reg("GET", "/v1/load_balancers/{id}", e.getLoadBalancer)
-	reg("PUT", "/v1/load_balancers/{id}", e.updateLoadBalancer)
-	reg("DELETE", "/v1/load_balancers/{id}", e.deleteLoadBalancer)
-	reg("POST", "/v1/load_balancers/{id}/actions/{action}", e.loadBalancerAction)
-
-	reg("GET", "/v1/certificates", e.listCertificates)
-	reg("POST", "/v1/certificates", e.createCertificate)
-	reg("GET", "/v1/certificates/{id}", e.getCertificate)
-	reg("PUT", "/v1/certificates/{id}", e.updateCertificate)
-	reg("DELETE", "/v1/certificates/{id}", e.deleteCertificate)
-
-	reg("GET", "/v1/actions", e.listActions)
-	reg("GET", "/v1/actions/{id}", e.getAction)
-
 	for p := range paths {
 		handle(p, func(r *http.Request) (int, any, error) {
 			return 0, nil, newError(http.StatusMethodNotAllowed, "method_not_allowed", "method %s not allowed on %s", r.Method, r.URL.Path)
@@ -69,6 +97,12 @@ func (e *Emulator) routes() *http.ServeMux {
 		return 0, nil, newError(http.StatusNotFound, "not_found", "no such endpoint: %s %s", r.Method, r.URL.Path)
 	})
 	return mux
+}
+
+// verbOf is the action verb of a request to .../actions/{verb}: the last
+// segment of its path.
+func verbOf(r *http.Request) string {
+	return r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
 }
 
 // api adapts an apiFunc: it runs under the lock after settling completed
@@ -192,17 +226,13 @@ func (e *Emulator) authorized(r *http.Request) bool {
 	return r.Header.Get("Authorization") == "Bearer "+e.token
 }
 
-// routeOf names the endpoint a request hits, e.g. "GET /v1/servers/{id}"; a
-// {action} placeholder is replaced by the concrete verb. Unmatched requests
-// are named by method and path.
+// routeOf names the endpoint a request hits, e.g. "GET /v1/servers/{id}" or
+// "POST /v1/load_balancers/{id}/actions/add_service". Unmatched requests are
+// named by method and path.
 func routeOf(mux *http.ServeMux, r *http.Request) string {
 	_, pattern := mux.Handler(r)
 	if pattern == "" || pattern == "/" || !strings.Contains(pattern, " ") {
 		return r.Method + " " + r.URL.Path
-	}
-	if strings.HasSuffix(pattern, "{action}") {
-		verb := r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
-		pattern = strings.TrimSuffix(pattern, "{action}") + verb
 	}
 	return pattern
 }
