@@ -169,7 +169,31 @@ func newPluginCommand() *cobra.Command {
 	run.Flags().StringVar(&module, "module", "", "the .wasm or .wasm.gz module")
 	run.Flags().StringVar(&hook, "hook", "", "node_labels or load_balancer_name")
 	run.Flags().StringVar(&input, "input", "", "JSON request (see docs/plugins.md); - reads stdin")
-	cmd.AddCommand(run)
+	cmd.AddCommand(run, newPluginSchemaCommand())
+	return cmd
+}
+
+// newPluginSchemaCommand returns "plugin schema": print a hook's request or reply JSON Schema.
+func newPluginSchemaCommand() *cobra.Command {
+	var hook string
+	var reply bool
+	cmd := &cobra.Command{
+		Use:   "schema --hook HOOK [--reply]",
+		Short: "Print the JSON Schema of HOOK's request (or, with --reply, its reply), as committed in plugins/schema/",
+		Example: `  hcloud-policy-ccm plugin schema --hook node_labels > node_labels.request.schema.json
+  hcloud-policy-ccm plugin schema --hook node_labels --reply`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := plugins.Schema(hook, reply)
+			if err != nil {
+				return fmt.Errorf("plugin %w", err)
+			}
+			_, err = cmd.OutOrStdout().Write(b)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&hook, "hook", plugins.HookNodeLabels, "node_labels or load_balancer_name")
+	cmd.Flags().BoolVar(&reply, "reply", false, "print the reply's schema instead of the request's")
 	return cmd
 }
 
