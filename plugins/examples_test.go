@@ -194,3 +194,22 @@ func TestExample_WAT(t *testing.T) {
 		}
 	}
 }
+
+// TestExample_withoutCShared: the node-labels example built as Go builds by default (a WASI
+// command) is refused at load with the flag that fixes it, not with a trap at the first call.
+func TestExample_withoutCShared(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "command.wasm")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./examples/node-labels")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOTOOLCHAIN=local", "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, b)
+	}
+	p, err := plugins.Load(context.Background(), out, plugins.Options{})
+	if err == nil {
+		_ = p.Close(context.Background())
+		t.Fatal("loaded a module built without -buildmode=c-shared")
+	}
+	if !strings.Contains(err.Error(), "build a Go plugin with -buildmode=c-shared") {
+		t.Errorf("error %q does not name -buildmode=c-shared", err)
+	}
+}
