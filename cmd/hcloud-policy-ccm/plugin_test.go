@@ -49,3 +49,33 @@ func TestPluginSchema(t *testing.T) {
 		})
 	}
 }
+
+// TestPluginAuthorTools runs the author subcommands on the host's good fixture (both hooks).
+func TestPluginAuthorTools(t *testing.T) {
+	const good = "../../plugins/testdata/good.wasm"
+	tests := []struct {
+		name    string
+		args    []string
+		want    string
+		wantErr string
+	}{
+		{name: "run --bench times the calls", args: []string{"plugin", "run", "--module", good, "--hook", "node_labels", "--input", "../../plugins/examples/node-labels/testdata/input.json", "--bench", "5"}, want: "5 calls: p50 "},
+		{name: "check reports the fit", args: []string{"plugin", "check", good}, want: "alone in a ConfigMap (gzipped): fits"},
+		{name: "test needs --module", args: []string{"plugin", "test", "dir"}, wantErr: "--module is required"},
+		{name: "test runs the cases", args: []string{"plugin", "test", "--module", good, t.TempDir()}, wantErr: "no case"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := execTool(t, tc.args...)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !strings.Contains(out, tc.want) {
+				t.Errorf("output %q, error %v, want %q", out, err, tc.want)
+			}
+		})
+	}
+}
