@@ -10,7 +10,7 @@
 
 BIN ?= $(CURDIR)/bin
 PLUGINS_OUT ?= $(BIN)/plugins
-PLUGINS_GO_EXAMPLES := node-labels lb-name
+PLUGINS_GO_EXAMPLES := labels-and-name node-labels lb-name
 PLUGINS_WAT := $(wildcard plugins/testdata/*.wat) plugins/examples/wat-labels/labels.wat
 PLUGINS_SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
