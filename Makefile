@@ -178,7 +178,7 @@ e2e-versions: helm-bin build plugins
 # table of them at the end; the tool builds (golangci-lint, helm, kube-apiserver) are phases of
 # their own, so a cold run shows what they cost.
 TEST_PHASES := fmt-check vet lint-bin lint build dce-check plugins-fixtures-check helm-bin unit race \
-	policy-test chart-test kube-bins plugins e2e bench-smoke
+	policy-test chart-test kube-bins plugins plugins-examples-test e2e bench-smoke
 test:
 	MAKE="$(MAKE)" test/phases.sh $(TEST_PHASES)
 

@@ -5,8 +5,12 @@
 #   make plugins-bench            load, call latency and memory benchmarks
 #   make plugins-fixtures         rebuild the committed WAT fixtures from their .wat sources
 #   make plugins-fixtures-check   fail when a committed .wasm differs from its .wat source
+#   make plugins-rust             build the Rust example (offline, Debian's rustc and serde)
+#   make plugins-examples-test    every example against plugins/examples/cases with `plugin test`,
+#                                 the Rust unit tests, and each example's gzipped size limit
 #
-# Tools are installed on demand (CI machines are fresh): wat2wasm from Debian's wabt.
+# Tools are installed on demand (CI machines are fresh): wat2wasm from Debian's wabt; Debian's
+# rustc, cargo, wasm32 standard library, lld and serde crates for the Rust example.
 
 BIN ?= $(CURDIR)/bin
 PLUGINS_OUT ?= $(BIN)/plugins
@@ -14,7 +18,19 @@ PLUGINS_GO_EXAMPLES := labels-and-name node-labels lb-name
 PLUGINS_WAT := $(wildcard plugins/testdata/*.wat) plugins/examples/wat-labels/labels.wat
 PLUGINS_SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: plugins plugins-tools plugins-test plugins-bench plugins-fixtures plugins-fixtures-check
+.PHONY: plugins plugins-tools plugins-test plugins-bench plugins-fixtures plugins-fixtures-check \
+	plugins-rust-tools plugins-rust plugins-examples-test
+
+# The Rust example builds with Debian's toolchain by absolute path, so that a rustup toolchain
+# earlier in PATH (whose std does not match Debian's crates) is not picked up.
+PLUGINS_RUST := plugins/examples/rust-labels
+PLUGINS_CARGO := RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc /usr/bin/cargo
+PLUGINS_RUST_WASM := $(PLUGINS_RUST)/target/wasm32-unknown-unknown/release/rust_labels.wasm
+PLUGINS_RUST_DEBS := rustc cargo libstd-rust-dev-wasm32 lld librust-serde-json-dev librust-serde-derive-dev
+# Gzipped size limits of the examples, in bytes: `plugins-examples-test` fails above them, so a
+# change that bloats a module is seen (measured: labels-and-name 920,818; rust-labels 43,914).
+PLUGINS_MAX_GZ_GO := 960000
+PLUGINS_MAX_GZ_RUST := 65536
 
 plugins-tools:
 	@command -v wat2wasm >/dev/null || ($(PLUGINS_SUDO) apt-get update && $(PLUGINS_SUDO) apt-get install -y --no-install-recommends wabt)
@@ -45,3 +61,20 @@ plugins-fixtures-check: plugins-tools
 		wat2wasm "$$f" -o $$tmp/out.wasm; \
 		cmp -s $$tmp/out.wasm "$${f%.wat}.wasm" || { echo "$${f%.wat}.wasm is stale: run make plugins-fixtures"; exit 1; }; \
 	done; echo "plugin fixtures match their .wat sources"
+
+plugins-rust-tools:
+	@dpkg -s $(PLUGINS_RUST_DEBS) >/dev/null 2>&1 || ($(PLUGINS_SUDO) apt-get update && $(PLUGINS_SUDO) apt-get install -y --no-install-recommends $(PLUGINS_RUST_DEBS))
+
+plugins-rust: plugins-rust-tools
+	cd $(PLUGINS_RUST) && $(PLUGINS_CARGO) build --release --target wasm32-unknown-unknown
+	mkdir -p $(PLUGINS_OUT)
+	cp $(PLUGINS_RUST_WASM) $(PLUGINS_OUT)/rust-labels.wasm
+
+# plugins-examples-test needs `make build` (the CCM binary runs `plugin test`) and `make plugins`.
+plugins-examples-test: plugins-rust
+	cd $(PLUGINS_RUST) && $(PLUGINS_CARGO) test --release --lib
+	$(BIN)/hcloud-policy-ccm plugin test --module $(PLUGINS_OUT)/labels-and-name.wasm.gz plugins/examples/cases
+	$(BIN)/hcloud-policy-ccm plugin test --module $(PLUGINS_OUT)/rust-labels.wasm plugins/examples/cases/node_labels
+	$(BIN)/hcloud-policy-ccm plugin check $(PLUGINS_OUT)/labels-and-name.wasm.gz $(PLUGINS_OUT)/rust-labels.wasm
+	@set -e; check() { n=$$(gzip -9 -n -c "$$1" | wc -c); [ "$$n" -le "$$2" ] || { echo "$$1: $$n bytes gzipped, over the limit of $$2 (plugins.mk)"; exit 1; }; echo "$$1: $$n bytes gzipped (limit $$2)"; }; \
+	check $(PLUGINS_OUT)/labels-and-name.wasm $(PLUGINS_MAX_GZ_GO); check $(PLUGINS_OUT)/rust-labels.wasm $(PLUGINS_MAX_GZ_RUST)
