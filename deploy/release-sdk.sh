@@ -6,7 +6,7 @@
 # Go resolves `go get github.com/policy-ccm/hcloud-policy-ccm/plugins/sdk@vX.Y.Z` through the git tag
 # plugins/sdk/vX.Y.Z (a module in a subdirectory is tagged with its directory as prefix), so this
 # creates that annotated tag at HEAD, after the SDK's own checks: vet and tests on the host, and a
-# wasip1 build with -buildmode=c-shared. An existing tag at HEAD is kept; one at another commit is
+# wasip1 build (the //go:wasmexport files). An existing tag at HEAD is kept; one at another commit is
 # an error (tags of published modules must never move: the checksum database remembers them).
 # It does not push: it prints the command.
 set -euo pipefail
@@ -22,7 +22,7 @@ if [ -n "$(git status --porcelain -- plugins/sdk)" ]; then
 	exit 1
 fi
 (cd plugins/sdk && GOTOOLCHAIN=local go vet ./... && GOTOOLCHAIN=local go test -count=1 ./... &&
-	GOOS=wasip1 GOARCH=wasm GOTOOLCHAIN=local go build -buildmode=c-shared -o /dev/null ./...)
+	GOOS=wasip1 GOARCH=wasm GOTOOLCHAIN=local go build ./...)
 head=$(git rev-parse HEAD)
 if at=$(git rev-parse -q --verify "refs/tags/$tag^{commit}"); then
 	if [ "$at" != "$head" ]; then
