@@ -63,6 +63,8 @@ func TestPluginAuthorTools(t *testing.T) {
 		{name: "check reports the fit", args: []string{"plugin", "check", good}, want: "alone in a ConfigMap (gzipped): fits"},
 		{name: "test needs --module", args: []string{"plugin", "test", "dir"}, wantErr: "--module is required"},
 		{name: "test runs the cases", args: []string{"plugin", "test", "--module", good, t.TempDir()}, wantErr: "no case"},
+		{name: "init writes a project", args: []string{"plugin", "init", "--lang", "rust", t.TempDir()}, want: "src/lib.rs"},
+		{name: "init names the languages", args: []string{"plugin", "init", "--lang", "c", t.TempDir()}, wantErr: "known: as, go, rust"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -182,7 +182,7 @@ func newPluginCommand() *cobra.Command {
 	run.Flags().StringVar(&hook, "hook", "", "node_labels or load_balancer_name")
 	run.Flags().StringVar(&input, "input", "", "JSON request (see docs/plugins.md); - reads stdin")
 	run.Flags().IntVar(&bench, "bench", 0, "instead of printing the reply, call the hook N times on one warm instance and print p50, p99, max and the instance's memory")
-	cmd.AddCommand(run, newPluginTestCommand(), newPluginCheckCommand(), newPluginSchemaCommand())
+	cmd.AddCommand(run, newPluginTestCommand(), newPluginCheckCommand(), newPluginSchemaCommand(), newPluginInitCommand())
 	return cmd
 }
 
@@ -224,6 +224,23 @@ func newPluginCheckCommand() *cobra.Command {
 			return err
 		},
 	}
+}
+
+// newPluginInitCommand returns "plugin init": start a plugin project from an example.
+func newPluginInitCommand() *cobra.Command {
+	var lang string
+	cmd := &cobra.Command{
+		Use:   "init --lang go|rust|as DIR",
+		Short: "Write a new plugin project into DIR: the repository's complete example in that language and its cases for plugin test",
+		Example: `  hcloud-policy-ccm plugin init --lang go my-plugin
+  hcloud-policy-ccm plugin init --lang rust my-plugin`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return plugins.Init(lang, args[0], cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&lang, "lang", "go", "go (both hooks, with the SDK), rust (serde, Debian's cargo) or as (AssemblyScript)")
+	return cmd
 }
 
 // newPluginSchemaCommand returns "plugin schema": print a hook's request or reply JSON Schema.
