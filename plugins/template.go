@@ -141,7 +141,7 @@ func (t template) files() (map[string][]byte, error) {
 }
 
 func writeFile(path string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return err
 	}
 	return os.WriteFile(path, b, 0o644) //nolint:gosec // source files of the author's own project

@@ -57,13 +57,13 @@ func TestInit_goBuildsAndPasses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod", "GOWORK=off")
+	env := append(os.Environ(), "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod", "GOWORK=off", "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
 	for _, args := range [][]string{
 		{"mod", "edit", "-replace=github.com/policy-ccm/hcloud-policy-ccm/plugins/sdk=" + sdk},
 		{"build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", "plugin.wasm", "."},
 	} {
 		cmd := exec.Command("go", args...)
-		cmd.Dir, cmd.Env = dir, append(env, "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+		cmd.Dir, cmd.Env = dir, env
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}

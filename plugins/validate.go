@@ -96,11 +96,11 @@ func validateName(s string) error {
 	case len(s) > 63:
 		return fmt.Errorf("%d characters, at most 63 allowed", len(s))
 	}
-	for _, r := range s {
+	for i, r := range s {
 		if r >= utf8.RuneSelf {
 			return fmt.Errorf("character %q is not ASCII: only ASCII letters and digits, '-', '_' and '.' are allowed", r)
 		}
-		if c := byte(r); !alnum(c) && c != '-' && c != '_' && c != '.' {
+		if c := s[i]; !alnum(c) && c != '-' && c != '_' && c != '.' { // ASCII: the rune is this byte
 			return fmt.Errorf("character %q not allowed: only ASCII letters and digits, '-', '_' and '.' are allowed", c)
 		}
 	}
@@ -133,13 +133,13 @@ func validateDNSLabel(s string, maxLen int) error {
 	case len(s) > maxLen:
 		return fmt.Errorf("%d characters, at most %d allowed", len(s), maxLen)
 	}
-	for _, r := range s {
+	for i, r := range s {
 		switch {
 		case r >= 'A' && r <= 'Z':
 			return fmt.Errorf("uppercase %q not allowed: a prefix is lowercase (write %q)", r, strings.ToLower(s))
 		case r >= utf8.RuneSelf:
 			return fmt.Errorf("character %q is not ASCII: only a-z, 0-9 and '-' are allowed (and '.' between parts)", r)
-		case !lowerAlnum(byte(r)) && r != '-':
+		case !lowerAlnum(s[i]) && r != '-': // ASCII: the rune is this byte
 			return fmt.Errorf("character %q not allowed: only a-z, 0-9 and '-' are allowed (and '.' between parts)", r)
 		}
 	}
