@@ -16,6 +16,10 @@
 BIN ?= $(CURDIR)/bin
 PLUGINS_OUT ?= $(BIN)/plugins
 PLUGINS_GO_EXAMPLES := labels-and-name node-labels lb-name
+# No inlining: the module grows (3.29 → 3.51 MB for labels-and-name) but gzips 6% smaller
+# (920,531 → 865,588 bytes), and the gzipped size is what a ConfigMap holds; call latency did
+# not measurably change (docs/plugins.md, "Go plugins with the SDK").
+PLUGINS_GO_GCFLAGS := -gcflags=all=-l
 PLUGINS_WAT := $(wildcard plugins/testdata/*.wat) plugins/examples/wat-labels/labels.wat
 PLUGINS_SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -29,8 +33,9 @@ PLUGINS_CARGO := RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc /usr/bin/cargo
 PLUGINS_RUST_WASM := $(PLUGINS_RUST)/target/wasm32-unknown-unknown/release/rust_labels.wasm
 PLUGINS_RUST_DEBS := rustc cargo libstd-rust-dev-wasm32 lld librust-serde-json-dev librust-serde-derive-dev
 # Gzipped size limits of the examples, in bytes: `plugins-examples-test` fails above them, so a
-# change that bloats a module is seen (measured: labels-and-name 920,818; rust-labels 43,914; as-labels 10,683).
-PLUGINS_MAX_GZ_GO := 960000
+# change that bloats a module is seen (measured: labels-and-name 865,588 with PLUGINS_GO_GCFLAGS; rust-labels 43,914;
+# as-labels 10,683).
+PLUGINS_MAX_GZ_GO := 900000
 PLUGINS_MAX_GZ_RUST := 65536
 PLUGINS_MAX_GZ_AS := 16384
 PLUGINS_AS := plugins/examples/as-labels
@@ -41,7 +46,7 @@ plugins-tools:
 plugins: plugins-tools
 	mkdir -p $(PLUGINS_OUT)
 	set -e; for ex in $(PLUGINS_GO_EXAMPLES); do \
-		GOOS=wasip1 GOARCH=wasm GOTOOLCHAIN=local go build -buildmode=c-shared -trimpath -ldflags="-s -w" \
+		GOOS=wasip1 GOARCH=wasm GOTOOLCHAIN=local go build -buildmode=c-shared -trimpath -ldflags="-s -w" $(PLUGINS_GO_GCFLAGS) \
 			-o $(PLUGINS_OUT)/$$ex.wasm ./plugins/examples/$$ex; \
 		gzip -9 -n -k -f $(PLUGINS_OUT)/$$ex.wasm; \
 	done
