@@ -45,7 +45,7 @@ var languages = map[string]template{
 	"go": {
 		example: "labels-and-name", hooks: []string{HookNodeLabels, HookLoadBalancerName},
 		extra: map[string]string{"go.mod": goModTemplate},
-		next: "GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldflags=\"-s -w\" -o plugin.wasm .\n" +
+		next: "GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -trimpath -ldflags=\"-s -w\" -gcflags=all=-l -o plugin.wasm .\n" +
 			"hcloud-policy-ccm plugin test --module plugin.wasm testdata/cases",
 	},
 	"rust": {
