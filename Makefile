@@ -151,13 +151,13 @@ chart-test: helm-bin
 	done
 
 # End-to-end: the CCM binary against a real kube-apiserver and etcd on loopback and the emulator.
-e2e: kube-bins helm-bin build plugins
+e2e: kube-bins helm-bin build plugins plugins-rust plugins-as
 	CCM_BIN=$(BIN)/hcloud-policy-ccm PLUGINS_DIR=$(PLUGINS_OUT) go test $(GO_TEST_FLAGS) -tags e2e -parallel $(E2E_PARALLEL) -timeout $(E2E_TIMEOUT) ./test/e2e/...
 
 # The e2e suite E2E_STRESS_RUNS times with a CPU hog on every core (test/e2e-stress.sh): a test
 # that depends on timing fails here before it fails CI at random. Not part of `make test`.
 E2E_STRESS_RUNS ?= 3
-e2e-stress: kube-bins helm-bin build plugins
+e2e-stress: kube-bins helm-bin build plugins plugins-rust plugins-as
 	MAKE="$(MAKE)" test/e2e-stress.sh $(E2E_STRESS_RUNS)
 
 # The same suite against the older minors the chart supports (kubeVersion >=1.33: the official
@@ -178,7 +178,7 @@ e2e-versions: helm-bin build plugins
 # table of them at the end; the tool builds (golangci-lint, helm, kube-apiserver) are phases of
 # their own, so a cold run shows what they cost.
 TEST_PHASES := fmt-check vet lint-bin lint build dce-check plugins-fixtures-check helm-bin unit race \
-	policy-test chart-test kube-bins plugins e2e bench-smoke
+	policy-test chart-test kube-bins plugins plugins-examples-test e2e bench-smoke
 test:
 	MAKE="$(MAKE)" test/phases.sh $(TEST_PHASES)
 

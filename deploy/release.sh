@@ -15,6 +15,10 @@
 # machine's architecture (built for the purpose if ARCH does not include it) must print VERSION
 # on its first `version` line (all of `version` is kept as VERSIONS.txt), and `sha256sum -c SHA256SUMS` must pass. `make test` does not
 # run this script (two full cross builds); `bash -n deploy/release.sh` checks its syntax.
+#
+# With SDK_VERSION=vX.Y.Z set, it also tags the plugin SDK (deploy/release-sdk.sh: the tag
+# plugins/sdk/vX.Y.Z that `go get .../plugins/sdk@vX.Y.Z` resolves). The SDK's version follows the
+# ABI, not the CCM's: set it only when the SDK changed.
 set -euo pipefail
 
 if [ $# -lt 3 ]; then
@@ -72,3 +76,6 @@ tar -C "$tmp" --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf - p
 (cd "$out" && sha256sum -- * > SHA256SUMS.tmp && mv SHA256SUMS.tmp SHA256SUMS && sha256sum --quiet -c SHA256SUMS)
 echo "release: $out"
 ls -l "$out"
+if [ -n "${SDK_VERSION:-}" ]; then
+	deploy/release-sdk.sh "$SDK_VERSION"
+fi

@@ -20,6 +20,7 @@ const (
 
 	exportMemory     = "memory"
 	exportInitialize = "_initialize"
+	exportStart      = "_start" // a WASI command's entry point: never valid for a plugin
 	exportABIVersion = "ccm_abi_version"
 	exportAlloc      = "ccm_alloc"
 	exportFree       = "ccm_free"

@@ -35,28 +35,9 @@ func RunCLI(ctx context.Context, modulePath, hook, inputFile string, w io.Writer
 		return err
 	}
 	defer p.Close(ctx)
-	var reply any
-	switch hook {
-	case HookNodeLabels:
-		var in NodeInput
-		if err := decodeInput(input, &in); err != nil {
-			return fmt.Errorf("plugin run: input %s: %w", inputFile, err)
-		}
-		labels, err := p.NodeLabels(ctx, in)
-		if err != nil {
-			return err
-		}
-		reply = NodeLabelsReply{Labels: labels}
-	case HookLoadBalancerName:
-		var in LoadBalancerNameInput
-		if err := decodeInput(input, &in); err != nil {
-			return fmt.Errorf("plugin run: input %s: %w", inputFile, err)
-		}
-		name, err := p.LoadBalancerName(ctx, in)
-		if err != nil {
-			return err
-		}
-		reply = LoadBalancerNameReply{Name: name}
+	reply, err := callJSON(ctx, p, hook, input)
+	if err != nil {
+		return fmt.Errorf("plugin run: input %s: %w", inputFile, err)
 	}
 	out, err := json.MarshalIndent(reply, "", "  ")
 	if err != nil {
@@ -83,4 +64,33 @@ func decodeInput(b []byte, v any) error {
 		return fmt.Errorf("data after the JSON object")
 	}
 	return nil
+}
+
+// callJSON decodes input strictly as the request of hook, calls it, and returns the validated
+// reply as the hook's reply type. A request that does not decode is an error that says so; a
+// failed call returns the host's error unchanged (wrapped once).
+func callJSON(ctx context.Context, p *Plugin, hook string, input []byte) (any, error) {
+	switch hook {
+	case HookNodeLabels:
+		var in NodeInput
+		if err := decodeInput(input, &in); err != nil {
+			return nil, fmt.Errorf("decode request: %w", err)
+		}
+		labels, err := p.NodeLabels(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		return NodeLabelsReply{Labels: labels}, nil
+	case HookLoadBalancerName:
+		var in LoadBalancerNameInput
+		if err := decodeInput(input, &in); err != nil {
+			return nil, fmt.Errorf("decode request: %w", err)
+		}
+		name, err := p.LoadBalancerName(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		return LoadBalancerNameReply{Name: name}, nil
+	}
+	return nil, fmt.Errorf("unknown hook %q (known: %s, %s)", hook, HookNodeLabels, HookLoadBalancerName)
 }

@@ -51,5 +51,5 @@ func ExampleValidateLabels() {
 	})
 	fmt.Println(err)
 	// Output:
-	// label key "example.com/bad key": character ' ' not allowed (letters, digits, '-', '_', '.'); label key "kubernetes.io/arch": prefixes kubernetes.io and k8s.io (and their subdomains) are reserved
+	// label key "example.com/bad key": name part "bad key": character ' ' not allowed: only ASCII letters and digits, '-', '_' and '.' are allowed; label key "kubernetes.io/arch": prefixes kubernetes.io and k8s.io (and their subdomains) are reserved
 }

@@ -44,7 +44,7 @@ func goExample(t testing.TB, name string) string {
 		if goExamples.err != nil {
 			return
 		}
-		for _, ex := range []string{"node-labels", "lb-name"} {
+		for _, ex := range []string{"node-labels", "lb-name", "labels-and-name"} {
 			cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath",
 				"-ldflags=-s -w", "-o", filepath.Join(goExamples.dir, ex+".wasm"), "./examples/"+ex)
 			cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOTOOLCHAIN=local", "CGO_ENABLED=0")
@@ -193,4 +193,46 @@ func TestExample_WAT(t *testing.T) {
 			t.Errorf("labels (-want +got):\n%s", d)
 		}
 	}
+}
+
+// TestExample_withoutCShared: the node-labels example built as Go builds by default (a WASI
+// command) is refused at load with the flag that fixes it, not with a trap at the first call.
+func TestExample_withoutCShared(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "command.wasm")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./examples/node-labels")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOTOOLCHAIN=local", "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, b)
+	}
+	p, err := plugins.Load(context.Background(), out, plugins.Options{})
+	if err == nil {
+		_ = p.Close(context.Background())
+		t.Fatal("loaded a module built without -buildmode=c-shared")
+	}
+	if !strings.Contains(err.Error(), "build a Go plugin with -buildmode=c-shared") {
+		t.Errorf("error %q does not name -buildmode=c-shared", err)
+	}
+}
+
+// TestExample_LabelsAndName: the two-hook module passes the shared cases (plugin test) and,
+// unlike the two one-hook modules together (TestCheck), fits one ConfigMap.
+func TestExample_LabelsAndName(t *testing.T) {
+	module := goExample(t, "labels-and-name")
+	var out bytes.Buffer
+	results, err := plugins.RunTests(context.Background(), module, "examples/cases", &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if len(results) != 6 {
+		t.Errorf("%d cases ran, want 6:\n%s", len(results), out.String())
+	}
+	out.Reset()
+	reports, err := plugins.Check(context.Background(), []string{module}, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if d := cmp.Diff([]string{plugins.HookNodeLabels, plugins.HookLoadBalancerName}, reports[0].Hooks); d != "" {
+		t.Errorf("hooks (-want +got):\n%s", d)
+	}
+	t.Logf("labels-and-name: %d bytes raw, %d gzipped", reports[0].RawBytes, reports[0].GzipBytes)
 }

@@ -16,8 +16,12 @@ const (
 type (
 	// NodeInput is the request of the node_labels hook (JSON in guest memory).
 	NodeInput = sdk.NodeInput
-	// Server is the Hetzner Cloud server behind a node.
+	// Server is the Hetzner server (cloud or Robot) behind a node.
 	Server = sdk.Server
+	// ServerType is the hardware of a server's type (cores, memory, disk, architecture, CPU type).
+	ServerType = sdk.ServerType
+	// RobotServer is what Robot tells about a dedicated server (product, data center).
+	RobotServer = sdk.RobotServer
 	// PrivateNet is a server's attachment to a private network.
 	PrivateNet = sdk.PrivateNet
 	// NodeLabelsReply is the reply of the node_labels hook.

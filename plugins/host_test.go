@@ -218,6 +218,7 @@ func TestLoadBytes_Errors(t *testing.T) {
 		{name: "Every forbidden import is listed", fixture: "badimport", msgs: []string{"forbidden imports: function env.get_secret (allowed:"}},
 		{name: "A hook with the wrong signature is refused", fixture: "badsig", msgs: []string{`export "ccm_node_labels" has signature (i32, i32) -> (i32), want (i32, i32) -> (i64)`}},
 		{name: "A module without hooks is refused", fixture: "nohooks", msgs: []string{"exports no hook"}},
+		{name: "A WASI command (Go without -buildmode=c-shared) is named with the fix", fixture: "command", msgs: []string{"WASI command (exports _start, no _initialize)", "-buildmode=c-shared"}},
 		{name: "An _initialize that never returns fails the load in bounded time", fixture: "initloop", opts: plugins.Options{CallTimeout: 10 * time.Millisecond}, msgs: []string{"instantiate: deadline exceeded"}},
 		{name: "Memory declared over the limit is refused", fixture: "oversize", opts: plugins.Options{MemoryLimitPages: 16}, msgs: []string{"over limit of 16 pages"}},
 		{name: "Bytes that are not wasm are refused", wasm: []byte("not wasm"), msgs: []string{"compile: invalid magic number"}},

@@ -198,13 +198,24 @@ var (
 	initSignature = signature{}
 )
 
+// errCommand explains a WASI command module: Go without -buildmode=c-shared (or a Rust bin
+// crate) exports _start and no _initialize, and its hooks trap with "unreachable" since the
+// runtime was never started.
+var errCommand = errors.New("the module is a WASI command (exports _start, no _initialize), not a reactor: " +
+	"build a Go plugin with -buildmode=c-shared (GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o plugin.wasm .), " +
+	`a Rust one as a library (crate-type = ["cdylib"])`)
+
 // checkExports checks the memory, the ABI functions and the hooks, and returns the hooks.
 func checkExports(cm wazero.CompiledModule) ([]string, error) {
+	funcs := cm.ExportedFunctions()
+	_, start := funcs[exportStart]
+	if _, initialize := funcs[exportInitialize]; start && !initialize {
+		return nil, errCommand
+	}
 	var errs []error
 	if _, ok := cm.ExportedMemories()[exportMemory]; !ok {
 		errs = append(errs, errors.New(`missing export "memory"`))
 	}
-	funcs := cm.ExportedFunctions()
 	check := func(name string, want signature, optional bool) bool {
 		def, ok := funcs[name]
 		if !ok {

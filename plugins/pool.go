@@ -206,3 +206,18 @@ func (p *Plugin) ctxError(ctx context.Context, hook, what string, err error) err
 	}
 	return fmt.Errorf("plugin %s: hook %s: %w: %s: %w", p.name, hook, ctx.Err(), what, err)
 }
+
+// idleMemoryBytes returns the linear memory size of an idle instance, for `plugin run
+// --bench`; ok is false when no built instance is idle.
+func (p *Plugin) idleMemoryBytes() (size uint32, ok bool) {
+	select {
+	case inst := <-p.pool:
+		defer func() { p.pool <- inst }()
+		if inst == nil {
+			return 0, false
+		}
+		return inst.mod.Memory().Size(), true
+	default:
+		return 0, false
+	}
+}

@@ -59,7 +59,7 @@ func validateLabelKey(k string) error {
 		return validateName(k)
 	}
 	if prefix == "" {
-		return errors.New("prefix must not be empty")
+		return errors.New("prefix must not be empty (a key is [prefix/]name, e.g. example.com/size)")
 	}
 	if err := validateSubdomain(prefix); err != nil {
 		return fmt.Errorf("prefix: %w", err)
@@ -67,7 +67,13 @@ func validateLabelKey(k string) error {
 	if reservedPrefix(prefix) {
 		return errors.New("prefixes kubernetes.io and k8s.io (and their subdomains) are reserved")
 	}
-	return validateName(name)
+	if name == "" {
+		return fmt.Errorf("the name part after %q is empty (a key is [prefix/]name, e.g. %ssize)", prefix+"/", prefix+"/")
+	}
+	if err := validateName(name); err != nil {
+		return fmt.Errorf("name part %q: %w", name, err)
+	}
+	return nil
 }
 
 func reservedPrefix(p string) bool {
@@ -81,20 +87,25 @@ func reservedPrefix(p string) bool {
 }
 
 // validateName checks a label name or value: 1 to 63 characters of [A-Za-z0-9-_.], beginning
-// and ending with [A-Za-z0-9].
+// and ending with [A-Za-z0-9]. A character outside the set is named, and a non-ASCII letter
+// is said to be one, since "ü" is a letter to its author.
 func validateName(s string) error {
 	switch {
 	case s == "":
 		return errors.New("must not be empty")
 	case len(s) > 63:
 		return fmt.Errorf("%d characters, at most 63 allowed", len(s))
-	case !alnum(s[0]) || !alnum(s[len(s)-1]):
-		return errors.New("must begin and end with a letter or digit")
 	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !alnum(c) && c != '-' && c != '_' && c != '.' {
-			return fmt.Errorf("character %q not allowed (letters, digits, '-', '_', '.')", c)
+	for i, r := range s {
+		if r >= utf8.RuneSelf {
+			return fmt.Errorf("character %q is not ASCII: only ASCII letters and digits, '-', '_' and '.' are allowed", r)
 		}
+		if c := s[i]; !alnum(c) && c != '-' && c != '_' && c != '.' { // ASCII: the rune is this byte
+			return fmt.Errorf("character %q not allowed: only ASCII letters and digits, '-', '_' and '.' are allowed", c)
+		}
+	}
+	if !alnum(s[0]) || !alnum(s[len(s)-1]) {
+		return errors.New("must begin and end with an ASCII letter or digit")
 	}
 	return nil
 }
@@ -113,20 +124,27 @@ func validateSubdomain(s string) error {
 	return nil
 }
 
-// validateDNSLabel checks [a-z0-9]([-a-z0-9]*[a-z0-9])? of at most maxLen characters.
+// validateDNSLabel checks [a-z0-9]([-a-z0-9]*[a-z0-9])? of at most maxLen characters. An
+// uppercase letter is named as such.
 func validateDNSLabel(s string, maxLen int) error {
 	switch {
 	case s == "":
-		return errors.New("empty part")
+		return errors.New("empty part between dots")
 	case len(s) > maxLen:
 		return fmt.Errorf("%d characters, at most %d allowed", len(s), maxLen)
-	case !lowerAlnum(s[0]) || !lowerAlnum(s[len(s)-1]):
-		return errors.New("must begin and end with a lowercase letter or digit")
 	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; !lowerAlnum(c) && c != '-' {
-			return fmt.Errorf("character %q not allowed (a-z, 0-9, '-')", c)
+	for i, r := range s {
+		switch {
+		case r >= 'A' && r <= 'Z':
+			return fmt.Errorf("uppercase %q not allowed: a prefix is lowercase (write %q)", r, strings.ToLower(s))
+		case r >= utf8.RuneSelf:
+			return fmt.Errorf("character %q is not ASCII: only a-z, 0-9 and '-' are allowed (and '.' between parts)", r)
+		case !lowerAlnum(s[i]) && r != '-': // ASCII: the rune is this byte
+			return fmt.Errorf("character %q not allowed: only a-z, 0-9 and '-' are allowed (and '.' between parts)", r)
 		}
+	}
+	if !lowerAlnum(s[0]) || !lowerAlnum(s[len(s)-1]) {
+		return errors.New("each part must begin and end with a lowercase letter or digit")
 	}
 	return nil
 }

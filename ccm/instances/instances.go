@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"slices"
 
@@ -148,7 +149,8 @@ func (i *Instances) InstanceShutdown(ctx context.Context, node *corev1.Node) (bo
 // configured network as InternalIP. AdditionalLabels hold instance.hetzner.cloud/provided-by=cloud
 // and the labels of the NodeLabeler, if any (built-in labels win). A failing NodeLabeler does
 // not fail the call: its labels are left out, and a Warning event PluginFailed is recorded on
-// the node.
+// the node. A Robot server gets the official CCM's Robot metadata (robotMetadata), with
+// provided-by=robot, and the NodeLabeler's labels too, for the input RobotNodeInput builds.
 //
 // # Errors
 //
@@ -164,7 +166,10 @@ func (i *Instances) InstanceMetadata(ctx context.Context, node *corev1.Node) (*c
 		return nil, fmt.Errorf("%s: no server for node %q: %w", op, node.Name, cloudprovider.InstanceNotFound)
 	}
 	if found.robot != nil {
-		return i.robotMetadata(node, found.robot), nil
+		md := i.robotMetadata(node, found.robot)
+		maps.Copy(md.AdditionalLabels, i.pluginLabels(ctx, node, func() plugins.NodeInput { return RobotNodeInput(node, found.robot) }))
+		md.AdditionalLabels[LabelProvidedBy] = "robot"
+		return md, nil
 	}
 	s := found.cloud
 
@@ -182,7 +187,7 @@ func (i *Instances) InstanceMetadata(ctx context.Context, node *corev1.Node) (*c
 			md.Zone = ZoneFromLocation(s.Location.Name)
 		}
 	}
-	maps.Copy(md.AdditionalLabels, i.pluginLabels(ctx, node, s))
+	maps.Copy(md.AdditionalLabels, i.pluginLabels(ctx, node, func() plugins.NodeInput { return NodeInput(node, s) }))
 	md.AdditionalLabels[LabelProvidedBy] = "cloud"
 	return md, nil
 }
@@ -284,13 +289,14 @@ func ZoneFromLocation(location string) string {
 	return location
 }
 
-// pluginLabels asks the labeler for labels. On an error (the host refused invalid output, or
-// the call failed) it records a Warning event and returns nil.
-func (i *Instances) pluginLabels(ctx context.Context, node *corev1.Node, s *hcloud.Server) map[string]string {
+// pluginLabels asks the labeler for labels, with the input input builds (only called when
+// there is a labeler). On an error (the host refused invalid output, or the call failed) it
+// records a Warning event and returns nil.
+func (i *Instances) pluginLabels(ctx context.Context, node *corev1.Node, input func() plugins.NodeInput) map[string]string {
 	if i.labeler == nil {
 		return nil
 	}
-	labels, err := i.labeler.NodeLabels(ctx, NodeInput(node, s))
+	labels, err := i.labeler.NodeLabels(ctx, input())
 	if err != nil {
 		msg := fmt.Sprintf("node_labels plugin failed, the node gets the built-in labels only: %v", err)
 		klog.InfoS("plugin failed", "hook", plugins.HookNodeLabels, "node", node.Name, "err", err)
@@ -301,7 +307,8 @@ func (i *Instances) pluginLabels(ctx context.Context, node *corev1.Node, s *hclo
 }
 
 // NodeInput builds the node_labels hook input for node and its server s: the node's name and
-// labels, and the server's ID, name, type, location, network zone, datacenter (the node's
+// labels, and the server's ID, name, type and its hardware (server_type: cores, memory, disk,
+// architecture, CPU type), location, network zone, datacenter (the node's
 // zone, ZoneFromLocation), labels, public IPs (the
 // IPv6 as the host address the node reports) and private network IPs. Maps and slices in the
 // result are never nil and never shared with node or s, which are left untouched.
@@ -327,6 +334,7 @@ func NodeInput(node *corev1.Node, s *hcloud.Server) plugins.NodeInput {
 	}
 	if s.ServerType != nil {
 		in.Server.Type = s.ServerType.Name
+		in.Server.ServerType = serverTypeFacts(s.ServerType)
 	}
 	if s.Location != nil {
 		in.Server.Location = s.Location.Name
@@ -346,4 +354,18 @@ func NodeInput(node *corev1.Node, s *hcloud.Server) plugins.NodeInput {
 		in.Server.PrivateNets = append(in.Server.PrivateNets, plugins.PrivateNet{NetworkID: pn.Network.ID, IP: pn.IP.String()})
 	}
 	return in
+}
+
+// serverTypeFacts returns the hardware facts of t for the node_labels input. The memory is
+// rounded to the MB, so that float32's noise (0.5 is exact, 3.7 is not) does not reach the
+// plugin's JSON.
+func serverTypeFacts(t *hcloud.ServerType) *plugins.ServerType {
+	return &plugins.ServerType{
+		Name:         t.Name,
+		Cores:        t.Cores,
+		MemoryGB:     math.Round(float64(t.Memory)*1000) / 1000,
+		DiskGB:       t.Disk,
+		Architecture: string(t.Architecture),
+		CPUType:      string(t.CPUType),
+	}
 }

@@ -363,6 +363,7 @@ func TestInstances_InstanceMetadataPlugin(t *testing.T) {
 				ID: id, Name: "node-1", Type: "cx22", Location: "nbg1", NetworkZone: "eu-central", Datacenter: "nbg1-dc3",
 				Labels: map[string]string{"pool": "a"}, PublicIPv4: "203.0.113.9", PublicIPv6: "2001:db8:9::1",
 				PrivateNets: []plugins.PrivateNet{{NetworkID: e.networkID, IP: "10.0.0.9"}},
+				ServerType:  &plugins.ServerType{Name: "cx22", Cores: 2, MemoryGB: 4, DiskGB: 40, Architecture: "x86", CPUType: "shared"},
 			},
 		}}
 		if diff := cmp.Diff(want, l.got); diff != "" {
@@ -437,7 +438,7 @@ func TestNodeInput(t *testing.T) {
 			node: newNode("n2"),
 			server: &hcloud.Server{
 				ID: 8, Name: "n2", Labels: map[string]string{"pool": "b"},
-				ServerType: &hcloud.ServerType{Name: "cx32"},
+				ServerType: &hcloud.ServerType{Name: "cax21", Cores: 4, Memory: 7.7, Disk: 80, Architecture: hcloud.ArchitectureARM, CPUType: hcloud.CPUTypeShared},
 				Location:   &hcloud.Location{Name: "hel1", NetworkZone: hcloud.NetworkZoneEUCentral},
 				PublicNet: hcloud.ServerPublicNet{
 					IPv4: hcloud.ServerPublicNetIPv4{IP: net.ParseIP("203.0.113.8")},
@@ -452,9 +453,11 @@ func TestNodeInput(t *testing.T) {
 			want: plugins.NodeInput{
 				NodeName: "n2", NodeLabels: map[string]string{"role": "worker"},
 				Server: plugins.Server{
-					ID: 8, Name: "n2", Type: "cx32", Location: "hel1", NetworkZone: "eu-central", Datacenter: "hel1-dc2",
+					ID: 8, Name: "n2", Type: "cax21", Location: "hel1", NetworkZone: "eu-central", Datacenter: "hel1-dc2",
 					Labels: map[string]string{"pool": "b"}, PublicIPv4: "203.0.113.8", PublicIPv6: "2001:db8:8::1",
 					PrivateNets: []plugins.PrivateNet{{NetworkID: 3, IP: "10.0.0.8"}},
+					// float32(7.7) is 7.69999980926513671875: rounded to the MB for the plugin.
+					ServerType: &plugins.ServerType{Name: "cax21", Cores: 4, MemoryGB: 7.7, DiskGB: 80, Architecture: "arm", CPUType: "shared"},
 				},
 			},
 		},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"regexp"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/providerid"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/robot"
+	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 )
 
 // Event reasons of Robot nodes, as the official CCM names them. Do not rename them.
@@ -94,7 +96,7 @@ func (i *Instances) robotMetadata(node *corev1.Node, s *robot.Server) *cloudprov
 		ProviderID:       providerid.FromRobotServerNumber(s.Number),
 		InstanceType:     RobotInstanceType(s.Product),
 		Zone:             zone,
-		Region:           strings.SplitN(zone, "-", 2)[0],
+		Region:           robotRegion(zone),
 		NodeAddresses:    i.robotAddresses(node, s),
 		AdditionalLabels: map[string]string{LabelProvidedBy: "robot"},
 	}
@@ -107,6 +109,9 @@ var notLabelChars = regexp.MustCompile(`[^a-zA-Z0-9_.-]`)
 func RobotInstanceType(product string) string {
 	return notLabelChars.ReplaceAllString(strings.ReplaceAll(product, " ", "-"), "")
 }
+
+// robotRegion returns the region of a Robot zone: the part before the first "-".
+func robotRegion(zone string) string { return strings.SplitN(zone, "-", 2)[0] }
 
 // RobotZone returns the zone label of a Robot data centre: its lower-cased name
 // ("FSN1-DC16" → "fsn1-dc16"). The region is the part before the first "-".
@@ -163,4 +168,39 @@ func containsAddress(addrs []corev1.NodeAddress, ip string) bool {
 		}
 	}
 	return false
+}
+
+// RobotNodeInput builds the node_labels hook input for node and its Robot server s, with
+// what the Robot API gives: the server number as id, its name, the instance type the node gets
+// (RobotInstanceType) as type, the region as location, the zone (RobotZone) as datacenter, the
+// public IPs (the IPv6 as the host address the node reports), and robot: the product and the
+// data center as Robot spells them. Robot has no server labels, network zone, private
+// networks or hardware facts: labels and private_networks are empty, server_type is nil.
+//
+// Only InstanceMetadata calls it: ccm/nodelabels re-labels cloud nodes only, so a dedicated
+// node's plugin labels are those of its initialisation.
+func RobotNodeInput(node *corev1.Node, s *robot.Server) plugins.NodeInput {
+	zone := RobotZone(s.DC)
+	in := plugins.NodeInput{
+		NodeName:   node.Name,
+		NodeLabels: maps.Clone(node.Labels),
+		Server: plugins.Server{
+			ID:          int64(s.Number),
+			Name:        s.Name,
+			Type:        RobotInstanceType(s.Product),
+			Location:    robotRegion(zone),
+			Datacenter:  zone,
+			Labels:      map[string]string{},
+			PublicIPv4:  s.IP,
+			PrivateNets: []plugins.PrivateNet{},
+			Robot:       &plugins.RobotServer{Product: s.Product, DataCenter: s.DC},
+		},
+	}
+	if in.NodeLabels == nil {
+		in.NodeLabels = map[string]string{}
+	}
+	if s.IPv6Net != "" {
+		in.Server.PublicIPv6 = s.IPv6Net + "1"
+	}
+	return in
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/robot"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/robotemu"
+	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 )
 
 var robotSeed = robotemu.Seed{Servers: []robotemu.Server{
@@ -28,6 +29,12 @@ var robotSeed = robotemu.Seed{Servers: []robotemu.Server{
 // and a Robot emulator holding robotSeed.
 func newRobotInstances(t *testing.T, family config.AddressFamily, forward bool, rec record.EventRecorder) (*instances.Instances, *robotemu.Emulator) {
 	t.Helper()
+	return newRobotInstancesWith(t, family, forward, rec, nil)
+}
+
+// newRobotInstancesWith is newRobotInstances with a node_labels plugin (nil: none).
+func newRobotInstancesWith(t *testing.T, family config.AddressFamily, forward bool, rec record.EventRecorder, l instances.NodeLabeler) (*instances.Instances, *robotemu.Emulator) {
+	t.Helper()
 	e := newEnv(t)
 	e.addServer(t, hcloudemu.ServerSpec{Name: "both"})
 	emu, endpoint := robotemu.NewTestServer(t, robotSeed)
@@ -36,7 +43,7 @@ func newRobotInstances(t *testing.T, family config.AddressFamily, forward bool, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := newInstances(t, instances.Options{Cache: e.cache, Config: instancesCfg(family, true), Recorder: rec, Robot: rc, ForwardInternalIPs: cfg.ForwardInternalIPs})
+	i := newInstances(t, instances.Options{Cache: e.cache, Config: instancesCfg(family, true), Recorder: rec, Robot: rc, ForwardInternalIPs: cfg.ForwardInternalIPs, Labeler: l})
 	return i, emu
 }
 
@@ -114,6 +121,56 @@ func TestInstances_InstanceMetadata_robot(t *testing.T) {
 				t.Errorf("InstanceMetadata() mismatch (-want +got):\n%s", diff)
 			}
 			checkEvents(t, rec, tc.wantEvents)
+		})
+	}
+}
+
+// TestInstances_InstanceMetadata_robotPlugin: dedicated nodes reach the node_labels plugin,
+// with what Robot gives; the plugin cannot replace provided-by, and a failing plugin leaves
+// the built-in labels with a Warning event.
+func TestInstances_InstanceMetadata_robotPlugin(t *testing.T) {
+	tests := []struct {
+		name       string
+		labeler    *labeler
+		wantLabels map[string]string
+		wantEvents []string
+	}{
+		{
+			name:       "the plugin's labels are added and provided-by stays robot",
+			labeler:    &labeler{labels: map[string]string{"example.com/product": "auction", "instance.hetzner.cloud/provided-by": "cloud"}},
+			wantLabels: map[string]string{"example.com/product": "auction", "instance.hetzner.cloud/provided-by": "robot"},
+		},
+		{
+			name:       "a failing plugin leaves the built-in labels and a Warning event",
+			labeler:    &labeler{err: errors.New("boom")},
+			wantLabels: map[string]string{"instance.hetzner.cloud/provided-by": "robot"},
+			wantEvents: []string{"Warning PluginFailed node_labels plugin failed"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := record.NewFakeRecorder(10)
+			i, _ := newRobotInstancesWith(t, config.AddressFamilyDualStack, false, rec, tc.labeler)
+			md, err := i.InstanceMetadata(t.Context(), newNode("bm-1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.wantLabels, md.AdditionalLabels); diff != "" {
+				t.Errorf("AdditionalLabels mismatch (-want +got):\n%s", diff)
+			}
+			checkEvents(t, rec, tc.wantEvents)
+			want := []plugins.NodeInput{{
+				NodeName: "bm-1", NodeLabels: map[string]string{"role": "worker"},
+				Server: plugins.Server{
+					ID: 321, Name: "bm-1", Type: "Server-Auction", Location: "fsn1", Datacenter: "fsn1-dc16",
+					Labels: map[string]string{}, PublicIPv4: "203.0.113.5", PublicIPv6: "2001:db8:1::1",
+					PrivateNets: []plugins.PrivateNet{},
+					Robot:       &plugins.RobotServer{Product: "Server Auction", DataCenter: "FSN1-DC16"},
+				},
+			}}
+			if diff := cmp.Diff(want, tc.labeler.got); diff != "" {
+				t.Errorf("plugin input mismatch (-want +got):\n%s", diff)
+			}
 		})
 	}
 }

@@ -148,28 +148,122 @@ func newSchemaCommand() *cobra.Command {
 	}
 }
 
-// newPluginCommand returns "plugin run": call one hook of a wasm module with a JSON input.
+// newPluginCommand returns "plugin run", "plugin test", "plugin check" and "plugin schema": the
+// tools a plugin author runs on a module, in the CCM's own sandbox.
 func newPluginCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plugin",
-		Short: "Run wasm plugins offline, in the CCM's sandbox",
+		Short: "Run, test, time and check wasm plugins offline, in the CCM's sandbox",
 	}
 	var module, hook, input string
+	var bench int
 	run := &cobra.Command{
-		Use:   "run --module FILE --hook HOOK --input FILE",
-		Short: "Call HOOK (node_labels or load_balancer_name) of the module with the JSON request in FILE and print the validated reply",
-		Args:  cobra.NoArgs,
+		Use:   "run --module FILE --hook HOOK --input FILE [--bench N]",
+		Short: "Call HOOK (node_labels or load_balancer_name) of the module with the JSON request in FILE and print the validated reply; --bench N times N calls",
+		Example: `  hcloud-policy-ccm plugin run --module node-labels.wasm.gz --hook node_labels --input node.json
+  hcloud-policy-ccm plugin run --module node-labels.wasm.gz --hook node_labels --input node.json --bench 1000`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if module == "" || hook == "" || input == "" {
 				return errors.New("plugin run: --module, --hook and --input are required (for example --module node-labels.wasm --hook node_labels --input node.json)")
 			}
-			return plugins.RunCLI(cmd.Context(), module, hook, input, cmd.OutOrStdout())
+			if bench == 0 {
+				return plugins.RunCLI(cmd.Context(), module, hook, input, cmd.OutOrStdout())
+			}
+			r, err := plugins.Bench(cmd.Context(), module, hook, input, bench)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), r)
+			return nil
 		},
 	}
 	run.Flags().StringVar(&module, "module", "", "the .wasm or .wasm.gz module")
 	run.Flags().StringVar(&hook, "hook", "", "node_labels or load_balancer_name")
 	run.Flags().StringVar(&input, "input", "", "JSON request (see docs/plugins.md); - reads stdin")
-	cmd.AddCommand(run)
+	run.Flags().IntVar(&bench, "bench", 0, "instead of printing the reply, call the hook N times on one warm instance and print p50, p99, max and the instance's memory")
+	cmd.AddCommand(run, newPluginTestCommand(), newPluginCheckCommand(), newPluginSchemaCommand(), newPluginInitCommand())
+	return cmd
+}
+
+// newPluginTestCommand returns "plugin test": run a module against request/expected-reply files.
+func newPluginTestCommand() *cobra.Command {
+	var module string
+	cmd := &cobra.Command{
+		Use:   "test --module FILE DIR",
+		Short: "Run the module against the cases in DIR (CASE.request.json and CASE.reply.json; in DIR/HOOK/ for a module with both hooks) and exit non-zero when one fails",
+		Long: `Each case is CASE.request.json, the request, and CASE.reply.json, the reply expected after the
+host's validation: {"labels": {...}} or {"name": "..."} (compared as JSON values), or
+{"error": "TEXT"}, which passes when the call fails with an error containing TEXT. The hook is
+the directory's name (DIR/node_labels/, DIR/load_balancer_name/) or, for files directly in
+DIR, the module's only hook. Works for a module in any language.`,
+		Example: `  hcloud-policy-ccm plugin test --module node-labels.wasm.gz plugins/examples/node-labels/testdata/cases`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if module == "" {
+				return errors.New("plugin test: --module is required (for example --module node-labels.wasm.gz testdata/cases)")
+			}
+			_, err := plugins.RunTests(cmd.Context(), module, args[0], cmd.OutOrStdout())
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&module, "module", "", "the .wasm or .wasm.gz module")
+	return cmd
+}
+
+// newPluginCheckCommand returns "plugin check": sizes, ConfigMap fit, exports, ABI version.
+func newPluginCheckCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "check MODULE...",
+		Short: "Report each module's size (raw and gzipped), whether it fits a ConfigMap (1 MiB) alone and, given several, together, its hooks and ABI version; exit non-zero when one does not load or they do not fit",
+		Example: `  hcloud-policy-ccm plugin check node-labels.wasm.gz
+  hcloud-policy-ccm plugin check node-labels.wasm lb-name.wasm   # fit one ConfigMap together?`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := plugins.Check(cmd.Context(), args, cmd.OutOrStdout())
+			return err
+		},
+	}
+}
+
+// newPluginInitCommand returns "plugin init": start a plugin project from an example.
+func newPluginInitCommand() *cobra.Command {
+	var lang string
+	cmd := &cobra.Command{
+		Use:   "init --lang go|rust|as DIR",
+		Short: "Write a new plugin project into DIR: the repository's complete example in that language and its cases for plugin test",
+		Example: `  hcloud-policy-ccm plugin init --lang go my-plugin
+  hcloud-policy-ccm plugin init --lang rust my-plugin`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return plugins.Init(lang, args[0], cmd.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&lang, "lang", "go", "go (both hooks, with the SDK), rust (serde, Debian's cargo) or as (AssemblyScript)")
+	return cmd
+}
+
+// newPluginSchemaCommand returns "plugin schema": print a hook's request or reply JSON Schema.
+func newPluginSchemaCommand() *cobra.Command {
+	var hook string
+	var reply bool
+	cmd := &cobra.Command{
+		Use:   "schema --hook HOOK [--reply]",
+		Short: "Print the JSON Schema of HOOK's request (or, with --reply, its reply), as committed in plugins/schema/",
+		Example: `  hcloud-policy-ccm plugin schema --hook node_labels > node_labels.request.schema.json
+  hcloud-policy-ccm plugin schema --hook node_labels --reply`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			b, err := plugins.Schema(hook, reply)
+			if err != nil {
+				return fmt.Errorf("plugin %w", err)
+			}
+			_, err = cmd.OutOrStdout().Write(b)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&hook, "hook", plugins.HookNodeLabels, "node_labels or load_balancer_name")
+	cmd.Flags().BoolVar(&reply, "reply", false, "print the reply's schema instead of the request's")
 	return cmd
 }
 

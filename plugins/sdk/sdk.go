@@ -51,7 +51,8 @@ type NodeInput struct {
 	Server     Server            `json:"server"`
 }
 
-// Server is the Hetzner Cloud server behind a node.
+// Server is the Hetzner server behind a node: a cloud server (ServerType set) or, with Robot
+// enabled in the CCM, a dedicated server (Robot set).
 type Server struct {
 	ID          int64  `json:"id"`
 	Name        string `json:"name"`
@@ -67,6 +68,37 @@ type Server struct {
 	PublicIPv4  string            `json:"public_ipv4,omitempty"`
 	PublicIPv6  string            `json:"public_ipv6,omitempty"`
 	PrivateNets []PrivateNet      `json:"private_networks"`
+	// ServerType holds the hardware facts of the server's type (cores, memory, disk,
+	// architecture, CPU type), so a plugin needs no table of Hetzner server types. Added in
+	// ABI v1 without a version change (additive): hosts before it omit it (nil).
+	ServerType *ServerType `json:"server_type,omitempty"`
+	// Robot is set, instead of ServerType, when the node is a dedicated (Robot) server; ID is
+	// then the Robot server number. Added in ABI v1 without a version change (additive).
+	Robot *RobotServer `json:"robot,omitempty"`
+}
+
+// RobotServer is what the Robot API tells about a dedicated server.
+type RobotServer struct {
+	// Product is the Robot product name, e.g. "AX41-NVMe" or "Server Auction".
+	Product string `json:"product"`
+	// DataCenter is the Robot data center as Robot spells it, e.g. "FSN1-DC16".
+	DataCenter string `json:"data_center"`
+}
+
+// ServerType is the hardware of a Hetzner Cloud server type, as the API reports it.
+type ServerType struct {
+	// Name is the type's name, e.g. "cax21" (the same as Server.Type).
+	Name string `json:"name"`
+	// Cores is the number of virtual CPU cores.
+	Cores int `json:"cores"`
+	// MemoryGB is the memory in GB (a float: some types have 0.5 GB steps).
+	MemoryGB float64 `json:"memory_gb"`
+	// DiskGB is the local disk in GB.
+	DiskGB int `json:"disk_gb"`
+	// Architecture is "x86" or "arm".
+	Architecture string `json:"architecture"`
+	// CPUType is "shared" or "dedicated".
+	CPUType string `json:"cpu_type"`
 }
 
 // PrivateNet is a server's attachment to a private network.

@@ -352,6 +352,8 @@ func TestChartRefusesWhatItCannotHonour(t *testing.T) {
 		{"args.leader-elect=true,leaderElect=true", "args.leader-elect and leaderElect are both set; keep one"},
 		{"leaderElect=yes", `leaderElect: "yes" is not supported; set it to true, false or null`},
 		{"plugins.nodeLabels=/plugins/x.wasm", `plugins.nodeLabels: "/plugins/x.wasm" is a path; give the file name under /plugins`},
+		{"plugins.volume.emptyDir.medium=Memory,plugins.initContainer.image=p:v1,plugins.initContainer.command={cp}", "plugins.volume and plugins.initContainer are both set"},
+		{"plugins.initContainer.image=p:v1", "plugins.initContainer needs image and command"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.set, func(t *testing.T) {
@@ -361,6 +363,35 @@ func TestChartRefusesWhatItCannotHonour(t *testing.T) {
 				t.Errorf("helm template --set %s: %v, want an error containing %q", tc.set, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestChartPluginsInitContainer: plugins.initContainer renders an init container that copies
+// the modules from its image into the plugins volume, an emptyDir, mounted at /plugins in both.
+func TestChartPluginsInitContainer(t *testing.T) {
+	t.Parallel()
+	r := renderChart(t, []string{officialDefaults}, "--set", "plugins.initContainer.image=registry.example.com/ccm-plugins:v1",
+		"--set", "plugins.initContainer.command={cp,/modules/plugin.wasm,/plugins/}", "--set", "plugins.nodeLabels=plugin.wasm")
+	spec := r.deployment.Spec.Template.Spec
+	if len(spec.InitContainers) != 1 {
+		t.Fatalf("init containers = %+v, want copy-plugins", spec.InitContainers)
+	}
+	ic := spec.InitContainers[0]
+	if ic.Name != "copy-plugins" || ic.Image != "registry.example.com/ccm-plugins:v1" ||
+		!slices.Equal(ic.Command, []string{"cp", "/modules/plugin.wasm", "/plugins/"}) ||
+		len(ic.VolumeMounts) != 1 || ic.VolumeMounts[0].Name != "plugins" || ic.VolumeMounts[0].MountPath != "/plugins" {
+		t.Errorf("init container = %+v", ic)
+	}
+	for _, v := range spec.Volumes {
+		if v.Name == "plugins" && v.EmptyDir == nil {
+			t.Errorf("plugins volume = %+v, want an emptyDir", v)
+		}
+	}
+	if !slices.Contains(spec.Containers[0].Args, "--plugin-node-labels=/plugins/plugin.wasm") {
+		t.Errorf("args %v lack --plugin-node-labels=/plugins/plugin.wasm", spec.Containers[0].Args)
+	}
+	if d := renderChart(t, []string{officialDefaults}); len(d.deployment.Spec.Template.Spec.InitContainers) != 0 {
+		t.Errorf("the defaults render init containers: %+v", d.deployment.Spec.Template.Spec.InitContainers)
 	}
 }
 

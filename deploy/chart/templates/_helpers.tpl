@@ -96,6 +96,14 @@ message that names the value and the fix, instead of a CCM that exits at start-u
 {{- fail (printf "args.%s: the chart sets --%s; use %s instead" $flag $flag $value) -}}
 {{- end -}}
 {{- end -}}
+{{- if and .Values.plugins.volume .Values.plugins.initContainer -}}
+{{- fail "plugins.volume and plugins.initContainer are both set; the init container fills an emptyDir: keep one" -}}
+{{- end -}}
+{{- with .Values.plugins.initContainer -}}
+{{- if not (and .image .command) -}}
+{{- fail "plugins.initContainer needs image and command (for example {image: registry.example/ccm-plugins:v1, command: [cp, /modules/plugin.wasm, /plugins/]})" -}}
+{{- end -}}
+{{- end -}}
 {{- range $key := list "plugins.nodeLabels" "plugins.loadBalancerName" -}}
 {{- $file := ternary $.Values.plugins.nodeLabels $.Values.plugins.loadBalancerName (eq $key "plugins.nodeLabels") -}}
 {{- if and $file (contains "/" $file) -}}
@@ -172,6 +180,21 @@ spec:
   {{- with and $deployment .Values.affinity }}
   affinity:
     {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with .Values.plugins.initContainer }}
+  initContainers:
+    # Copies the plugin modules into the plugins emptyDir (plugins.initContainer).
+    - name: copy-plugins
+      image: {{ .image | quote }}
+      command:
+        {{- toYaml .command | nindent 8 }}
+      volumeMounts:
+        - name: plugins
+          mountPath: /plugins
+      {{- with $.Values.securityContext }}
+      securityContext:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
   {{- end }}
   containers:
     # The official chart's container name: overlays, `kubectl set image` and log queries that
@@ -301,6 +324,8 @@ spec:
     - name: plugins
       {{- if .Values.plugins.volume }}
       {{- toYaml .Values.plugins.volume | nindent 6 }}
+      {{- else if .Values.plugins.initContainer }}
+      emptyDir: {}
       {{- else }}
       configMap:
         name: {{ .Values.plugins.configMap }}
