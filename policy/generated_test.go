@@ -23,7 +23,7 @@ func TestGeneratedCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md, schema, err := inputdoc.Generate(src, policy.Operations)
+	md, schema, err := inputdoc.Generate(src, policy.Operations())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,15 @@
 
 package policy
 
-// Operations are the values of Input.Operation: the operations of the mutation kinds
+import "slices"
+
+// Operations returns the values of Input.Operation: the operations of the mutation kinds
 // (lbplan.Kinds, then routeplan.Kinds; each sorted). They MUST not change: policies match on
 // them. TestOperations_AreThoseOfTheKinds (ccm/executor) fails when a kind's is missing.
-var Operations = []string{
+func Operations() []string { return slices.Clone(operations) }
+
+// operations are Operations' table.
+var operations = []string{
 	"add_service",
 	"add_target",
 	"attach_to_network",

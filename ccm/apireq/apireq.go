@@ -3,7 +3,7 @@
 // carries, and the declared outcomes of API error codes. Mutations of ccm/lbplan and
 // ccm/routeplan build one each; the executor (ccm/executor) is the only code that sends them.
 //
-// [Endpoints] is the one table of the API paths the CCM writes to: each method and path
+// [Endpoints] returns the one table of the API paths the CCM writes to: each method and path
 // pattern with the policy action and operation of a request to it. The executor derives a
 // request's operation from it ([Of]) and refuses to send a request whose operation is not the
 // one the policy decided.
@@ -15,6 +15,7 @@ package apireq
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -190,10 +191,11 @@ const (
 	actionLBDelete = "loadbalancer.delete"
 )
 
-// Endpoints are every endpoint the CCM writes to, the one table of the paths it sends. A new
+// endpoints are every endpoint the CCM writes to, the one table of the paths it sends. A new
 // kind of mutation that uses a new endpoint adds it here; the executor refuses to send to any
-// other (ccm/executor, vetRequest).
-var Endpoints = []Endpoint{
+// other (ccm/executor, vetRequest). Unexported: no other package can add one (Endpoints hands
+// out a copy).
+var endpoints = []Endpoint{
 	{Method: "POST", Pattern: PathLoadBalancers, Action: actionLBCreate, Operation: "create"},
 	{Method: "PUT", Pattern: PathLoadBalancer, Action: actionLBUpdate, Operation: "update"},
 	{Method: "DELETE", Pattern: PathLoadBalancer, Action: actionLBDelete, Operation: "delete"},
@@ -224,7 +226,7 @@ func loadBalancerAction(name string) Endpoint {
 // pattern has none). ok is false when path is not an endpoint's pattern with a positive
 // decimal ID (no sign, no leading zero) in place of its %d.
 func Of(method, path string) (e Endpoint, id int64, ok bool) {
-	for _, ep := range Endpoints {
+	for _, ep := range endpoints {
 		if ep.Method != method {
 			continue
 		}
@@ -252,3 +254,6 @@ func match(pattern, path string) (int64, bool) {
 	}
 	return id, true
 }
+
+// Endpoints returns a copy of every endpoint the CCM writes to.
+func Endpoints() []Endpoint { return slices.Clone(endpoints) }

@@ -71,7 +71,7 @@ func TestOf(t *testing.T) {
 // once, so a request has one endpoint and an endpoint one operation.
 func TestEndpoints_areOneEach(t *testing.T) {
 	seen, ops := map[string]bool{}, map[string]bool{}
-	for _, e := range apireq.Endpoints {
+	for _, e := range apireq.Endpoints() {
 		if k := e.Method + " " + e.Pattern; seen[k] {
 			t.Errorf("%s is in the table twice", k)
 		} else {

@@ -9,7 +9,8 @@
 // these guards see.
 //
 // It sends only what the policy decided (vet.go): a plan with a mutation whose exact type is
-// not a registered kind (lbplan.Kinds, routeplan.Kinds) is refused before it is decided, and a
+// not a registered kind (lbplan.Kinds, routeplan.Kinds: copies of unexported tables that no
+// other package can extend, ccm/closed_test.go) is refused before it is decided, and a
 // request whose endpoint (apireq.Of, from its method and path) is not its mutation's action and
 // operation, or that names another load balancer or network than the one decided on, is
 // refused before it is sent (ErrRefused, counted as hcloud_ccm_mutations_total{result="refused"}).

@@ -73,7 +73,7 @@ func TestProperty_DecisionsSeeWhatRequestsDo(t *testing.T) {
 	if plans < 1000 {
 		t.Fatalf("checked %d non-empty plans, want at least 1000", plans)
 	}
-	for _, k := range lbplan.Kinds { // every kind, so a new kind fails here until the generator makes it
+	for _, k := range lbplan.Kinds() { // every kind, so a new kind fails here until the generator makes it
 		if f.ops[k.Operation()] == 0 {
 			t.Errorf("no random plan decided %s: widen the generator (randomDesired)", k.Operation())
 		}

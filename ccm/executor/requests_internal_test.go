@@ -267,7 +267,7 @@ func TestRequests_AreWhatHcloudGoSends(t *testing.T) {
 			}
 		})
 	}
-	for _, k := range lbplan.Kinds {
+	for _, k := range lbplan.Kinds() {
 		if !covered[typeName(k)] {
 			t.Errorf("%s has no case in this table", typeName(k))
 		}
@@ -303,12 +303,12 @@ func TestRequests_AreWhatHcloudGoSends(t *testing.T) {
 			}
 		})
 	}
-	for _, k := range routeplan.Kinds {
+	for _, k := range routeplan.Kinds() {
 		if !covered[typeName(k)] {
 			t.Errorf("%s has no case in this table", typeName(k))
 		}
 	}
-	for _, ep := range apireq.Endpoints {
+	for _, ep := range apireq.Endpoints() {
 		if !used[ep] {
 			t.Errorf("no kind sends %s %s (%s): remove it from apireq.Endpoints or add its kind", ep.Method, ep.Pattern, ep.Operation)
 		}

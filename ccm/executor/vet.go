@@ -34,10 +34,10 @@ type step interface {
 // routeplan.Kinds); built once, after every init of lbplan has registered its kinds.
 var kinds = sync.OnceValue(func() map[reflect.Type]bool {
 	out := map[reflect.Type]bool{}
-	for _, k := range lbplan.Kinds {
+	for _, k := range lbplan.Kinds() {
 		out[reflect.TypeOf(k)] = true
 	}
-	for _, k := range routeplan.Kinds {
+	for _, k := range routeplan.Kinds() {
 		out[reflect.TypeOf(k)] = true
 	}
 	return out

@@ -30,7 +30,7 @@ type Row struct {
 	// Location is the location's name, e.g. "fsn1".
 	Location string
 	// NetworkZone is the location's network zone; "" takes it from the locations Hetzner had
-	// when this was written (KnownZones), and a location missing there has none.
+	// when this was written (knownZones), and a location missing there has none.
 	NetworkZone string
 	// MonthlyNet is the monthly net price, a decimal string such as "5.0000".
 	MonthlyNet string
@@ -38,9 +38,9 @@ type Row struct {
 	MonthlyGross string
 }
 
-// KnownZones maps Hetzner's locations to their network zones (GET /locations, network_zone),
+// knownZones maps Hetzner's locations to their network zones (GET /locations, network_zone),
 // used to price a load balancer that names only a network zone when a Row names none.
-var KnownZones = map[string]string{
+var knownZones = map[string]string{
 	"fsn1": "eu-central", "nbg1": "eu-central", "hel1": "eu-central",
 	"ash": "us-east", "hil": "us-west", "sin": "ap-southeast",
 }
@@ -64,7 +64,7 @@ func NewPrices(rows []Row) (Prices, error) {
 		p.byLocation[r.Type+"@"+r.Location] = a
 		zone := r.NetworkZone
 		if zone == "" {
-			zone = KnownZones[r.Location]
+			zone = knownZones[r.Location]
 		}
 		if zone == "" {
 			continue

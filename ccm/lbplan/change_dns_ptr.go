@@ -14,7 +14,7 @@ import (
 // change: policies match on it.
 const OpChangeDNSPtr = "change_dns_ptr"
 
-func init() { Kinds = append(Kinds, ChangeDNSPtr{}) }
+func init() { register(ChangeDNSPtr{}) }
 
 // ChangeDNSPtr sets the reverse DNS record of the public IPv4 (or IPv6) address; the executor
 // takes the address from the load balancer, so it also works right after Create.

@@ -13,7 +13,7 @@ import (
 // not change: policies match on it.
 const OpChangeProtection = "change_protection"
 
-func init() { Kinds = append(Kinds, ChangeProtection{}) }
+func init() { register(ChangeProtection{}) }
 
 // ChangeProtection turns the Hetzner delete protection of the load balancer on or off (the
 // annotation LBDeleteProtection). Its policy input shows the protection before and after as

@@ -268,9 +268,12 @@ func CapacityMessage(r CapacityRefusal, group string, typ TypeLimit, suggest Typ
 	return msg + fmt.Sprintf(" Type %s (%d) would fit: set %s on the leader %s.", suggest.Name, suggest.MaxServices, annotation.LBType, leader)
 }
 
-// GroupSettings are the annotations of load-balancer-wide settings, which must agree across the
-// members of a group: the leader's are in force.
-var GroupSettings = []annotation.Name{
+// GroupSettings returns the annotations of load-balancer-wide settings, which must agree across
+// the members of a group: the leader's are in force.
+func GroupSettings() []annotation.Name { return slices.Clone(groupSettings) }
+
+// groupSettings are GroupSettings' table.
+var groupSettings = []annotation.Name{
 	annotation.LBType, annotation.LBLocation, annotation.LBNetworkZone, annotation.LBUsePrivateIP,
 	annotation.LBPrivateIPv4, annotation.LBPrivateSubnetIPRange, annotation.LBAlgorithmType,
 	annotation.LBDisablePublicNetwork, annotation.LBDisablePrivateIngress, annotation.LBIPv6Disabled,
@@ -295,7 +298,7 @@ func SettingConflicts(leader, member *corev1.Service) []SettingConflict {
 		return nil
 	}
 	var out []SettingConflict
-	for _, n := range GroupSettings {
+	for _, n := range groupSettings {
 		v, set := n.Value(member)
 		if !set {
 			continue

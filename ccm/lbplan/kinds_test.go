@@ -39,7 +39,7 @@ func TestKinds_EveryKindIsListed(t *testing.T) {
 		t.Fatal("lbplan.Mutation is not an interface")
 	}
 	listed := map[string]int{}
-	for _, k := range lbplan.Kinds {
+	for _, k := range lbplan.Kinds() {
 		listed[strings.TrimPrefix(fmt.Sprintf("%T", k), "lbplan.")]++
 	}
 	var kinds []string
@@ -53,7 +53,7 @@ func TestKinds_EveryKindIsListed(t *testing.T) {
 			t.Errorf("lbplan.%s implements Mutation and is listed %d times in lbplan.Kinds, want once (add it in the init of its file)", name, listed[name])
 		}
 	}
-	if len(kinds) != len(lbplan.Kinds) {
-		t.Errorf("lbplan has %d kinds %v, Kinds lists %d", len(kinds), kinds, len(lbplan.Kinds))
+	if len(kinds) != len(lbplan.Kinds()) {
+		t.Errorf("lbplan has %d kinds %v, Kinds lists %d", len(kinds), kinds, len(lbplan.Kinds()))
 	}
 }

@@ -68,14 +68,22 @@ const (
 	OpCreateManagedCertificate = "create_managed_certificate"
 )
 
-// Kinds are the load balancer mutation kinds, one zero value each. The file of each kind adds
-// it (init); the policy contract's operation list is generated from them (policy/gen), and the
-// executor's request golden has a case for each. TestKinds_EveryKindIsListed (a type check of
-// this package) fails for a kind that is missing.
-var Kinds []Mutation
+// kinds are the load balancer mutation kinds, one zero value each; the file of each kind
+// registers it (register, from its init). Nothing outside this package can add one: the slice
+// is unexported and Kinds hands out a copy (the compiler; TestKinds_closed). The policy
+// contract's operation list is generated from them (policy/internal/gendoc), and the executor
+// refuses a mutation whose exact type is not one of them. TestKinds_EveryKindIsListed (a type
+// check of this package) fails for a kind that is missing.
+var kinds []Mutation
+
+// register adds the kinds ks; only the inits of this package call it.
+func register(ks ...Mutation) { kinds = append(kinds, ks...) }
+
+// Kinds returns a copy of the registered load balancer mutation kinds, one zero value each.
+func Kinds() []Mutation { return slices.Clone(kinds) }
 
 func init() {
-	Kinds = append(Kinds, Create{}, Update{}, ChangeType{}, ChangeAlgorithm{}, AttachNetwork{}, DetachNetwork{},
+	register(Create{}, Update{}, ChangeType{}, ChangeAlgorithm{}, AttachNetwork{}, DetachNetwork{},
 		EnablePublicInterface{}, DisablePublicInterface{}, AddService{}, UpdateService{}, DeleteService{},
 		AddTarget{}, RemoveTarget{}, RemoveIPTarget{}, CreateManagedCertificate{}, Delete{})
 }

@@ -144,7 +144,7 @@ func planIPTargets(d Desired, a *Actual, count, limit int) (removes, adds []Muta
 	return removes, adds, skipped
 }
 
-func init() { Kinds = append(Kinds, AddIPTarget{}) }
+func init() { register(AddIPTarget{}) }
 
 // AddIPTarget adds an IP target (a Robot node).
 type AddIPTarget struct {

@@ -221,7 +221,7 @@ func membersBefore(leaver *corev1.Service, members []*corev1.Service) []*corev1.
 // a load-balancer-wide one (lbplan.GroupSettings, set on either) or the certificate type (a
 // managed certificate is the leader's).
 func leaderSettingsDiffer(a, b *corev1.Service) bool {
-	for _, n := range append(slices.Clone(lbplan.GroupSettings), annotation.LBSvcHTTPCertificateType) {
+	for _, n := range append(lbplan.GroupSettings(), annotation.LBSvcHTTPCertificateType) {
 		v, set := n.Value(a)
 		w, wset := n.Value(b)
 		if set != wset || v != w {

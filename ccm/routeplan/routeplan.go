@@ -56,9 +56,13 @@ type Mutation interface {
 	Request(networkID int64) apireq.Request
 }
 
-// Kinds are the route mutation kinds, one value each: the policy contract's operations are
-// generated from them (policy/gen). A test fails for a kind missing here.
-var Kinds = []Mutation{Add{}, Delete{}}
+// kinds are the route mutation kinds, one value each: the policy contract's operations are
+// generated from them (policy/internal/gendoc). A test fails for a kind missing here. Unexported:
+// nothing outside this package can add one (Kinds hands out a copy).
+var kinds = []Mutation{Add{}, Delete{}}
+
+// Kinds returns a copy of the route mutation kinds, one value each.
+func Kinds() []Mutation { return slices.Clone(kinds) }
 
 // Add adds the route. Its Apply leaves routes that already hold it as they are (the network
 // holds a route once), so applying it twice is applying it once.
