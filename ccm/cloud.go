@@ -1,13 +1,26 @@
 // Package ccm implements k8s.io/cloud-provider for Hetzner Cloud: a drop-in replacement for the
 // official hcloud-cloud-controller-manager in which every cloud mutation passes a policy gate.
 //
-// New wires the parts: configuration (ccm/config), the API connection and its read-only
-// wrappers (ccm/hcloudclient), the server cache (ccm/servercache), node metadata
-// (ccm/instances), load balancers (ccm/loadbalancer, planned by ccm/lbplan), routes
-// (ccm/routes), and the executor (ccm/executor), the only code that writes to Hetzner, which
-// asks the policy engine (policy/) before every mutation. Plugins (plugins/) compute node
-// labels and load balancer names. docs/rationale.md says what keeps the executor the only
-// writer.
+// New wires the parts, each a package of its own:
+//   - input: configuration from the environment (ccm/config), the official annotations
+//     (ccm/annotation), provider IDs (ccm/providerid);
+//   - reads: the API connection and its read-only wrappers (ccm/hcloudclient), the server cache
+//     (ccm/servercache), the load balancer cache (ccm/lbcache), the Robot client (ccm/robot);
+//   - nodes: node metadata (ccm/instances, with ccm/metadata for the attached-network check) and
+//     the plugin labels kept current (ccm/nodelabels);
+//   - load balancers: the cloudprovider.LoadBalancer (ccm/loadbalancer), planned by the pure
+//     planner (ccm/lbplan), priced by the inventory (ccm/inventory); the requeue of denied and
+//     failed Services (ccm/requeue); the same planning for manifests in CI (ccm/ciplan, the
+//     `plan` command) and at admission (ccm/admission); the policy audit (ccm/audit);
+//   - routes: the cloudprovider.Routes (ccm/routes), planned by ccm/routeplan;
+//   - writes: the executor (ccm/executor), the only code that writes to Hetzner, which asks the
+//     policy engine (policy/) before every mutation and sends only the requests of its endpoint
+//     table (ccm/apireq);
+//   - the official CCM's metric names (ccm/compatmetrics).
+//
+// Plugins (plugins/) compute node labels and load balancer names. The loops that write (group
+// sweep, drift repair, requeue, audit) run only on the leader (Initialize). docs/rationale.md
+// says what keeps the executor the only writer.
 package ccm
 
 import (
