@@ -191,7 +191,7 @@ test:
 # printed and written to SOAK_REPORT. Fails on any invariant violation. Not part of `make test`.
 SOAK_DURATION ?= 20m
 SOAK_SEED ?=
-SOAK_QUIET ?= 90s
+SOAK_QUIET ?= 2m
 SOAK_REPORT ?= $(BIN)/soak-report.md
 soak: kube-bins build
 	go vet -tags soak ./test/soak/

@@ -157,7 +157,7 @@ func deploymentArgs(ctx context.Context, c *harness.Cluster) ([]string, error) {
 
 // ccmFlags are the flags the soak adds to the Deployment's: the example policies enforced,
 // every decision logged, short drift, sweep and audit periods, and a leader election that
-// fails over within seconds.
+// fails over within seconds (with room for a loaded 2-core machine: 8 s, renewed within 6 s).
 func ccmFlags(intervals intervals) []string {
 	return []string{
 		"--policy-mode=enforce",
@@ -165,9 +165,9 @@ func ccmFlags(intervals intervals) []string {
 		"--load-balancer-drift-interval=" + intervals.drift.String(),
 		"--load-balancer-group-sweep-interval=" + intervals.sweep.String(),
 		"--policy-audit-interval=" + intervals.audit.String(),
-		"--leader-elect-lease-duration=4s",
-		"--leader-elect-renew-deadline=3s",
-		"--leader-elect-retry-period=1s",
+		"--leader-elect-lease-duration=8s",
+		"--leader-elect-renew-deadline=6s",
+		"--leader-elect-retry-period=2s",
 		"--bind-address=127.0.0.1",
 		"--v=2",
 	}

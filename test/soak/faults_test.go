@@ -61,8 +61,13 @@ func (s *soak) randomLB(keep func(lbView) bool) (lbView, bool) {
 	return lbs[s.rnd.IntN(len(lbs))], true
 }
 
+// handDeleteLB deletes a load balancer by hand: a group's half the time (a group's load
+// balancer lost while refused members remain is where a home was re-derived, issue 40 §3).
 func (s *soak) handDeleteLB() (string, error) {
-	lb, ok := s.randomLB(func(lbView) bool { return true })
+	lb, ok := s.randomLB(func(lb lbView) bool { return lb.Labels[labelGroup] != "" })
+	if !ok || s.rnd.IntN(2) == 0 {
+		lb, ok = s.randomLB(func(lbView) bool { return true })
+	}
 	if !ok {
 		return "", nil
 	}

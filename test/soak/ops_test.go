@@ -38,12 +38,13 @@ var workload = []op{
 	{"service-create", 6, (*soak).createService},
 	{"service-change", 6, (*soak).changeService},
 	{"service-delete", 3, (*soak).deleteService},
-	{"group-join", 4, (*soak).joinGroup},
-	{"group-leave", 3, (*soak).leaveGroup},
+	{"group-join", 5, (*soak).joinGroup},
+	{"group-leave", 4, (*soak).leaveGroup},
 	{"namespace-label", 3, (*soak).toggleNamespace},
 	{"node-join", 2, (*soak).nodeJoin},
 	{"node-leave", 2, (*soak).nodeLeave},
 	{"policy-revision", 2, (*soak).policyRevision},
+	{"anchor-recycle", 3, (*soak).recycleAnchor},
 }
 
 // newService builds a Service of type LoadBalancer from its model.
@@ -271,6 +272,27 @@ func (s *soak) leaveGroup() (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("%s left group %s (annotation removed)", m.Key(), g), nil
+}
+
+// recycleAnchor replaces the anchor of group shop or pay by a new home member with the same
+// port, created first and then the old one deleted: the group never lacks a member at home,
+// but its oldest member may now be one of another namespace (a refused one), from which the
+// home must never be derived again (issue 40 §3).
+func (s *soak) recycleAnchor() (string, error) {
+	g := []string{"shop", "pay"}[s.rnd.IntN(2)]
+	old := s.model.pick(s.rnd, func(m *svcModel) bool { return m.Anchor && m.Group == g })
+	if old == nil {
+		return "", nil
+	}
+	s.model.nextSvc++
+	m := &svcModel{NS: old.NS, Name: fmt.Sprintf("%s-%d", groupHome[g].anchor, s.model.nextSvc), Ports: old.Ports, Group: g, LB: true, Anchor: true}
+	if err := s.create(m); err != nil {
+		return "", err
+	}
+	if _, err := s.remove(old); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("group %s: anchor %s replaced by %s", g, old.Key(), m.Key()), nil
 }
 
 func (s *soak) toggleNamespace() (string, error) {

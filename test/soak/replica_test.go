@@ -72,7 +72,14 @@ func (r *replica) start(t *testing.T) {
 	r.mu.Unlock()
 }
 
-// current is the replica's latest lifetime.
+// started reports whether the replica has run at all.
+func (r *replica) started() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.lives) > 0
+}
+
+// current is the replica's latest lifetime; the replica has started.
 func (r *replica) current() *lifetime {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -130,7 +137,7 @@ func (r *replica) scan() []string {
 		if strings.Contains(lower, acquired) {
 			r.mu.Lock()
 			if l.leadSince.IsZero() {
-				l.leadSince = time.Now()
+				l.leadSince = klogTime(line, time.Now())
 			}
 			r.mu.Unlock()
 		}
@@ -139,6 +146,19 @@ func (r *replica) scan() []string {
 		}
 	}
 	return bad
+}
+
+// klogTime is the time in the header of a klog text line ("I1128 15:56:41.123456 ..."), in
+// the local time zone and this year; seen when the line has none.
+func klogTime(line string, seen time.Time) time.Time {
+	if len(line) < 21 {
+		return seen
+	}
+	t, err := time.ParseInLocation("0102 15:04:05.000000", line[1:21], time.Local)
+	if err != nil {
+		return seen
+	}
+	return t.AddDate(seen.Year(), 0, 0)
 }
 
 // sample updates the peak RSS and CPU time from /proc.

@@ -46,7 +46,7 @@ type config struct {
 // and prints the seed that replays it.
 func loadConfig(t *testing.T) config {
 	cfg := config{
-		seed: uint64(time.Now().UnixNano()), duration: 20 * time.Minute, quiet: 90 * time.Second,
+		seed: uint64(time.Now().UnixNano()), duration: 20 * time.Minute, quiet: 2 * time.Minute,
 		bound: 2 * time.Minute, orphanGrace: 2 * time.Minute,
 		report:    os.Getenv("SOAK_REPORT"),
 		ccmBin:    os.Getenv("CCM_BIN"),
@@ -97,6 +97,7 @@ type soak struct {
 	lbNames     map[int64]string
 	orphanSince map[int64]time.Time
 	writeCursor map[string]int
+	watching    bool // watch reads the replicas' logs (else waitLeader does)
 }
 
 // TestSoak runs the soak; it fails when an invariant broke, and always writes the report.
@@ -111,6 +112,7 @@ func TestSoak(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
+	s.watching = true
 	go func() { defer wg.Done(); s.watch(ctx) }()
 
 	deadline := s.start.Add(cfg.duration)
@@ -201,7 +203,9 @@ func (s *soak) startReplicas(ctx context.Context) {
 	s.replicas["w"] = &replica{Name: "w", args: wargs, env: env, bin: s.cfg.ccmBin, ep: s.eps["w"], webhook: true}
 
 	s.replicas["a"].start(t)
-	s.waitLeader(2 * time.Minute)
+	if !s.waitLeader(2 * time.Minute) {
+		t.Fatalf("replica a did not take the Lease within 2 minutes; last lines:\n%s", s.replicas["a"].current().proc.Tail(30))
+	}
 	s.replicas["b"].start(t)
 	s.replicas["w"].start(t)
 	s.event("replicas a (leader), b (standby) and w (webhook only) started")
@@ -212,7 +216,12 @@ func (s *soak) waitLeader(timeout time.Duration) bool {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
 		for _, name := range []string{"a", "b"} {
-			s.replicas[name].scan()
+			if !s.replicas[name].started() {
+				continue
+			}
+			if !s.watching {
+				s.replicas[name].scan()
+			}
 			if s.replicas[name].leads() {
 				return true
 			}
@@ -276,7 +285,7 @@ func (s *soak) scanReplicas() {
 	}
 }
 
-// round runs one round: 1-3 operations and, six times in ten, 1-2 faults, for a window of 5-25
+// round runs one round: 1-3 operations and, six times in ten, 1-2 faults, for a window of 2-20
 // s (with one more operation half-way, half the time); then the faults are cleared, stopped
 // replicas are started again, and the round waits for convergence.
 func (s *soak) round(ctx context.Context, i int) {
@@ -293,7 +302,7 @@ func (s *soak) round(ctx context.Context, i int) {
 			fs = append(fs, pickFault(s.rnd))
 		}
 	}
-	window := 5*time.Second + time.Duration(s.rnd.IntN(21))*time.Second
+	window := 2*time.Second + time.Duration(s.rnd.IntN(19))*time.Second
 	midOp := s.rnd.IntN(2) == 0
 	var mid op
 	if midOp {
@@ -314,7 +323,11 @@ func (s *soak) round(ctx context.Context, i int) {
 	time.Sleep(time.Until(began.Add(window)))
 	s.emu.ClearFaults()
 	s.restartStopped()
-	s.waitConverged(ctx, fmt.Sprintf("round %d", i))
+	if _, ok := s.waitConverged(ctx, fmt.Sprintf("round %d", i)); ok {
+		s.rep.mu.Lock()
+		s.rep.fromStart = append(s.rep.fromStart, time.Since(began))
+		s.rep.mu.Unlock()
+	}
 }
 
 // apply runs one workload operation with the model locked.
@@ -372,22 +385,28 @@ func (s *soak) restartStopped() {
 }
 
 // waitConverged waits up to the bound for convergence after a round's faults were cleared and
-// records the time it took, or a violation with what is still wrong.
-func (s *soak) waitConverged(ctx context.Context, what string) {
+// records the time it took (and returns it, with true), or a violation with what is still
+// wrong.
+func (s *soak) waitConverged(ctx context.Context, what string) (time.Duration, bool) {
 	from := time.Now()
 	var bad []string
-	for time.Since(from) < s.cfg.bound {
+	for first := true; time.Since(from) < s.cfg.bound; first = false {
 		var err error
 		bad, err = s.convergence(ctx)
+		if first && len(bad) > 0 {
+			s.rep.mu.Lock()
+			s.rep.waited++
+			s.rep.mu.Unlock()
+		}
 		if err == nil && len(bad) == 0 {
 			d := time.Since(from)
 			s.rep.mu.Lock()
 			s.rep.converge = append(s.rep.converge, d)
 			s.rep.mu.Unlock()
 			s.event("%s converged in %s", what, d.Round(100*time.Millisecond))
-			return
+			return d, true
 		}
-		time.Sleep(time.Second)
+		time.Sleep(500 * time.Millisecond)
 	}
 	var who, objects []string
 	for _, b := range bad {
@@ -397,6 +416,7 @@ func (s *soak) waitConverged(ctx context.Context, what string) {
 	}
 	s.violation("not-converged", strings.Join(who, ", "), objects,
 		"%s: not converged %s after the faults were cleared: %s", what, s.cfg.bound, strings.Join(bad, "; "))
+	return 0, false
 }
 
 // quietPeriod waits for convergence, then lets the CCM run for the quiet period without any
@@ -423,8 +443,28 @@ func (s *soak) quietPeriod(ctx context.Context) (float64, time.Duration) {
 	if err == nil && len(bad) > 0 {
 		s.violation("diverged-while-quiet", strings.Join(bad, "; "), nil, "after the quiet period: %s", strings.Join(bad, "; "))
 	}
-	s.checkDeniedCost(from)
+	s.checkDeniedCost(s.deniedCostFrom(from))
 	return float64(n) / time.Since(from).Hours(), time.Since(from).Round(time.Second)
+}
+
+// firstRound is how long a replica that took the Lease may spend on the first round of the
+// denied Services (each decided once, then served from its denial cache).
+const firstRound = time.Minute
+
+// deniedCostFrom is when the denied Services' quiet window starts: at from, or a first round
+// after the leader took the Lease, whichever is later.
+func (s *soak) deniedCostFrom(from time.Time) time.Time {
+	for _, name := range []string{"a", "b"} {
+		r := s.replicas[name]
+		l := r.current()
+		r.mu.Lock()
+		since := l.leadSince
+		r.mu.Unlock()
+		if r.alive() && !since.IsZero() && since.Add(firstRound).After(from) {
+			from = since.Add(firstRound)
+		}
+	}
+	return from
 }
 
 // pickOp draws an operation by weight.
