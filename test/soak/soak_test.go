@@ -97,7 +97,8 @@ type soak struct {
 	lbNames     map[int64]string
 	orphanSince map[int64]time.Time
 	writeCursor map[string]int
-	watching    bool // watch reads the replicas' logs (else waitLeader does)
+	watching    bool            // watch reads the replicas' logs (else waitLeader does)
+	stuck       map[string]bool // mismatches a wait already reported as not converging
 }
 
 // TestSoak runs the soak; it fails when an invariant broke, and always writes the report.
@@ -393,6 +394,7 @@ func (s *soak) waitConverged(ctx context.Context, what string) (time.Duration, b
 	for first := true; time.Since(from) < s.cfg.bound; first = false {
 		var err error
 		bad, err = s.convergence(ctx)
+		bad = s.newlyBad(bad)
 		if first && len(bad) > 0 {
 			s.rep.mu.Lock()
 			s.rep.waited++
@@ -408,6 +410,10 @@ func (s *soak) waitConverged(ctx context.Context, what string) (time.Duration, b
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+	s.stuck = map[string]bool{}
+	for _, b := range bad {
+		s.stuck[b] = true
+	}
 	var who, objects []string
 	for _, b := range bad {
 		w, _, _ := strings.Cut(b, ":")
@@ -417,6 +423,24 @@ func (s *soak) waitConverged(ctx context.Context, what string) (time.Duration, b
 	s.violation("not-converged", strings.Join(who, ", "), objects,
 		"%s: not converged %s after the faults were cleared: %s", what, s.cfg.bound, strings.Join(bad, "; "))
 	return 0, false
+}
+
+// newlyBad drops from bad what a wait before already reported as not converging (it stays
+// reported, counted once): a breakage that lasts does not cost every later round the whole
+// bound. What converged meanwhile leaves the stuck set, so that it is judged again if it
+// breaks again.
+func (s *soak) newlyBad(bad []string) []string {
+	var out []string
+	still := map[string]bool{}
+	for _, b := range bad {
+		if s.stuck[b] {
+			still[b] = true
+		} else {
+			out = append(out, b)
+		}
+	}
+	s.stuck = still
+	return out
 }
 
 // quietPeriod waits for convergence, then lets the CCM run for the quiet period without any
@@ -439,6 +463,7 @@ func (s *soak) quietPeriod(ctx context.Context) (float64, time.Duration) {
 	}
 	time.Sleep(s.cfg.quiet)
 	n := count()
+	s.stuck = nil // the final check judges everything
 	bad, err := s.convergence(ctx)
 	if err == nil && len(bad) > 0 {
 		s.violation("diverged-while-quiet", strings.Join(bad, "; "), nil, "after the quiet period: %s", strings.Join(bad, "; "))
