@@ -416,8 +416,12 @@ func (s *soak) checkAudit() {
 			s.violation("webhook-replica-report", ev.Verb+" "+what, nil,
 				"the webhook replica sent %s %s %s/%s (HTTP %d) at %s", ev.Verb, what, ref.Namespace, ref.Name, ev.ResponseStatus.Code, ev.StageTimestamp.Format(time.TimeOnly))
 		case ref.Resource == "events":
-			s.violation("webhook-replica-event", ev.RequestObject.Reason, nil,
-				"the webhook replica emitted a %s event on %s at %s: %s", ev.RequestObject.Reason, ref.Namespace, ev.StageTimestamp.Format(time.TimeOnly), ev.RequestObject.Message)
+			reason := ev.RequestObject.Reason
+			if reason == "" {
+				reason = "(" + ev.Verb + " of an event, no reason in the body)"
+			}
+			s.violation("webhook-replica-event", reason, nil,
+				"the webhook replica emitted a %s event on %s at %s: %s", reason, ref.Namespace, ev.StageTimestamp.Format(time.TimeOnly), ev.RequestObject.Message)
 		default:
 			s.violation("webhook-replica-write", ev.Verb+" "+what, nil,
 				"the webhook replica sent %s %s %s/%s (HTTP %d) at %s", ev.Verb, what, ref.Namespace, ref.Name, ev.ResponseStatus.Code, ev.StageTimestamp.Format(time.TimeOnly))

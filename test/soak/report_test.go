@@ -199,7 +199,7 @@ func (s *soak) markdown(quietPerHour float64, quiet time.Duration) string {
 	}
 	w("\nWrites judged against the Lease and the decision log: %v by replica; %d matched an allowing decision of the same process, %d had no decision of the same action, operation and load balancer name in the log (by operation: %v); %d decisions read.\n",
 		r.writesBy, r.decidedN, sum(r.undecidedBy), r.undecidedBy, s.decisions.count())
-	w("\n## Convergence\n\n%d waits converged (rounds and the final one); in %d of them the first check found something not converged yet. After the faults of a round were cleared (and stopped replicas started again): p50 %s, p90 %s, max %s. From a round's first change (its window of 5-25 s included): p50 %s, max %s.\n",
+	w("\n## Convergence\n\n%d waits converged (rounds and the final one); in %d of them the first check found something not converged yet. After the faults of a round were cleared (and stopped replicas started again): p50 %s, p90 %s, max %s. From a round's first change (its window of 2-20 s included): p50 %s, max %s.\n",
 		len(r.converge), r.waited, roundTenth(percentile(r.converge, 50)), roundTenth(percentile(r.converge, 90)), roundTenth(percentile(r.converge, 100)),
 		roundTenth(percentile(r.fromStart, 50)), roundTenth(percentile(r.fromStart, 100)))
 	w("\n## Requests\n\nBy route (emulator counters, all clients):\n\n| route | n |\n|---|---|\n")
@@ -212,7 +212,7 @@ func (s *soak) markdown(quietPerHour float64, quiet time.Duration) string {
 		reqs, _ := s.eps[name].since(0)
 		w("%s %d; ", name, len(reqs))
 	}
-	w("\nOnce quiet (the last %s, every Service converged): %.0f requests per hour by the replicas.\n", quiet, quietPerHour)
+	w("\nOnce quiet (the last %s, no operation and no fault): %.0f requests per hour by the replicas.\n", quiet, quietPerHour)
 	w("\n## Resources\n\n| replica | starts | peak RSS | CPU (all runs) |\n|---|---|---|---|\n")
 	for _, name := range []string{"a", "b", "w"} {
 		rep := s.replicas[name]

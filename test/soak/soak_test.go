@@ -447,6 +447,7 @@ func (s *soak) newlyBad(bad []string) []string {
 // operation or fault, and returns the replicas' requests per hour in it.
 func (s *soak) quietPeriod(ctx context.Context) (float64, time.Duration) {
 	s.event("quiet period of %s", s.cfg.quiet)
+	s.stuck = nil // the final wait judges everything, what a round reported as stuck too
 	s.waitConverged(ctx, "final")
 	from := time.Now()
 	count := func() int {
