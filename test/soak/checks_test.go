@@ -170,7 +170,7 @@ func (s *soak) keyOf(uid string) string {
 // convergence returns what is not yet as the model asks: for each Service with its own load
 // balancer, exactly one with its listeners (port to node port) and targets (its pool's nodes)
 // and its address; for each group with home members, one load balancer with their listeners,
-// every node and the address on each home member; for a refused Service, no load balancer of
+// the nodes of its oldest home member's pool and the address on each home member; for a refused Service, no load balancer of
 // its own and no address. Empty means converged.
 func (s *soak) convergence(ctx context.Context) ([]string, error) {
 	s.rep.count("convergence")
@@ -245,7 +245,7 @@ func (s *soak) groupConverged(g string, want []listener, stored map[string]corev
 	var bad []string
 	for key, m := range s.model.services {
 		if m.Group == g && s.model.expect(m) == expectGroup {
-			bad = append(bad, compareLB("group "+g+" member "+key, mine[0], want, s.model.nodesFor(""), ingress(stored[key]))...)
+			bad = append(bad, compareLB("group "+g+" member "+key, mine[0], want, s.model.nodesFor(s.model.leaderPool(g)), ingress(stored[key]))...)
 		}
 	}
 	return bad

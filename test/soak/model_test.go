@@ -56,6 +56,7 @@ type svcModel struct {
 	Group     string
 	LB        bool // type LoadBalancer (else ClusterIP)
 	Anchor    bool
+	Seq       int // creation order: a group's oldest home member leads it (its node selector is in force)
 }
 
 // Key is namespace/name.
@@ -162,6 +163,21 @@ func (m *model) homePorts(group string) []int32 {
 		}
 	}
 	return out
+}
+
+// leaderPool is the node pool of group g's oldest home member of type LoadBalancer, whose
+// settings the group's load balancer follows ("" for all nodes).
+func (m *model) leaderPool(g string) string {
+	var leader *svcModel
+	for _, s := range m.services {
+		if s.Group == g && s.LB && s.NS == groupHome[g].ns && (leader == nil || s.Seq < leader.Seq) {
+			leader = s
+		}
+	}
+	if leader == nil {
+		return ""
+	}
+	return leader.Selector
 }
 
 // nodesFor returns the server IDs of the nodes a Service with selector pool targets.

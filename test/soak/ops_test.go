@@ -109,6 +109,7 @@ func (s *soak) create(m *svcModel) error {
 		return fmt.Errorf("create service %s: %w", m.Key(), err)
 	}
 	m.UID = string(created.UID)
+	m.Seq = s.model.nextSvc
 	s.model.services[m.Key()] = m
 	return nil
 }
