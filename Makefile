@@ -47,7 +47,7 @@ E2E_TIMEOUT ?= 30m
 # waiting for the CCM, so more than the number of cores pays off: on 2 cores 4 halves the phase.
 E2E_PARALLEL ?= 4
 
-.PHONY: all build release dce-check test e2e-stress unit race vet lint lint-bin fmt-check generate check-generated policy-test kube-bins helm-bin chart-test e2e e2e-versions bench bench-smoke demo clean
+.PHONY: all build release dce-check test e2e-stress unit race vet lint lint-bin fmt-check generate check-generated policy-test kube-bins helm-bin chart-test e2e e2e-versions bench bench-smoke soak demo clean
 
 all: build
 
@@ -82,6 +82,7 @@ SDK_DIR := plugins/sdk
 vet:
 	go vet ./...
 	go vet -tags e2e ./test/e2e/...
+	go vet -tags soak ./test/soak/
 	cd $(SDK_DIR) && go vet ./... && GOOS=wasip1 GOARCH=wasm go vet ./...
 
 lint-bin:
@@ -181,6 +182,21 @@ TEST_PHASES := fmt-check vet lint-bin lint build dce-check plugins-fixtures-chec
 	policy-test chart-test kube-bins plugins plugins-examples-test e2e bench-smoke
 test:
 	MAKE="$(MAKE)" test/phases.sh $(TEST_PHASES)
+
+# The randomized fault soak (test/soak, docs/reliability.md § The fault soak): the CCM binary in
+# two replicas with leader election and a webhook-only one, the example policies enforced, short
+# drift, sweep and audit periods, against a real kube-apiserver and the emulator; a random mix of
+# workload and faults drawn from SOAK_SEED (printed at the start; pass it back to replay) for
+# SOAK_DURATION, invariants checked all the time, then a quiet period (SOAK_QUIET) and a report
+# printed and written to SOAK_REPORT. Fails on any invariant violation. Not part of `make test`.
+SOAK_DURATION ?= 20m
+SOAK_SEED ?=
+SOAK_QUIET ?= 2m
+SOAK_REPORT ?= $(BIN)/soak-report.md
+soak: kube-bins build
+	go vet -tags soak ./test/soak/
+	CCM_BIN=$(BIN)/hcloud-policy-ccm SOAK_DURATION=$(SOAK_DURATION) SOAK_SEED=$(SOAK_SEED) SOAK_QUIET=$(SOAK_QUIET) SOAK_REPORT=$(SOAK_REPORT) \
+		go test -count=1 -v -tags soak -timeout 0 -run TestSoak ./test/soak/
 
 # The demo: local kube-apiserver + etcd + Hetzner API emulator + this CCM with the example
 # policies and plugins (cmd/ccm-demo). Ctrl-C stops everything. Your own setup (README, "The
