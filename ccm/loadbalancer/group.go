@@ -242,6 +242,7 @@ func (l *LoadBalancers) groupAfterRun(ctx context.Context, s subject, gp planned
 	if s.group == "" {
 		return nil
 	}
+	l.requeueAfterRecreate(s, gp)
 	if err := servedError(s.svc, s.group, gp); err != nil {
 		return err
 	}
@@ -251,6 +252,34 @@ func (l *LoadBalancers) groupAfterRun(ctx context.Context, s subject, gp planned
 		}
 	}
 	return nil
+}
+
+// requeueAfterRecreate syncs now, through the DenialTracker when it is a DriftRequeuer, the other
+// members of s's group that show an address when gp's plan created the group's load balancer:
+// it had been deleted (by hand, or by the sweep), and their address is the old one's until their
+// own sync sets the new one (found by the fault soak, issue 45). A group's first create finds no
+// member with an address and requeues nobody.
+func (l *LoadBalancers) requeueAfterRecreate(s subject, gp planned) {
+	r, ok := l.denials.(DriftRequeuer)
+	if !ok || gp.plan == nil || len(gp.plan.Mutations) == 0 {
+		return
+	}
+	if _, created := gp.plan.Mutations[0].(lbplan.Create); !created {
+		return
+	}
+	members, err := l.members(s.svc, s.group, false)
+	if err != nil {
+		return
+	}
+	var stale []*corev1.Service
+	for _, m := range members {
+		if len(m.Status.LoadBalancer.Ingress) > 0 {
+			stale = append(stale, m)
+		}
+	}
+	if len(stale) > 0 {
+		r.Drifted(stale, "load balancer of group "+s.group+" created again")
+	}
 }
 
 // deleteOwn deletes the load balancer that carries the UID label of svc, if the cache knows one

@@ -912,3 +912,30 @@ func TestGroup_SweptWhenTheHomeHasNoMember(t *testing.T) {
 		t.Errorf("no LoadBalancerGroupHome event saying the home has no member left")
 	}
 }
+
+// TestGroup_RecreateSyncsTheOtherMembers: when a member's sync creates the group's load
+// balancer again (deleted by hand), the other members that show an address (the old load
+// balancer's) are synced now, so that their status gets the new one (found by the fault soak,
+// issue 45); the group's first create syncs nobody.
+func TestGroup_RecreateSyncsTheOtherMembers(t *testing.T) {
+	tracker := &driftTracker{}
+	g := newGroupEnv(t, withLBOption(func(o *loadbalancer.Options) { o.DenialTracker = tracker }))
+	a := groupMember("a", 0, "web", []int32{80})
+	b := groupMember("b", 1, "web", []int32{81})
+	g.add(a, b)
+	g.mustEnsure(a)
+	g.mustEnsure(b)
+	if got := tracker.got(); len(got) != 0 {
+		t.Fatalf("the first create synced %v, want nobody", got)
+	}
+	withAddress("192.0.2.10")(a)
+	withAddress("192.0.2.10")(b)
+	g.add(a, b)
+	if _, _, err := g.client.LoadBalancer.DeleteWithResult(context.Background(), g.onlyLB()); err != nil {
+		t.Fatal(err)
+	}
+	g.mustEnsure(a)
+	if got := tracker.got(); !slices.Equal(got, []string{"shop/b"}) {
+		t.Errorf("after the re-create, synced %v, want [shop/b]", got)
+	}
+}
