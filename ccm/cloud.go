@@ -239,7 +239,8 @@ func (c *Cloud) inventoryNeeded(onLoad func(string)) func(string) {
 	}
 }
 
-// readConfig reads the environment and validates it together with the flags.
+// readConfig reads the environment and validates it together with the flags. The Config's
+// LoadBalancer.Class is the class served: --load-balancer-class, else the variable's.
 func readConfig(d Deps) (config.Config, error) {
 	cfg, readErr := config.Read(d.Env)
 	var errs []error
@@ -251,6 +252,11 @@ func readConfig(d Deps) (config.Config, error) {
 	if err := d.Options.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	class, err := d.Options.LoadBalancerClassFrom(cfg.LoadBalancer.Class)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	cfg.LoadBalancer.Class = class // the flag's, else the variable's
 	if err := errors.Join(errs...); err != nil {
 		return config.Config{}, fmt.Errorf("invalid configuration:\n%w", err)
 	}
