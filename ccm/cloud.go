@@ -33,6 +33,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/instances"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbclass"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/metadata"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/nodelabels"
@@ -106,6 +107,13 @@ type Cloud struct {
 	// namespacesForbidden: the RBAC lets the CCM not list and watch namespaces (checked once at
 	// start); no namespace informer runs and every namespace lookup is an error.
 	namespacesForbidden bool
+	// classLBs serves the Services of the load balancer class (ccm/lbclass); nil without
+	// --load-balancer-class (or HCLOUD_LOAD_BALANCERS_CLASS), with load balancers disabled, or
+	// without a Kubernetes client and informers.
+	classLBs *lbclass.Controller
+	// classOnly: --load-balancer-class-only with a class; the upstream service controller does
+	// not run (ServiceControllerOff).
+	classOnly bool
 	// lead starts the loops only the leader runs (leaderLoops); Initialize calls it once.
 	lead     func(ctx context.Context)
 	leadOnce sync.Once
@@ -335,6 +343,9 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 	if c.lbs, err = loadbalancer.New(lbOpts); err != nil {
 		return fmt.Errorf("ccm.New: %w", err)
 	}
+	if err := c.buildClass(d); err != nil {
+		return err
+	}
 
 	if network != nil && c.cfg.Network.RoutesEnabled && d.Informers != nil && routesClusterCIDR(d.ClusterCIDR) {
 		r, err := routes.New(routes.Options{
@@ -351,6 +362,25 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 		}
 		c.routes = r
 	}
+	return nil
+}
+
+// buildClass builds the controller of the load balancer class, when a class is served.
+func (c *Cloud) buildClass(d Deps) error {
+	class := c.cfg.LoadBalancer.Class
+	c.classOnly = class != "" && d.Options.LoadBalancerClassOnly
+	if class == "" || !c.cfg.LoadBalancer.Enabled || d.Kube == nil || d.Informers == nil {
+		return nil
+	}
+	ctl, err := lbclass.New(lbclass.Options{
+		Class: class, ClassOnly: c.classOnly, ClusterName: d.ClusterName, Client: d.Kube,
+		Services: d.Informers.Core().V1().Services(), Nodes: d.Informers.Core().V1().Nodes(),
+		Balancer: c.lbs, Recorder: d.Recorder,
+	})
+	if err != nil {
+		return fmt.Errorf("ccm.New: %w", err)
+	}
+	c.classLBs = ctl
 	return nil
 }
 
@@ -441,6 +471,21 @@ func (c *Cloud) RunNodeLabels(ctx context.Context) bool {
 	return true
 }
 
+// RunLoadBalancerClass starts the controller of the load balancer class (ccm/lbclass) with
+// workers goroutines until ctx ends. It returns false when no class is served (or load
+// balancers are disabled). The controller manager calls it on the leader only.
+func (c *Cloud) RunLoadBalancerClass(ctx context.Context, workers int) bool {
+	if c.classLBs == nil {
+		return false
+	}
+	go c.classLBs.Run(ctx, max(workers, 1))
+	return true
+}
+
+// ServiceControllerOff reports whether the upstream service controller must not run:
+// --load-balancer-class-only, so class-less Services are left to another implementation.
+func (c *Cloud) ServiceControllerOff() bool { return c.classOnly }
+
 // ProviderName returns "hcloud".
 func (c *Cloud) ProviderName() string { return ProviderName }
 
@@ -459,7 +504,7 @@ func networkLabel(n *hcloud.Network) string {
 // logStart logs the effective configuration once.
 func (c *Cloud) logStart(network *hcloud.Network) {
 	klog.InfoS("hcloud-policy-ccm configured", "version", Version, "network", networkLabel(network),
-		"loadBalancers", c.cfg.LoadBalancer.Enabled, "routes", c.routes != nil, "plugins", len(c.plugins),
+		"loadBalancers", c.cfg.LoadBalancer.Enabled, "loadBalancerClass", c.cfg.LoadBalancer.Class, "classOnly", c.classOnly, "routes", c.routes != nil, "plugins", len(c.plugins),
 		"robot", c.cfg.Robot.String()) // String leaves the credentials out
 }
 
