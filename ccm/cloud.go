@@ -332,6 +332,7 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 		},
 		Executor: exec, Config: c.cfg.LoadBalancer, Network: network, Recorder: d.Recorder, Namer: namer,
 		Robot: c.cfg.Robot.Enabled, RobotClient: c.robot, // RobotClient is nil without credentials
+		ClassOnly: c.cfg.LoadBalancer.Class != "" && d.Options.LoadBalancerClassOnly,
 	}
 	c.admission = admissionParts{exec: exec, cluster: clusterView(d, network), informers: d.Informers, clusterName: d.ClusterName, namespacesForbidden: c.namespacesForbidden}
 	if c.requeue != nil {
