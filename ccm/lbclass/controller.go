@@ -203,14 +203,15 @@ func Decide(class string, classOnly bool, svc *corev1.Service) Action {
 }
 
 // needsSync reports whether an update from old to cur can change what a sync does: a change of
-// spec, annotations (the requeuer's retries are one), UID, deletion or finalizer. Status-only
-// updates (the controller's own patches) and resyncs are not.
+// spec, annotations (the requeuer's retries are one), UID or deletion, or the finalizer
+// removed (by hand: the next sync adds it again). Status-only updates and the finalizer added
+// (the controller's own patches) and resyncs are not, as in the upstream's needsUpdate.
 func needsSync(old, cur *corev1.Service) bool {
 	return old == nil || old.UID != cur.UID ||
 		!equality.Semantic.DeepEqual(old.Spec, cur.Spec) ||
 		!equality.Semantic.DeepEqual(old.Annotations, cur.Annotations) ||
 		(old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) ||
-		servicehelper.HasLBFinalizer(old) != servicehelper.HasLBFinalizer(cur)
+		servicehelper.HasLBFinalizer(old) && !servicehelper.HasLBFinalizer(cur)
 }
 
 // serviceChanged enqueues cur when this controller acts on it and the change matters.

@@ -366,11 +366,14 @@ func TestSyncNodes_updatesOnlyServedServicesWhoseNodesChanged(t *testing.T) {
 
 func TestNeedsSync(t *testing.T) {
 	base := svc("web", strptr(ours), withFinalizer)
+	bare := svc("web", strptr(ours))
 	tests := []struct {
 		name string
+		old  *corev1.Service
 		mod  func(*corev1.Service)
 		want bool
 	}{
+		{name: "the finalizer added (our own patch)", old: bare, mod: withFinalizer, want: false},
 		{name: "a resync (no change)", mod: func(*corev1.Service) {}, want: false},
 		{name: "status only (our own patch)", mod: func(s *corev1.Service) {
 			s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}
@@ -384,9 +387,13 @@ func TestNeedsSync(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cur := base.DeepCopy()
+			old := base
+			if tc.old != nil {
+				old = tc.old
+			}
+			cur := old.DeepCopy()
 			tc.mod(cur)
-			if got := needsSync(base, cur); got != tc.want {
+			if got := needsSync(old, cur); got != tc.want {
 				t.Errorf("needsSync = %v, want %v", got, tc.want)
 			}
 		})
