@@ -52,8 +52,8 @@ const Name = "load-balancer-class"
 
 // Upstream's retry bounds of a failed Service sync (minRetryDelay, maxRetryDelay).
 const (
-	DefaultRetryMin = 5 * time.Second
-	DefaultRetryMax = 5 * time.Minute
+	DefaultRetryBase = 5 * time.Second
+	DefaultRetryCap = 5 * time.Minute
 )
 
 // toBeDeletedTaint is the cluster autoscaler's taint; the upstream leaves such nodes out.
@@ -80,8 +80,8 @@ type Options struct {
 	Balancer cloudprovider.LoadBalancer
 	// Recorder receives the events on Services.
 	Recorder record.EventRecorder
-	// RetryMin and RetryMax bound the backoff of failed syncs; zero: the upstream's.
-	RetryMin, RetryMax time.Duration
+	// RetryBase and RetryCap bound the backoff of failed syncs; zero: the upstream's.
+	RetryBase, RetryCap time.Duration
 }
 
 // Controller is the load balancer controller of one class. Build it with New, start it with
@@ -106,18 +106,18 @@ func New(o Options) (*Controller, error) {
 	if o.Class == "" || o.Client == nil || o.Services == nil || o.Nodes == nil || o.Balancer == nil || o.Recorder == nil {
 		return nil, errors.New("lbclass.New: Class, Client, Services, Nodes, Balancer and Recorder are required")
 	}
-	if o.RetryMin <= 0 {
-		o.RetryMin = DefaultRetryMin
+	if o.RetryBase <= 0 {
+		o.RetryBase = DefaultRetryBase
 	}
-	if o.RetryMax <= 0 {
-		o.RetryMax = DefaultRetryMax
+	if o.RetryCap <= 0 {
+		o.RetryCap = DefaultRetryCap
 	}
 	c := &Controller{
 		o:        o,
 		services: o.Services.Lister(),
 		nodes:    o.Nodes.Lister(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](o.RetryMin, o.RetryMax),
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](o.RetryBase, o.RetryCap),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: Name}),
 		lastNodes: map[string][]string{},
 	}
