@@ -53,7 +53,7 @@ const Name = "load-balancer-class"
 // Upstream's retry bounds of a failed Service sync (minRetryDelay, maxRetryDelay).
 const (
 	DefaultRetryBase = 5 * time.Second
-	DefaultRetryCap = 5 * time.Minute
+	DefaultRetryCap  = 5 * time.Minute
 )
 
 // toBeDeletedTaint is the cluster autoscaler's taint; the upstream leaves such nodes out.
