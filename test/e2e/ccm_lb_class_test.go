@@ -148,3 +148,32 @@ func requestsNaming(emu *hcloudemu.Emulator, svc *corev1.Service) int {
 	}
 	return n
 }
+
+// TestCCMLoadBalancerClassPolicyDenied: a Service of our class in a namespace the example
+// policies (enforced) refuse a public load balancer gets the usual Warning PolicyDenied from our
+// controller's EnsureLoadBalancer, then SyncLoadBalancerFailed, and the cloud gets no mutating
+// request; the finalizer is on (added before the first create, as upstream).
+func TestCCMLoadBalancerClassPolicyDenied(t *testing.T) {
+	t.Parallel()
+	c, emu, ccm := startOneWorker(t, ccmRun{args: []string{enforce, "--load-balancer-class=" + ourClass, "--load-balancer-class-only"}, env: lbEnv})
+	emu.ResetRequests()
+	ctx := context.Background()
+	if _, err := c.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace: %v", err)
+	}
+	svc := loadBalancerService("shop", "web")
+	class := ourClass
+	svc.Spec.LoadBalancerClass = &class
+	created := createService(t, c, svc)
+	waitEvent(t, c, ccm, "shop", "web", corev1.EventTypeWarning, "PolicyDenied", `namespace "shop" may not expose load balancers publicly`)
+	waitEvent(t, c, ccm, "shop", "web", corev1.EventTypeWarning, "SyncLoadBalancerFailed", "failed to ensure load balancer")
+	if n := emu.MutatingRequests(); n != 0 {
+		t.Errorf("%d mutating Hetzner requests after a deny, want 0: %v", n, emu.Counts())
+	}
+	if n := len(serviceLBs(emu, created.UID)); n != 0 {
+		t.Errorf("%d load balancers after a deny, want 0", n)
+	}
+	if fin := getService(t, c, "shop", "web").Finalizers; !slices.Contains(fin, finalizerLBCleanup) {
+		t.Errorf("finalizers %v, want %s", fin, finalizerLBCleanup)
+	}
+}
