@@ -43,6 +43,7 @@ func (c *Cloud) AdmissionConfig() (admission.Config, bool) {
 		Decider:     c.decider,
 		Cluster:     p.cluster,
 		ClusterName: p.clusterName,
+		Serves:      c.lbs.Serves,
 	}
 	if p.exec != nil {
 		cfg.NamespaceLabels = p.exec.NamespaceLabels

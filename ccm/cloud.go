@@ -46,6 +46,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/instances"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbclass"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/metadata"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/nodelabels"
@@ -119,6 +120,13 @@ type Cloud struct {
 	// namespacesForbidden: the RBAC lets the CCM not list and watch namespaces (checked once at
 	// start); no namespace informer runs and every namespace lookup is an error.
 	namespacesForbidden bool
+	// classLBs serves the Services of the load balancer class (ccm/lbclass); nil without
+	// --load-balancer-class (or HCLOUD_LOAD_BALANCERS_CLASS), with load balancers disabled, or
+	// without a Kubernetes client and informers.
+	classLBs *lbclass.Controller
+	// classOnly: --load-balancer-class-only with a class; the upstream service controller does
+	// not run (ServiceControllerOff).
+	classOnly bool
 	// lead starts the loops only the leader runs (leaderLoops); Initialize calls it once.
 	lead     func(ctx context.Context)
 	leadOnce sync.Once
@@ -252,7 +260,8 @@ func (c *Cloud) inventoryNeeded(onLoad func(string)) func(string) {
 	}
 }
 
-// readConfig reads the environment and validates it together with the flags.
+// readConfig reads the environment and validates it together with the flags. The Config's
+// LoadBalancer.Class is the class served: --load-balancer-class, else the variable's.
 func readConfig(d Deps) (config.Config, error) {
 	cfg, readErr := config.Read(d.Env)
 	var errs []error
@@ -264,6 +273,11 @@ func readConfig(d Deps) (config.Config, error) {
 	if err := d.Options.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	class, err := d.Options.LoadBalancerClassFrom(cfg.LoadBalancer.Class)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	cfg.LoadBalancer.Class = class // the flag's, else the variable's
 	if err := errors.Join(errs...); err != nil {
 		return config.Config{}, fmt.Errorf("invalid configuration:\n%w", err)
 	}
@@ -331,6 +345,7 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 		},
 		Executor: exec, Config: c.cfg.LoadBalancer, Network: network, Recorder: d.Recorder, Namer: namer,
 		Robot: c.cfg.Robot.Enabled, RobotClient: c.robot, // RobotClient is nil without credentials
+		ClassOnly: c.cfg.LoadBalancer.Class != "" && d.Options.LoadBalancerClassOnly,
 	}
 	c.admission = admissionParts{exec: exec, cluster: clusterView(d, network), informers: d.Informers, clusterName: d.ClusterName, namespacesForbidden: c.namespacesForbidden}
 	if c.requeue != nil {
@@ -341,6 +356,9 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 	}
 	if c.lbs, err = loadbalancer.New(lbOpts); err != nil {
 		return fmt.Errorf("ccm.New: %w", err)
+	}
+	if err := c.buildClass(d); err != nil {
+		return err
 	}
 
 	if network != nil && c.cfg.Network.RoutesEnabled && d.Informers != nil && routesClusterCIDR(d.ClusterCIDR) {
@@ -358,6 +376,25 @@ func (c *Cloud) build(d Deps, network *hcloud.Network, labeler instances.NodeLab
 		}
 		c.routes = r
 	}
+	return nil
+}
+
+// buildClass builds the controller of the load balancer class, when a class is served.
+func (c *Cloud) buildClass(d Deps) error {
+	class := c.cfg.LoadBalancer.Class
+	c.classOnly = class != "" && d.Options.LoadBalancerClassOnly
+	if class == "" || !c.cfg.LoadBalancer.Enabled || d.Kube == nil || d.Informers == nil {
+		return nil
+	}
+	ctl, err := lbclass.New(lbclass.Options{
+		Class: class, ClassOnly: c.classOnly, ClusterName: d.ClusterName, Client: d.Kube,
+		Services: d.Informers.Core().V1().Services(), Nodes: d.Informers.Core().V1().Nodes(),
+		Balancer: c.lbs, Recorder: d.Recorder,
+	})
+	if err != nil {
+		return fmt.Errorf("ccm.New: %w", err)
+	}
+	c.classLBs = ctl
 	return nil
 }
 
@@ -448,6 +485,21 @@ func (c *Cloud) RunNodeLabels(ctx context.Context) bool {
 	return true
 }
 
+// RunLoadBalancerClass starts the controller of the load balancer class (ccm/lbclass) with
+// workers goroutines until ctx ends. It returns false when no class is served (or load
+// balancers are disabled). The controller manager calls it on the leader only.
+func (c *Cloud) RunLoadBalancerClass(ctx context.Context, workers int) bool {
+	if c.classLBs == nil {
+		return false
+	}
+	go c.classLBs.Run(ctx, max(workers, 1))
+	return true
+}
+
+// ServiceControllerOff reports whether the upstream service controller must not run:
+// --load-balancer-class-only, so class-less Services are left to another implementation.
+func (c *Cloud) ServiceControllerOff() bool { return c.classOnly }
+
 // ProviderName returns "hcloud".
 func (c *Cloud) ProviderName() string { return ProviderName }
 
@@ -466,7 +518,7 @@ func networkLabel(n *hcloud.Network) string {
 // logStart logs the effective configuration once.
 func (c *Cloud) logStart(network *hcloud.Network) {
 	klog.InfoS("hcloud-policy-ccm configured", "version", Version, "network", networkLabel(network),
-		"loadBalancers", c.cfg.LoadBalancer.Enabled, "routes", c.routes != nil, "plugins", len(c.plugins),
+		"loadBalancers", c.cfg.LoadBalancer.Enabled, "loadBalancerClass", c.cfg.LoadBalancer.Class, "classOnly", c.classOnly, "routes", c.routes != nil, "plugins", len(c.plugins),
 		"robot", c.cfg.Robot.String()) // String leaves the credentials out
 }
 

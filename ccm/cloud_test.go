@@ -243,3 +243,63 @@ func writeFile(t *testing.T, path, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestNew_loadBalancerClass: the class comes from --load-balancer-class, else
+// HCLOUD_LOAD_BALANCERS_CLASS; with one the class controller runs, and with
+// --load-balancer-class-only the upstream service controller is off; a bad flag and
+// class-only without a class stop the start naming the flag (issue 43).
+func TestNew_loadBalancerClass(t *testing.T) {
+	emu, endpoint := hcloudemu.NewTestServer(t)
+	tests := []struct {
+		name        string
+		flag, env   string
+		only        bool
+		lbsDisabled bool
+		wantErr     string
+		wantRuns    bool
+		wantOff     bool
+	}{
+		{name: "no class: no controller, the service controller runs"},
+		{name: "the flag", flag: "example.com/hetzner", wantRuns: true},
+		{name: "the variable", env: "example.com/hetzner", wantRuns: true},
+		{name: "class-only", flag: "hetzner", only: true, wantRuns: true, wantOff: true},
+		{name: "load balancers disabled: no controller", flag: "hetzner", lbsDisabled: true},
+		{name: "a bad flag stops the start", flag: "not valid", wantErr: `invalid value for --load-balancer-class: "not valid"`},
+		{name: "class-only without a class stops the start", only: true, wantErr: "--load-balancer-class-only is set without a class"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			vars := baseEnv(emu, endpoint)
+			if tc.env != "" {
+				vars["HCLOUD_LOAD_BALANCERS_CLASS"] = tc.env
+			}
+			if tc.lbsDisabled {
+				vars["HCLOUD_LOAD_BALANCERS_ENABLED"] = "false"
+			}
+			o := ccm.NewOptions()
+			o.LoadBalancerClass, o.LoadBalancerClassOnly = tc.flag, tc.only
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			kube := fake.NewClientset()
+			cloud, err := ccm.New(ctx, ccm.Deps{
+				Options: o, Env: env(vars), Kube: kube, Informers: informers.NewSharedInformerFactory(kube, 0),
+				Recorder: record.NewFakeRecorder(100), ClusterName: "test",
+			})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("New() = %v, want an error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("New() = %v", err)
+			}
+			if got := cloud.RunLoadBalancerClass(ctx, 1); got != tc.wantRuns {
+				t.Errorf("RunLoadBalancerClass() = %v, want %v", got, tc.wantRuns)
+			}
+			if got := cloud.ServiceControllerOff(); got != tc.wantOff {
+				t.Errorf("ServiceControllerOff() = %v, want %v", got, tc.wantOff)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/audit"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 )
 
@@ -50,6 +51,12 @@ type Options struct {
 	// PolicyAuditInterval is how often the policy audit judges every load balancer and route
 	// (ccm/audit; also after every policy revision put in force); 0 disables the audit.
 	PolicyAuditInterval time.Duration
+	// LoadBalancerClass is the spec.loadBalancerClass whose Services this CCM also serves, with
+	// its own controller (ccm/lbclass); empty: HCLOUD_LOAD_BALANCERS_CLASS, else none.
+	LoadBalancerClass string
+	// LoadBalancerClassOnly leaves class-less Services to another implementation: the
+	// upstream service controller does not run. It needs a class.
+	LoadBalancerClassOnly bool
 }
 
 // NewOptions returns the defaults.
@@ -83,6 +90,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.NodeLabelResync, "node-label-resync", o.NodeLabelResync, "How often the node label plugin is re-applied to every node; 0 disables the periodic pass.")
 	fs.DurationVar(&o.LoadBalancerDriftInterval, "load-balancer-drift-interval", o.LoadBalancerDriftInterval, "Shortest time between two checks of every load balancer against the state the CCM left it in (one list request per 50 load balancers; longer when that would spend more than half of HCLOUD_API_BUDGET_PER_HOUR); a load balancer changed or deleted by hand is repaired within one period. 0 disables the checks.")
 	fs.DurationVar(&o.PolicyAuditInterval, "policy-audit-interval", o.PolicyAuditInterval, "How often the policy audit judges every existing load balancer and route and reports what enforcing would refuse (PolicyReport, PolicyViolation events, metrics; never enforced); it also runs after every policy revision put in force. Reads the caches the CCM keeps. 0 disables the audit.")
+	fs.StringVar(&o.LoadBalancerClass, "load-balancer-class", o.LoadBalancerClass, "Also serve Services of type LoadBalancer whose spec.loadBalancerClass is this name (a qualified name such as example.com/hetzner), with everything a class-less Service gets; Services of any other class are never touched. Empty: HCLOUD_LOAD_BALANCERS_CLASS, else no class is served.")
+	fs.BoolVar(&o.LoadBalancerClassOnly, "load-balancer-class-only", o.LoadBalancerClassOnly, "Serve only Services of --load-balancer-class: the upstream service controller does not run, so class-less Services are left to another implementation (for example Cilium's). Needs a class.")
 	fs.DurationVar(&o.LoadBalancerGroupSweepInterval, "load-balancer-group-sweep-interval", o.LoadBalancerGroupSweepInterval, "How often the load balancers of groups without members (the last member left while no CCM ran) are deleted, through the policy gate; the sweep also runs once at start (one list request per 50 group load balancers). 0 disables the sweep.")
 }
 
@@ -130,7 +139,29 @@ func (o *Options) Validate() error {
 	if o.LoadBalancerDriftInterval < 0 {
 		errs = append(errs, fmt.Errorf("invalid value for --load-balancer-drift-interval: %s (expect 0 or a positive duration such as 10m)", o.LoadBalancerDriftInterval))
 	}
+	if o.LoadBalancerClass != "" {
+		if err := config.ValidateLoadBalancerClass(o.LoadBalancerClass); err != nil {
+			errs = append(errs, fmt.Errorf("invalid value for --load-balancer-class: %q (%w)", o.LoadBalancerClass, err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// LoadBalancerClassFrom returns the class the CCM serves: --load-balancer-class, else
+// envClass (HCLOUD_LOAD_BALANCERS_CLASS, already validated by config.Read); empty serves none.
+//
+// # Errors
+//
+// --load-balancer-class-only without a class from either source.
+func (o *Options) LoadBalancerClassFrom(envClass string) (string, error) {
+	class := o.LoadBalancerClass
+	if class == "" {
+		class = envClass
+	}
+	if o.LoadBalancerClassOnly && class == "" {
+		return "", errors.New("--load-balancer-class-only is set without a class: set --load-balancer-class (or HCLOUD_LOAD_BALANCERS_CLASS), or drop --load-balancer-class-only")
+	}
+	return class, nil
 }
 
 // PolicyConfigMapRef splits PolicyConfigMap into namespace and name.

@@ -44,6 +44,28 @@ func TestOptions_Validate(t *testing.T) {
 			tweak:   func(o *ccm.Options) { o.PolicyAuditInterval = -time.Minute },
 			wantErr: []string{"invalid value for --policy-audit-interval: -1m0s (expect 0 or a positive duration such as 10m)"},
 		},
+		{name: "a plain class is valid", tweak: func(o *ccm.Options) { o.LoadBalancerClass = "hetzner" }},
+		{name: "a prefixed class is valid", tweak: func(o *ccm.Options) { o.LoadBalancerClass = "example.com/hetzner" }},
+		{
+			name:    "a class with a space is rejected naming the flag",
+			tweak:   func(o *ccm.Options) { o.LoadBalancerClass = "hetzner lb" },
+			wantErr: []string{`invalid value for --load-balancer-class: "hetzner lb" (not a qualified name such as example.com/hetzner`},
+		},
+		{
+			name:    "a class with two slashes is rejected",
+			tweak:   func(o *ccm.Options) { o.LoadBalancerClass = "a.com/b/c" },
+			wantErr: []string{`--load-balancer-class: "a.com/b/c"`},
+		},
+		{
+			name:    "a class with an invalid prefix is rejected",
+			tweak:   func(o *ccm.Options) { o.LoadBalancerClass = "Example_Com/hetzner" },
+			wantErr: []string{`--load-balancer-class: "Example_Com/hetzner"`, "prefix part"},
+		},
+		{
+			name:    "a class longer than 63 characters is rejected",
+			tweak:   func(o *ccm.Options) { o.LoadBalancerClass = strings.Repeat("a", 64) },
+			wantErr: []string{"--load-balancer-class", "63"},
+		},
 		{
 			name: "every problem is reported at once",
 			tweak: func(o *ccm.Options) {
@@ -73,6 +95,40 @@ func TestOptions_Validate(t *testing.T) {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("Validate() = %q, want it to contain %q", err, want)
 				}
+			}
+		})
+	}
+}
+
+func TestOptions_LoadBalancerClassFrom(t *testing.T) {
+	tests := []struct {
+		name      string
+		flag      string
+		only      bool
+		env       string
+		want      string
+		wantErrIn string
+	}{
+		{name: "neither: no class", want: ""},
+		{name: "the variable alone", env: "example.com/hetzner", want: "example.com/hetzner"},
+		{name: "the flag alone", flag: "hetzner", want: "hetzner"},
+		{name: "the flag wins over the variable", flag: "hetzner", env: "example.com/hetzner", want: "hetzner"},
+		{name: "class-only with the variable's class", only: true, env: "hetzner", want: "hetzner"},
+		{name: "class-only without a class is refused", only: true, wantErrIn: "--load-balancer-class-only is set without a class"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := ccm.NewOptions()
+			o.LoadBalancerClass, o.LoadBalancerClassOnly = tc.flag, tc.only
+			got, err := o.LoadBalancerClassFrom(tc.env)
+			if tc.wantErrIn != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErrIn) {
+					t.Fatalf("LoadBalancerClassFrom(%q) = %q, %v; want an error containing %q", tc.env, got, err, tc.wantErrIn)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("LoadBalancerClassFrom(%q) = %q, %v; want %q", tc.env, got, err, tc.want)
 			}
 		})
 	}

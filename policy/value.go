@@ -104,6 +104,7 @@ func serviceTerm(s *Service) *ast.Term {
 		item("ports", ports),
 		item("load_balancer_source_ranges", stringsTerm(s.LoadBalancerSourceRanges)),
 		item("external_traffic_policy", ast.StringTerm(s.ExternalTrafficPolicy)),
+		item("load_balancer_class", ast.StringTerm(s.LoadBalancerClass)),
 		item("namespace_labels", stringMapTerm(s.NamespaceLabels)),
 	)
 }

@@ -106,6 +106,11 @@ type Config struct {
 	// plan is decided against it, so the inputs carry input.inventory and input.cost as the
 	// gate's do, and a warning names the change's monthly cost. nil: neither.
 	Pricing func() *lbplan.Pricing
+	// Serves reports whether the CCM serves a Service's load balancer
+	// (loadbalancer.LoadBalancers.Serves: class-less Services unless
+	// --load-balancer-class-only, and those of --load-balancer-class). nil: type LoadBalancer
+	// without a loadBalancerClass.
+	Serves func(*corev1.Service) bool
 }
 
 // Handler answers admission requests for Services. It is safe for concurrent use.
@@ -154,8 +159,8 @@ func (h *Handler) AdmissionHandler(req *admissionv1.AdmissionRequest) (*admissio
 //
 //   - out of scope, admitted without a plan: anything but a CREATE or UPDATE of the core/v1
 //     services resource itself (subresources such as status are out), a request of an exempt
-//     user, a Service that is not of type LoadBalancer before nor after (or has a
-//     spec.loadBalancerClass: the CCM's service controller leaves those alone), an UPDATE that
+//     user, a Service that the CCM does not serve before nor after (Config.Serves: not of
+//     type LoadBalancer, or of a spec.loadBalancerClass other than --load-balancer-class), an UPDATE that
 //     changes none of spec, labels and annotations (except requeue.Annotation, which the CCM
 //     sets);
 //   - a Service of type LoadBalancer is planned with Planner.Preview (the create or update of
@@ -219,7 +224,7 @@ func (h *Handler) scope(req *admissionv1.AdmissionRequest) (svc, old *corev1.Ser
 		}
 	}
 	switch {
-	case !managed(svc) && !managed(old):
+	case !h.managed(svc) && !h.managed(old):
 		return nil, nil, true, nil
 	case old != nil && !relevantChange(old, svc):
 		return nil, nil, true, nil
@@ -227,10 +232,16 @@ func (h *Handler) scope(req *admissionv1.AdmissionRequest) (svc, old *corev1.Ser
 	return svc, old, false, nil
 }
 
-// managed reports whether the CCM's service controller manages svc's load balancer: type
-// LoadBalancer without a loadBalancerClass. nil is not.
-func managed(svc *corev1.Service) bool {
-	return svc != nil && svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass == nil
+// managed reports whether the CCM manages svc's load balancer: Config.Serves, or without it
+// type LoadBalancer without a loadBalancerClass. nil is not.
+func (h *Handler) managed(svc *corev1.Service) bool {
+	if svc == nil {
+		return false
+	}
+	if h.cfg.Serves != nil {
+		return h.cfg.Serves(svc)
+	}
+	return svc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.LoadBalancerClass == nil
 }
 
 // relevantChange reports whether cur differs from old in what the plan or the policy input
@@ -253,7 +264,7 @@ func (h *Handler) review(ctx context.Context, svc, old *corev1.Service) *admissi
 	subject := svc
 	var plan lbplan.Plan
 	var err error
-	if managed(svc) {
+	if h.managed(svc) {
 		if svc.UID == "" { // the API server sets it before validating admission; be safe
 			return allowed([]string{WarningPrefix + "the Service has no UID yet: not reviewed, the CCM decides when it reconciles"})
 		}

@@ -485,3 +485,60 @@ func TestReview_NotSynced(t *testing.T) {
 		t.Errorf("allowed %v, %d inputs, warnings %q; want admitted undecided with a warning", resp.Allowed, len(d.inputs), resp.Warnings)
 	}
 }
+
+// TestReview_loadBalancerClass: with Config.Serves (the CCM's loadbalancer.Serves) a Service of
+// the class served is reviewed as a class-less one, with the class in the policy input; a
+// Service of another class never is, nor, in class-only mode, a class-less one (issue 43).
+func TestReview_loadBalancerClass(t *testing.T) {
+	const ours = "example.com/hetzner"
+	ourClass := func(s *corev1.Service) { c := ours; s.Spec.LoadBalancerClass = &c }
+	serves := func(classOnly bool) func(*corev1.Service) bool {
+		return func(s *corev1.Service) bool {
+			if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+				return false
+			}
+			if s.Spec.LoadBalancerClass == nil {
+				return !classOnly
+			}
+			return *s.Spec.LoadBalancerClass == ours
+		}
+	}
+	cases := []struct {
+		name      string
+		svc       *corev1.Service
+		classOnly bool
+		wantClass string // "-": not reviewed
+	}{
+		{name: "our class is reviewed", svc: service("web", ourClass), wantClass: ours},
+		{name: "our class, class-only, is reviewed", svc: service("web", ourClass), classOnly: true, wantClass: ours},
+		{name: "another class is not", svc: service("web", withClass), wantClass: "-"},
+		{name: "no class is", svc: service("web"), wantClass: ""},
+		{name: "no class, class-only, is not", svc: service("web"), classOnly: true, wantClass: "-"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, d := &planner{}, &decider{deny: map[string]string{"create": "no"}}
+			h, err := admission.New(admission.Config{
+				Planner: p, Decider: d, Cluster: policy.Cluster{Name: "k"}, ClusterName: "k",
+				Nodes:  func() ([]*corev1.Node, error) { return nil, nil },
+				Serves: serves(tc.classOnly),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp := h.Review(context.Background(), request(admissionv1.Create, tc.svc, nil))
+			if tc.wantClass == "-" {
+				if !resp.Allowed || len(p.calls) != 0 || len(d.inputs) != 0 {
+					t.Fatalf("reviewed (allowed %v, planner calls %q, %d decisions); want it out of scope", resp.Allowed, p.calls, len(d.inputs))
+				}
+				return
+			}
+			if resp.Allowed || len(d.inputs) == 0 {
+				t.Fatalf("allowed %v with %d decisions; want the create denied", resp.Allowed, len(d.inputs))
+			}
+			if got := d.inputs[0].Service.LoadBalancerClass; got != tc.wantClass {
+				t.Errorf("input.service.load_balancer_class = %q, want %q", got, tc.wantClass)
+			}
+		})
+	}
+}

@@ -117,4 +117,6 @@ type LoadBalancer struct {
 	HealthCheckTimeout  time.Duration // HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_TIMEOUT
 	HealthCheckRetries  int           // HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_RETRIES
 	UsesProxyProtocol   *bool         // HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL; nil means unset
+	// Class is HCLOUD_LOAD_BALANCERS_CLASS, a qualified name; empty means unset.
+	Class string
 }

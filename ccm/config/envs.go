@@ -268,6 +268,18 @@ const (
 	// Default: false
 	EnvLoadBalancersUsesProxyProtocol = "HCLOUD_LOAD_BALANCERS_USES_PROXYPROTOCOL"
 
+	// EnvLoadBalancersClass is the load balancer class this CCM also serves: Services of type
+	// LoadBalancer whose spec.loadBalancerClass equals it get a Hetzner load balancer as
+	// class-less ones do; Services of any other class are never touched. The flag
+	// --load-balancer-class wins when both are set. A value that is not a qualified name
+	// (an optional DNS subdomain prefix and "/", then a name of at most 63 characters, as
+	// Kubernetes validates spec.loadBalancerClass; for example example.com/hetzner) is
+	// ignored with a warning: no Service can carry it. This CCM only.
+	//
+	// Type: string
+	// Default: unset (no class served)
+	EnvLoadBalancersClass = "HCLOUD_LOAD_BALANCERS_CLASS"
+
 	// EnvRobotEnabled enables Robot (dedicated server) support: nodes with hrobot:// provider
 	// IDs (or the legacy hcloud://bm-) get their metadata from the Robot webservice and become
 	// IP targets of load balancers. It cannot be combined with routes (HCLOUD_NETWORK with

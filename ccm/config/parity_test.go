@@ -87,6 +87,7 @@ var parityValue = map[string]func(config.Config) string{
 	config.EnvLoadBalancersHealthCheckTimeout:   func(c config.Config) string { return c.LoadBalancer.HealthCheckTimeout.String() },
 	config.EnvLoadBalancersHealthCheckRetries:   func(c config.Config) string { return strconv.Itoa(c.LoadBalancer.HealthCheckRetries) },
 	config.EnvLoadBalancersUsesProxyProtocol:    func(c config.Config) string { return optionalBool(c.LoadBalancer.UsesProxyProtocol) },
+	config.EnvLoadBalancersClass:                func(c config.Config) string { return strconv.Quote(c.LoadBalancer.Class) },
 	config.EnvRobotEnabled:                      func(c config.Config) string { return strconv.FormatBool(c.Robot.Enabled) },
 	config.EnvRobotUser:                         func(c config.Config) string { return strconv.Quote(c.Robot.User) },
 	config.EnvRobotUserFile:                     func(c config.Config) string { return strconv.Quote(c.Robot.User) },
@@ -163,6 +164,9 @@ func parityRows(t *testing.T) []parityRow {
 		{variable: config.EnvHCloudRetryInterval, env: one(config.EnvHCloudRetryInterval, "2s"), official: ignored, ours: "2s", deliberate: whyOwnVariable},
 		{variable: config.EnvHCloudRetryInterval, env: one(config.EnvHCloudRetryInterval, "often"), official: ignored, ours: "1s", warns: true, deliberate: whyOwnVariable},
 		{variable: config.EnvHCloudHTTPTimeout, env: one(config.EnvHCloudHTTPTimeout, "30s"), official: ignored, ours: "30s", deliberate: whyOwnVariable},
+		{variable: config.EnvLoadBalancersClass, env: nil, official: ignored, ours: `""`, deliberate: whyOwnVariable},
+		{variable: config.EnvLoadBalancersClass, env: one(config.EnvLoadBalancersClass, "example.com/hetzner"), official: ignored, ours: `"example.com/hetzner"`, deliberate: whyOwnVariable},
+		{variable: config.EnvLoadBalancersClass, env: one(config.EnvLoadBalancersClass, "Hetzner LB"), official: ignored, ours: `""`, warns: true, deliberate: whyOwnVariable},
 		{variable: config.EnvHCloudHTTPTimeout, env: one(config.EnvHCloudHTTPTimeout, "0s"), official: ignored, ours: "15s", warns: true, deliberate: whyOwnVariable},
 
 		{variable: config.EnvHCloudNetwork, env: one(config.EnvHCloudNetwork, ""), official: `""`, ours: `""`},

@@ -152,6 +152,12 @@ func Read(lookup func(string) (string, bool)) (Config, error) {
 		}
 	}
 	lb.UsesProxyProtocol = r.optionalBool(EnvLoadBalancersUsesProxyProtocol)
+	if r.string(EnvLoadBalancersClass, &lb.Class) && lb.Class != "" {
+		if err := ValidateLoadBalancerClass(lb.Class); err != nil {
+			r.warn("%s=%q is ignored, no class is served: %v", EnvLoadBalancersClass, lb.Class, err)
+			lb.Class = ""
+		}
+	}
 
 	rb := &cfg.Robot
 	r.bool(EnvRobotEnabled, &rb.Enabled)

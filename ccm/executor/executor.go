@@ -568,6 +568,9 @@ func PolicyService(svc *corev1.Service, nsLabels map[string]string) *policy.Serv
 		LoadBalancerSourceRanges: append([]string{}, svc.Spec.LoadBalancerSourceRanges...),
 		ExternalTrafficPolicy:    string(svc.Spec.ExternalTrafficPolicy),
 	}
+	if svc.Spec.LoadBalancerClass != nil {
+		s.LoadBalancerClass = *svc.Spec.LoadBalancerClass
+	}
 	if nsLabels != nil { // nil stays null: no namespace lister (see NamespaceLabels)
 		s.NamespaceLabels = copyMap(nsLabels)
 	}

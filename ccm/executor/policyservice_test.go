@@ -26,3 +26,26 @@ func TestPolicyService_leavesOutTheRetryAnnotation(t *testing.T) {
 		t.Error("PolicyService changed the Service's own annotations")
 	}
 }
+
+// TestPolicyService_loadBalancerClass: input.service.load_balancer_class is the Service's
+// spec.loadBalancerClass, "" without one (issue 43).
+func TestPolicyService_loadBalancerClass(t *testing.T) {
+	class := "example.com/hetzner"
+	tests := []struct {
+		name  string
+		class *string
+		want  string
+	}{
+		{name: "no class", class: nil, want: ""},
+		{name: "a class", class: &class, want: class},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
+				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: tc.class}}
+			if got := executor.PolicyService(svc, nil).LoadBalancerClass; got != tc.want {
+				t.Errorf("load_balancer_class = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -39,8 +39,8 @@ type AuditPlan struct {
 	Err error
 }
 
-// AuditPlans returns, for every Service of type LoadBalancer (no loadBalancerClass, not being
-// deleted) whose load balancer exists, the create that would build that load balancer today
+// AuditPlans returns, for every Service the CCM serves (Serves: no loadBalancerClass unless
+// --load-balancer-class-only, or the class served; not being deleted) whose load balancer exists, the create that would build that load balancer today
 // for the nodes given (the nodes the service controller passes: admission.LoadBalancerNodes),
 // ordered by namespace/name. denied is the StepDenier a group's plan leaves refused members out
 // with, as a sync does with the gate.
@@ -66,7 +66,7 @@ func (l *LoadBalancers) AuditPlans(ctx context.Context, clusterName string, node
 		return nil, fmt.Errorf("audit load balancers: list Services: %w", err)
 	}
 	a := l.audit(denied)
-	svcs := managedServices(all)
+	svcs := managedServices(all, l.Serves)
 	groups, err := a.existingGroups(ctx, clusterName, svcs)
 	if err != nil {
 		return nil, err
@@ -146,12 +146,12 @@ func (l *LoadBalancers) existingGroups(ctx context.Context, clusterName string, 
 	return out, nil
 }
 
-// managedServices returns the Services of all the CCM manages a load balancer for, by
-// namespace/name.
-func managedServices(all []*corev1.Service) []*corev1.Service {
+// managedServices returns the Services of all that the CCM serves (serves) and that are not
+// being deleted, by namespace/name.
+func managedServices(all []*corev1.Service, serves func(*corev1.Service) bool) []*corev1.Service {
 	out := make([]*corev1.Service, 0, len(all))
 	for _, s := range all {
-		if s == nil || s.Spec.Type != corev1.ServiceTypeLoadBalancer || s.Spec.LoadBalancerClass != nil || s.DeletionTimestamp != nil {
+		if s == nil || !serves(s) || s.DeletionTimestamp != nil {
 			continue
 		}
 		out = append(out, s)

@@ -265,8 +265,9 @@ func (l *LoadBalancers) retryDue(svc *corev1.Service) (time.Time, bool) {
 	return t.RetryScheduled(svc)
 }
 
-// liveServices returns the Services of type LoadBalancer without a group annotation from the
-// lister, by UID; nil without a lister.
+// liveServices returns the Services the CCM serves (Serves: class-less ones unless
+// --load-balancer-class-only, and those of --load-balancer-class) without a group annotation
+// from the lister, by UID; nil without a lister.
 func (l *LoadBalancers) liveServices() map[types.UID]*corev1.Service {
 	if l.services == nil {
 		return nil
@@ -277,7 +278,7 @@ func (l *LoadBalancers) liveServices() map[types.UID]*corev1.Service {
 	}
 	out := map[types.UID]*corev1.Service{}
 	for _, svc := range all {
-		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer || svc.Spec.LoadBalancerClass != nil {
+		if !l.Serves(svc) {
 			continue
 		}
 		if _, err := annotation.Group(svc); !errors.Is(err, annotation.ErrNotSet) {

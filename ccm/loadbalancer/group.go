@@ -37,14 +37,16 @@ const (
 var ErrGroupNotServed = errors.New("not served by the load balancer of its group")
 
 // members returns the members of group from the Service lister with svc as given (the
-// freshest copy; left out when !include or when it is being deleted), oldest first.
+// freshest copy; left out when !include or when it is being deleted), oldest first. Only
+// Services the CCM serves are members (Serves): a Service of another class with the group
+// annotation is not.
 func (l *LoadBalancers) members(svc *corev1.Service, group string, include bool) ([]*corev1.Service, error) {
 	all, err := l.services.List(labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("list the Services of load balancer group %s: %w", group, err)
 	}
 	others := slices.DeleteFunc(slices.Clone(all), func(s *corev1.Service) bool {
-		return s == nil || s.Namespace == svc.Namespace && s.Name == svc.Name
+		return s == nil || s.Namespace == svc.Namespace && s.Name == svc.Name || !l.Serves(s)
 	})
 	if include {
 		others = append(others, svc)

@@ -939,3 +939,35 @@ func TestGroup_RecreateSyncsTheOtherMembers(t *testing.T) {
 		t.Errorf("after the re-create, synced %v, want [shop/b]", got)
 	}
 }
+
+// TestGroup_MembersAreTheServicesServed: a Service of our class (--load-balancer-class) with a
+// group annotation shares the group's load balancer with class-less members; a Service of
+// another class with the same annotation is no member (its ports stay off), and in class-only
+// mode a class-less Service is none either (issue 43).
+func TestGroup_MembersAreTheServicesServed(t *testing.T) {
+	ours, cilium := "example.com/hetzner", "io.cilium/l2-announcer"
+	withClass := func(class string) serviceTweak {
+		return func(s *corev1.Service) { s.Spec.LoadBalancerClass = &class }
+	}
+	tests := []struct {
+		name      string
+		classOnly bool
+		want      []int
+	}{
+		{name: "beside the class-less", want: []int{80, 81}},
+		{name: "class-only", classOnly: true, want: []int{81}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGroupEnv(t, withLBOption(func(o *loadbalancer.Options) { o.Config.Class, o.ClassOnly = ours, tc.classOnly }))
+			plain := groupMember("plain", 0, "web", []int32{80})
+			mine := groupMember("mine", 1, "web", []int32{81}, withClass(ours))
+			other := groupMember("other", 2, "web", []int32{82}, withClass(cilium))
+			g.add(plain, mine, other)
+			g.mustEnsure(mine)
+			if got := listenPortsOf(g.onlyLB()); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("listeners %v, want %v (never the other class's 82)", got, tc.want)
+			}
+		})
+	}
+}

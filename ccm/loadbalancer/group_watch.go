@@ -79,7 +79,7 @@ func memberOf(svc *corev1.Service, deleting bool) string {
 // WatchGroups.
 func (l *LoadBalancers) serviceChanged(ctx context.Context, synced cache.InformerSynced, cluster string, requeue GroupRequeuer, old, cur *corev1.Service) {
 	group := memberOf(old, cur == nil)
-	if group == "" || group == memberOf(cur, false) {
+	if group == "" || group == memberOf(cur, false) || !l.Serves(old) { // another class was never a member
 		return
 	}
 	if cur != nil && memberOf(cur, true) == group {
@@ -389,7 +389,7 @@ func (l *LoadBalancers) sweepOrphan(ctx context.Context, cluster, group string) 
 	if err != nil {
 		return false, fmt.Errorf("list the Services of load balancer group %s: %w", group, err)
 	}
-	members := lbplan.GroupMembers(all, group)
+	members := lbplan.GroupMembers(slices.DeleteFunc(slices.Clone(all), func(s *corev1.Service) bool { return !l.Serves(s) }), group)
 	s := subject{cluster: cluster, group: group} // no Service: the last member left while no CCM ran
 	lb, readAt, err := l.labelled(ctx, s, true)
 	if err != nil || lb == nil {
@@ -429,7 +429,7 @@ func (l *LoadBalancers) requeueLostGroups(listed []string) {
 	lost := map[string][]*corev1.Service{}
 	for _, svc := range all {
 		g := memberOf(svc, false)
-		if g == "" || slices.Contains(listed, g) || len(svc.Status.LoadBalancer.Ingress) == 0 {
+		if g == "" || !l.Serves(svc) || slices.Contains(listed, g) || len(svc.Status.LoadBalancer.Ingress) == 0 {
 			continue
 		}
 		lost[g] = append(lost[g], svc)

@@ -95,6 +95,8 @@ type Readers struct {
 // LoadBalancers implements cloudprovider.LoadBalancer.
 type LoadBalancers struct {
 	read Readers
+	// classOnly: Options.ClassOnly (see Serves).
+	classOnly bool
 	// cache holds the load balancers carrying the UID label; UpdateLoadBalancer reads through
 	// it, the other calls read fresh and keep what they read (see labelled).
 	cache *lbcache.Cache
@@ -180,6 +182,9 @@ type Options struct {
 	// balancer groups are computed from it. Nil refuses Services with the load-balancer-group
 	// annotation.
 	Services corelisters.ServiceLister
+	// ClassOnly: --load-balancer-class-only; class-less Services are another implementation's,
+	// so drift repair and the audit leave them out (Serves). Config.Class is the class served.
+	ClassOnly bool
 }
 
 // New returns the load balancer implementation.
@@ -212,6 +217,7 @@ func New(o Options) (*LoadBalancers, error) {
 		denied: newDenialCache(denialMaxAge), services: o.Services, locks: &subjectLocks{}, costMu: &sync.Mutex{},
 		start: newInventoryStart(), homes: &groupHomes{},
 	}
+	l.classOnly = o.ClassOnly
 	if o.Robot {
 		l.robot = &robotTargets{servers: o.RobotClient}
 	}
@@ -860,4 +866,18 @@ func copyMap(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// Serves reports whether the CCM serves svc's load balancer: a Service of type LoadBalancer
+// without a class (unless --load-balancer-class-only), or of the class served
+// (Config.Class, --load-balancer-class). Drift repair and the audit judge these Services only;
+// a Service of any other class is never read further.
+func (l *LoadBalancers) Serves(svc *corev1.Service) bool {
+	if svc == nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return false
+	}
+	if svc.Spec.LoadBalancerClass == nil {
+		return !l.classOnly
+	}
+	return l.cfg.Class != "" && *svc.Spec.LoadBalancerClass == l.cfg.Class
 }

@@ -96,6 +96,8 @@ func (l *LoadBalancers) quiet() *LoadBalancers {
 		denials:  nil,
 		denied:   newDenialCache(0),
 		services: l.services,
+		// The audit's copy judges the Services the CCM serves (Serves).
+		classOnly: l.classOnly,
 		// Preview only reads: it takes no lock, but shares them so the field is set.
 		locks: l.locks,
 		homes: l.homes,

@@ -36,7 +36,7 @@ func TestQuiet_CopiesEveryField(t *testing.T) {
 			LoadBalancers: conn.LoadBalancers(), Networks: conn.Networks(), Certificates: conn.Certificates(), Types: conn.LoadBalancerTypes(),
 		},
 		Executor: exec, Config: config.LoadBalancer{Location: "fsn1"}, Network: &hcloud.Network{ID: 7},
-		Namer: nopNamer{}, Robot: true, DenialTracker: nopTracker{},
+		Namer: nopNamer{}, Robot: true, DenialTracker: nopTracker{}, ClassOnly: true,
 		Services: corelisters.NewServiceLister(cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})),
 	})
 	if err != nil {

@@ -49,6 +49,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbclass"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 )
 
@@ -233,7 +234,15 @@ func newRecorder(c *cloudconfig.CompletedConfig) record.EventRecorder {
 // with --controllers=*,-node-labels.
 const NodeLabelsController = "node-labels"
 
-// controllerConstructors are the upstream controllers plus the node label controller.
+// LoadBalancerClassController is the name of our controller that serves the Services of
+// --load-balancer-class (ccm/lbclass); it runs under leader election like the upstream
+// controllers, does nothing without a class, and can be switched off with
+// --controllers=*,-load-balancer-class.
+const LoadBalancerClassController = lbclass.Name
+
+// controllerConstructors are the upstream controllers plus the node label and load balancer
+// class controllers; the upstream service controller does not start with
+// --load-balancer-class-only (classOnlyOff).
 func controllerConstructors() map[string]app.ControllerInitFuncConstructor {
 	constructors := maps.Clone(app.DefaultInitFuncConstructors)
 	constructors[NodeLabelsController] = app.ControllerInitFuncConstructor{
@@ -248,7 +257,38 @@ func controllerConstructors() map[string]app.ControllerInitFuncConstructor {
 			}
 		},
 	}
+	constructors[LoadBalancerClassController] = app.ControllerInitFuncConstructor{
+		InitContext: app.ControllerInitContext{ClientName: "hcloud-load-balancer-class"},
+		Constructor: func(_ app.ControllerInitContext, cc *cloudconfig.CompletedConfig, cloud cloudprovider.Interface) app.InitFunc {
+			return func(ctx context.Context, _ controllermanagerapp.ControllerContext) (controller.Interface, bool, error) {
+				c, ok := cloud.(*ccm.Cloud)
+				if !ok {
+					return nil, false, nil
+				}
+				return nil, c.RunLoadBalancerClass(ctx, int(cc.ComponentConfig.ServiceController.ConcurrentServiceSyncs)), nil
+			}
+		},
+	}
+	constructors[names.ServiceLBController] = classOnlyOff(constructors[names.ServiceLBController])
 	return constructors
+}
+
+// classOnlyOff wraps the upstream service controller's constructor: with
+// --load-balancer-class-only its init reports "not started" (logged), so class-less Services
+// are left to another implementation whatever --controllers says; otherwise it is unchanged.
+func classOnlyOff(upstream app.ControllerInitFuncConstructor) app.ControllerInitFuncConstructor {
+	build := upstream.Constructor
+	upstream.Constructor = func(ic app.ControllerInitContext, cc *cloudconfig.CompletedConfig, cloud cloudprovider.Interface) app.InitFunc {
+		initFunc := build(ic, cc, cloud)
+		return func(ctx context.Context, cctx controllermanagerapp.ControllerContext) (controller.Interface, bool, error) {
+			if c, ok := cloud.(*ccm.Cloud); ok && c.ServiceControllerOff() {
+				klog.InfoS("The service controller does not run: --load-balancer-class-only leaves class-less Services to another implementation")
+				return nil, false, nil
+			}
+			return initFunc(ctx, cctx)
+		}
+	}
+	return upstream
 }
 
 // mustNewCloud validates the configuration and builds the provider. Bad configuration exits

@@ -290,6 +290,10 @@ type Service struct {
 	LoadBalancerSourceRanges []string `json:"load_balancer_source_ranges"`
 	// ExternalTrafficPolicy is spec.externalTrafficPolicy: "Cluster" or "Local".
 	ExternalTrafficPolicy string `json:"external_traffic_policy"`
+	// LoadBalancerClass is spec.loadBalancerClass: "" for a class-less Service, else the class
+	// the CCM serves (--load-balancer-class); the CCM never decides for a Service of another
+	// class.
+	LoadBalancerClass string `json:"load_balancer_class"`
 	// NamespaceLabels are the labels of the Service's namespace ({} when it has none). When the
 	// CCM cannot read them (forbidden, not in its cache) the decision is an evaluation error
 	// under --policy-failure-mode, never an input with this field null.

@@ -337,6 +337,26 @@ func TestChartPolicyAndPlugins(t *testing.T) {
 	}
 }
 
+// TestChartLoadBalancerClass: loadBalancerClass.name and .only render --load-balancer-class
+// and --load-balancer-class-only=true; by default neither flag is rendered (issue 43).
+func TestChartLoadBalancerClass(t *testing.T) {
+	t.Parallel()
+	has := func(args []string, prefix string) bool {
+		return slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, prefix) })
+	}
+	r := renderChart(t, []string{officialDefaults})
+	if args := r.deployment.Spec.Template.Spec.Containers[0].Args; has(args, "--load-balancer-class") {
+		t.Errorf("default values render %v; want no --load-balancer-class flag", args)
+	}
+	r = renderChart(t, []string{officialDefaults}, "--set", "loadBalancerClass.name=example.com/hetzner", "--set", "loadBalancerClass.only=true")
+	args := r.deployment.Spec.Template.Spec.Containers[0].Args
+	for _, want := range []string{"--load-balancer-class=example.com/hetzner", "--load-balancer-class-only=true"} {
+		if !slices.Contains(args, want) {
+			t.Errorf("args %v lack %s", args, want)
+		}
+	}
+}
+
 // TestChartRefusesWhatItCannotHonour: values this CCM cannot run with fail the render with a
 // message naming the value and the fix.
 func TestChartRefusesWhatItCannotHonour(t *testing.T) {
@@ -354,6 +374,8 @@ func TestChartRefusesWhatItCannotHonour(t *testing.T) {
 		{"plugins.nodeLabels=/plugins/x.wasm", `plugins.nodeLabels: "/plugins/x.wasm" is a path; give the file name under /plugins`},
 		{"plugins.volume.emptyDir.medium=Memory,plugins.initContainer.image=p:v1,plugins.initContainer.command={cp}", "plugins.volume and plugins.initContainer are both set"},
 		{"plugins.initContainer.image=p:v1", "plugins.initContainer needs image and command"},
+		{"loadBalancerClass.only=true", "loadBalancerClass.only without loadBalancerClass.name"},
+		{"args.load-balancer-class=x", "args.load-balancer-class: the chart sets --load-balancer-class; use loadBalancerClass.name instead"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.set, func(t *testing.T) {

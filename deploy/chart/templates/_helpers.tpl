@@ -85,13 +85,16 @@ message that names the value and the fix, instead of a CCM that exits at start-u
 {{- if not (or (kindIs "invalid" .Values.leaderElect) (kindIs "bool" .Values.leaderElect)) -}}
 {{- fail (printf "leaderElect: %q is not supported; set it to true, false or null (the default: off for a one-replica Deployment, as the official chart)" (toString .Values.leaderElect)) -}}
 {{- end -}}
+{{- if and .Values.loadBalancerClass.only (not .Values.loadBalancerClass.name) -}}
+{{- fail "loadBalancerClass.only without loadBalancerClass.name: name the class to serve (for example example.com/hetzner)" -}}
+{{- end -}}
 {{- if not .Values.policy.configMap.name -}}
 {{- fail "policy.configMap.name: empty; name the ConfigMap of policies (default hcloud-ccm-policies)" -}}
 {{- end -}}
 {{- if and (not (kindIs "invalid" .Values.leaderElect)) (not (kindIs "invalid" (index .Values.args "leader-elect"))) -}}
 {{- fail "args.leader-elect and leaderElect are both set; keep one (leaderElect, or args.leader-elect as in the official chart)" -}}
 {{- end -}}
-{{- range $flag, $value := dict "policy-configmap" "policy.configMap.name" "policy-dir" "policy.configMap" "policy-mode" "policy.mode" "policy-failure-mode" "policy.failureMode" "plugin-node-labels" "plugins.nodeLabels" "plugin-load-balancer-name" "plugins.loadBalancerName" "plugin-timeout" "plugins.timeout" "plugins-optional" "plugins.optional" "node-label-resync" "plugins.nodeLabelResync" "policy-audit-interval" "policy.auditInterval" -}}
+{{- range $flag, $value := dict "policy-configmap" "policy.configMap.name" "policy-dir" "policy.configMap" "policy-mode" "policy.mode" "policy-failure-mode" "policy.failureMode" "plugin-node-labels" "plugins.nodeLabels" "plugin-load-balancer-name" "plugins.loadBalancerName" "plugin-timeout" "plugins.timeout" "plugins-optional" "plugins.optional" "node-label-resync" "plugins.nodeLabelResync" "policy-audit-interval" "policy.auditInterval" "load-balancer-class" "loadBalancerClass.name" "load-balancer-class-only" "loadBalancerClass.only" -}}
 {{- if not (kindIs "invalid" (index $.Values.args $flag)) -}}
 {{- fail (printf "args.%s: the chart sets --%s; use %s instead" $flag $flag $value) -}}
 {{- end -}}
@@ -242,6 +245,12 @@ spec:
         {{- end }}
         {{- if .Values.plugins.optional }}
         - "--plugins-optional=true"
+        {{- end }}
+        {{- with .Values.loadBalancerClass.name }}
+        - {{ printf "--load-balancer-class=%s" . | quote }}
+        {{- end }}
+        {{- if .Values.loadBalancerClass.only }}
+        - "--load-balancer-class-only=true"
         {{- end }}
         {{- with include "hcloud-policy-ccm.admission.args" . | trim }}
         {{- . | nindent 8 }}
