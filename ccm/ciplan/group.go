@@ -63,8 +63,8 @@ func (g *groupState) plan(ctx context.Context, svc *corev1.Service, group string
 		return lbplan.Plan{}, err
 	}
 	res.Exists = actual != nil
-	home := lbplan.GroupHome(actual, members)
-	if err := lbplan.CheckGroupHome(svc, group, home, members, actual != nil); err != nil {
+	home, known := lbplan.GroupHomeKnown(actual, members)
+	if err := lbplan.CheckGroupHome(svc, group, home, known, members, actual != nil); err != nil {
 		return lbplan.Plan{}, err
 	}
 	if l := lbplan.GroupLeader(members, home); l != leader { // the home's oldest member leads

@@ -59,18 +59,26 @@ func GroupDesiredLabels(group, cluster, home string) map[string]string {
 // without either. A member the policy refused never had an address, so it never makes the
 // home; ccm/loadbalancer also remembers the homes it read (groupHomes).
 func GroupHome(lb *Actual, members []*corev1.Service) string {
+	home, _ := GroupHomeKnown(lb, members)
+	return home
+}
+
+// GroupHomeKnown is GroupHome, and whether the home is known from a load balancer the group has
+// or had (its label, or a member with an address) rather than taken from the oldest member of
+// a group that never had one.
+func GroupHomeKnown(lb *Actual, members []*corev1.Service) (string, bool) {
 	if lb != nil && lb.Labels[LabelGroupNamespace] != "" {
-		return lb.Labels[LabelGroupNamespace]
+		return lb.Labels[LabelGroupNamespace], true
 	}
 	for _, m := range members {
 		if len(m.Status.LoadBalancer.Ingress) > 0 {
-			return m.Namespace
+			return m.Namespace, true
 		}
 	}
 	if len(members) == 0 {
-		return ""
+		return "", false
 	}
-	return members[0].Namespace
+	return members[0].Namespace, false
 }
 
 // HasHomeMember reports whether a member of members lives in the home namespace home. A group
@@ -389,13 +397,17 @@ func (e *GroupHomeError) Error() string {
 }
 
 // CheckGroupHome refuses the sync of svc, a member of group whose home namespace is home, when
-// the home has no member (members, svc among them) or, without a load balancer (exists false),
-// when svc is not in the home: a *GroupHomeError. The CCM and `plan` call it before any write.
-func CheckGroupHome(svc *corev1.Service, group, home string, members []*corev1.Service, exists bool) error {
+// the home has no member (members, svc among them) or, without a load balancer (exists false)
+// while the home is known from one the group had (known: GroupHomeKnown, or the CCM's memory),
+// when svc is not in the home: a *GroupHomeError. A group that never had a load balancer is
+// created by whichever member syncs first, for its oldest member's namespace, and the policy
+// decides who may share it (so `plan`, which knows no history, gives the CCM's verdict). The
+// CCM and `plan` call it before any write.
+func CheckGroupHome(svc *corev1.Service, group, home string, known bool, members []*corev1.Service, exists bool) error {
 	switch {
 	case !HasHomeMember(members, home):
 		return &GroupHomeError{Group: group, Home: home, Member: Key(svc), Empty: true}
-	case !exists && svc.Namespace != home:
+	case !exists && known && svc.Namespace != home:
 		return &GroupHomeError{Group: group, Home: home, Member: Key(svc)}
 	}
 	return nil

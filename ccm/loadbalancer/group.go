@@ -98,8 +98,8 @@ func (l *LoadBalancers) planGroup(ctx context.Context, s subject, nodes []*corev
 	// one, or one made before the label), remembered when the load balancer is gone: the leader
 	// is the oldest member there, never a member of another namespace that outlived the members
 	// of the home (issue 34 §2), and only a member there creates the load balancer (issue 40 §3).
-	home := l.groupHome(group, lb, members)
-	if err := lbplan.CheckGroupHome(svc, group, home, members, lb != nil); err != nil {
+	home, known := l.groupHomeKnown(group, lb, members)
+	if err := lbplan.CheckGroupHome(svc, group, home, known, members, lb != nil); err != nil {
 		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerGroupHome, err.Error())
 		return gp, err
 	}

@@ -191,6 +191,13 @@ type groupHomes struct {
 // namespace, whatever is deleted (issue 40 §3). After a restart without the load balancer,
 // lbplan.GroupHome's members with an address stand in for it.
 func (l *LoadBalancers) groupHome(group string, lb *lbplan.Actual, members []*corev1.Service) string {
+	home, _ := l.groupHomeKnown(group, lb, members)
+	return home
+}
+
+// groupHomeKnown is groupHome, and whether the home is known from a load balancer the group has
+// or had (lbplan.GroupHomeKnown, or this CCM's memory of it).
+func (l *LoadBalancers) groupHomeKnown(group string, lb *lbplan.Actual, members []*corev1.Service) (string, bool) {
 	h := l.homes
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -201,9 +208,9 @@ func (l *LoadBalancers) groupHome(group string, lb *lbplan.Actual, members []*co
 		h.homes[group] = lb.Labels[lbplan.LabelGroupNamespace]
 	}
 	if home, ok := h.homes[group]; ok && lb == nil {
-		return home
+		return home, true
 	}
-	return lbplan.GroupHome(lb, members)
+	return lbplan.GroupHomeKnown(lb, members)
 }
 
 // membersBefore returns the members of the group before leaver left (members and leaver, oldest
