@@ -58,23 +58,60 @@ type AuditPlan struct {
 // Without a Service lister, or when the group list fails; a Service that cannot be planned is
 // an AuditPlan with Err.
 func (l *LoadBalancers) AuditPlans(ctx context.Context, clusterName string, nodes []*corev1.Node, denied StepDenier) ([]AuditPlan, error) {
+	plans, _, err := l.AuditPlansFrom(ctx, clusterName, nodes, denied, nil)
+	return plans, err
+}
+
+// AuditReads are the Hetzner answers the planning of one audit read (each read named by its key,
+// reads.go) and the groups that had a load balancer then. Opaque; never modified once returned.
+type AuditReads struct {
+	answers map[string]any
+	groups  map[string]bool
+}
+
+// ErrNotRead is wrapped in an AuditPlan's Err when AuditPlansFrom, planning from earlier
+// reads, needed a read those did not make (a Service whose load balancer or certificate was
+// not read then): that Service is planned by the next audit that reads Hetzner.
+var ErrNotRead = errors.New("the last audit that read Hetzner did not read what this plan needs")
+
+// AuditPlansFrom is AuditPlans that also returns what its planning read. With from nil it
+// reads as AuditPlans does and records those reads; with from set (the reads of an earlier
+// AuditPlansFrom) it sends no request to Hetzner: every read is answered from from (the
+// Services, nodes and namespace labels are today's, from the informers), and a Service whose
+// plan needs a read from does not hold is an AuditPlan whose Err wraps ErrNotRead. The reads
+// returned are from itself (from nil) or from (from set).
+//
+// # Errors
+//
+// As AuditPlans.
+func (l *LoadBalancers) AuditPlansFrom(ctx context.Context, clusterName string, nodes []*corev1.Node, denied StepDenier, from *AuditReads) ([]AuditPlan, *AuditReads, error) {
 	if l.services == nil {
-		return nil, errors.New("audit load balancers: this CCM runs without the Service informer (loadbalancer.Options.Services)")
+		return nil, nil, errors.New("audit load balancers: this CCM runs without the Service informer (loadbalancer.Options.Services)")
 	}
 	all, err := l.services.List(labels.Everything())
 	if err != nil {
-		return nil, fmt.Errorf("audit load balancers: list Services: %w", err)
+		return nil, nil, fmt.Errorf("audit load balancers: list Services: %w", err)
 	}
 	a := l.audit(denied)
 	svcs := managedServices(all)
-	groups, err := a.existingGroups(ctx, clusterName, svcs)
-	if err != nil {
-		return nil, err
+	reads := from
+	var rec *readRecord
+	if from == nil {
+		groups, err := a.existingGroups(ctx, clusterName, svcs)
+		if err != nil {
+			return nil, nil, err
+		}
+		ctx, rec = recordReads(ctx)
+		reads = &AuditReads{groups: groups}
+	} else {
+		ctx = replayAuditReads(ctx, from.answers)
 	}
-	var out []AuditPlan
+	out := make([]AuditPlan, 0, len(svcs))
 	for _, svc := range svcs {
-		plan, ok, err := a.auditPlan(ctx, clusterName, svc, nodes, groups)
+		plan, ok, err := a.auditPlan(ctx, clusterName, svc, nodes, reads.groups)
 		switch {
+		case errors.Is(err, errNotRecorded):
+			out = append(out, AuditPlan{Service: svc, Err: fmt.Errorf("audit load balancers: %w: %w", ErrNotRead, err)})
 		case err != nil:
 			out = append(out, AuditPlan{Service: svc, Err: err})
 		case ok:
@@ -82,7 +119,10 @@ func (l *LoadBalancers) AuditPlans(ctx context.Context, clusterName string, node
 			out = append(out, AuditPlan{Service: svc, Plan: plan})
 		}
 	}
-	return out, nil
+	if rec != nil {
+		reads.answers = rec.recorded()
+	}
+	return out, reads, nil
 }
 
 // audit returns the audit's copy of l: Preview's quiet copy whose plans start from no load

@@ -1,0 +1,90 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/test/e2e/harness"
+)
+
+// TestCCMAuditSeesFixesInSeconds (issue 42): with an audit interval of 10 minutes, a fix shows
+// in the PolicyReports within seconds, by the audit the change itself starts (from the caches,
+// after a debounce of 2 s). Two lb31 Services in two namespaces are reported after a revision
+// refuses lb31 outside labelled namespaces; labelling one namespace removes its result with no
+// request to Hetzner, and changing the other Service's type removes the other. Each fix → gone
+// time is logged and must stay far below the interval.
+func TestCCMAuditSeesFixesInSeconds(t *testing.T) {
+	t.Parallel()
+	c, emu, endpoint, id := oneWorker(t, "10.244.1.0/24")
+	installPolicyReportCRDs(t, c)
+	port := harness.FreePort(t)
+	run := ccmRun{
+		env:  append(slices.Clone(lbEnv), "HCLOUD_METRICS_ENABLED=true", "HCLOUD_METRICS_ADDRESS=127.0.0.1:"+strconv.Itoa(port)),
+		args: []string{"--policy-audit-interval=10m"},
+	}
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), run)
+	waitInitialised(t, c, ccm, "worker-1", id)
+	applyPolicyData(t, c, ccm, func(config map[string]any) { config["large_load_balancer_types"] = []string{} })
+	for _, ns := range []string{"shop", "blog"} {
+		createNamespace(t, c, ns)
+		labelNamespace(t, c, ns, "hcloud-ccm/public", "true") // the example policies' public namespaces
+		svc := loadBalancerService(ns, "big")
+		svc.Spec.Ports[0].Port = 443 // port 80 alone draws a warning of the example policies
+		svc.Annotations = map[string]string{annotationPrefix + "type": "lb31"}
+		created := createService(t, c, svc)
+		waitLB(t, ccm, emu, created.UID, time.Minute, nil)
+		waitIngress(t, c, ccm, ns, "big")
+	}
+	applyPolicyData(t, c, ccm, func(config map[string]any) { config["large_load_balancer_types"] = []string{"lb31"} })
+	waitResults(t, ccm, dyn(t, c), "blog|lb_type_needs_namespace_label|fail|big", "shop|lb_type_needs_namespace_label|fail|big")
+	time.Sleep(3 * time.Second) // the audits the creates started are over
+	emu.ResetRequests()
+
+	start := time.Now()
+	labelNamespace(t, c, "shop", "hcloud-ccm/large-load-balancers", "true")
+	waitResults(t, ccm, dyn(t, c), "blog|lb_type_needs_namespace_label|fail|big")
+	labelled := time.Since(start)
+	if got := emu.Requests(); len(got) != 0 {
+		t.Errorf("%d requests to Hetzner between the namespace's label and its result gone, want 0: %v", len(got), emu.Counts())
+	}
+
+	start = time.Now()
+	updateService(t, c, "blog", "big", func(s *corev1.Service) { s.Annotations[annotationPrefix+"type"] = "lb11" })
+	waitResults(t, ccm, dyn(t, c))
+	fixed := time.Since(start)
+	t.Logf("fix → result gone: namespace labelled %.2f s, Service fixed %.2f s (audit interval 10 min, debounce 2 s)", labelled.Seconds(), fixed.Seconds())
+	for what, took := range map[string]time.Duration{"namespace labelled": labelled, "Service fixed": fixed} {
+		if took > 20*time.Second {
+			t.Errorf("%s: the result went after %v, want within seconds", what, took)
+		}
+	}
+	if !strings.Contains(ccm.Logs(), "fromCaches=true") {
+		t.Error(`no "Policy audit done" line with fromCaches=true: the results went by another audit`)
+	}
+}
+
+// labelNamespace sets the label key=value on the namespace.
+func labelNamespace(t *testing.T, c *harness.Cluster, name, key, value string) {
+	t.Helper()
+	namespaces := c.Client().CoreV1().Namespaces()
+	ns, err := namespaces.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get namespace %s: %v", name, err)
+	}
+	if ns.Labels == nil {
+		ns.Labels = map[string]string{}
+	}
+	ns.Labels[key] = value
+	if _, err := namespaces.Update(context.Background(), ns, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("label namespace %s: %v", name, err)
+	}
+}
