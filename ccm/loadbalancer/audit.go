@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -225,8 +226,10 @@ func (l *LoadBalancers) deniedSteps(ctx context.Context, svc *corev1.Service, pl
 }
 
 // auditPricing is the Pricing of the create the audit shows the load balancer of svc as: the
-// inventory without that load balancer (of svc, or of its group), so a quota judges it as a
-// fresh create; nil when no policy in force reads it (as the gate's: executor.ReadsInventory).
+// inventory that load balancer (of svc, or of its group) met when it was created, the load
+// balancers older than it (inventory.OlderThan, by Hetzner created time then ID), so a quota
+// or a budget reports the load balancers over it, not every one; nil when no policy in force
+// reads it (as the gate's: executor.ReadsInventory).
 func (l *LoadBalancers) auditPricing(svc *corev1.Service, plan lbplan.Plan) *lbplan.Pricing {
 	if !l.exec.ReadsInventory() {
 		return nil
@@ -236,6 +239,16 @@ func (l *LoadBalancers) auditPricing(svc *corev1.Service, plan lbplan.Plan) *lbp
 	if g := plan.Group; g != nil {
 		owner = input.Owner{Kind: inventory.OwnerGroup, Namespace: g.Namespace, Name: g.Name}
 	}
-	p.Inventory = inventory.Without(p.Inventory, owner, p.Prices)
+	p.Inventory = inventory.OlderThan(p.Inventory, owner, l.createdTimes(), p.Prices)
 	return p
+}
+
+// createdTimes returns the created time of every load balancer the cache holds, by ID.
+func (l *LoadBalancers) createdTimes() map[int64]time.Time {
+	lbs, _ := l.cache.All()
+	out := make(map[int64]time.Time, len(lbs))
+	for _, a := range lbs {
+		out[a.ID] = a.Created
+	}
+	return out
 }

@@ -88,3 +88,38 @@ func labelNamespace(t *testing.T, c *harness.Cluster, name, key, value string) {
 		t.Fatalf("label namespace %s: %v", name, err)
 	}
 }
+
+// TestCCMAuditQuotaNamesTheExtra (issue 42): the audit judges each load balancer on the
+// inventory it met when it was created (the older ones), so a quota report names exactly the
+// load balancer over it. Three lb11 in default (created a, b, c) under the example policies in
+// dry run: max_load_balancers_per_namespace 2 reports c alone; back at 10, a monthly budget of
+// 12 EUR on the namespace (5 EUR each: 5, 10, 15) reports c alone again.
+func TestCCMAuditQuotaNamesTheExtra(t *testing.T) {
+	t.Parallel()
+	c, emu, endpoint, id := oneWorker(t, "10.244.1.0/24")
+	installPolicyReportCRDs(t, c)
+	run, _ := auditRun(t)
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), run)
+	waitInitialised(t, c, ccm, "worker-1", id)
+	for _, name := range []string{"a", "b", "c"} { // one after the other: Hetzner's created order
+		svc := loadBalancerService("default", name)
+		svc.Spec.Ports[0].Port = 443 // port 80 alone draws a warning of the example policies
+		created := createService(t, c, svc)
+		waitLB(t, ccm, emu, created.UID, time.Minute, nil)
+		waitIngress(t, c, ccm, "default", name)
+	}
+	waitResults(t, ccm, dyn(t, c))
+	quota := func(max int) func(config map[string]any) {
+		return func(config map[string]any) {
+			quotas, _ := config["quotas"].(map[string]any)
+			quotas["max_load_balancers_per_namespace"] = max
+		}
+	}
+	applyPolicyData(t, c, ccm, quota(2))
+	waitResults(t, ccm, dyn(t, c), "default|quota_load_balancers_per_namespace|fail|c")
+
+	applyPolicyData(t, c, ccm, quota(10))
+	waitResults(t, ccm, dyn(t, c))
+	labelNamespace(t, c, "default", "hcloud-policy-ccm.io/monthly-budget", "12")
+	waitResults(t, ccm, dyn(t, c), "default|quota_monthly_budget|fail|c")
+}
