@@ -273,9 +273,8 @@ func OlderThan(inv input.Inventory, owner input.Owner, ages map[int64]time.Time,
 	return Build(entries, p)
 }
 
-// Without returns the inventory without the load balancers of owner: the inventory before the
-// create that the policy audit shows an existing load balancer as (ccm/loadbalancer,
-// AuditPlans), so a quota is judged as for a fresh create. It does not modify inv.
+// Without returns the inventory without the load balancers of owner: what OlderThan returns
+// for an owner whose load balancer's age is unknown. It does not modify inv.
 func Without(inv input.Inventory, owner input.Owner, p Prices) input.Inventory {
 	entries := slices.DeleteFunc(Entries(inv), func(e Entry) bool { return e.Owner == owner })
 	if len(entries) == len(inv.LoadBalancers) {
