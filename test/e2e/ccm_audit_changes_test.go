@@ -123,3 +123,46 @@ func TestCCMAuditQuotaNamesTheExtra(t *testing.T) {
 	labelNamespace(t, c, "default", "hcloud-policy-ccm.io/monthly-budget", "12")
 	waitResults(t, ccm, dyn(t, c), "default|quota_monthly_budget|fail|c")
 }
+
+// TestCCMAuditMetricsUnderEnforce (issue 42): under --policy-mode=enforce the audit's decisions
+// are counted with source="audit" and never as enforced denials; the gate's series do not grow
+// with the audits.
+func TestCCMAuditMetricsUnderEnforce(t *testing.T) {
+	t.Parallel()
+	c, emu, endpoint, id := oneWorker(t, "10.244.1.0/24")
+	run, port := auditRun(t)
+	run.args = append(run.args, "--policy-mode=enforce")
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), run)
+	waitInitialised(t, c, ccm, "worker-1", id)
+	applyPolicyData(t, c, ccm, func(config map[string]any) { config["large_load_balancer_types"] = []string{} })
+	svc := loadBalancerService("default", "big")
+	svc.Spec.Ports[0].Port = 443
+	svc.Annotations = map[string]string{annotationPrefix + "type": "lb31"}
+	created := createService(t, c, svc)
+	waitLB(t, ccm, emu, created.UID, time.Minute, nil)
+	waitIngress(t, c, ccm, "default", "big")
+
+	applyPolicyData(t, c, ccm, func(config map[string]any) { config["large_load_balancer_types"] = []string{"lb31"} })
+	waitMetric(t, ccm, port, `hcloud_ccm_policy_audit_violations{action="deny",code="lb_type_needs_namespace_label"}`, 1)
+	const create, code = `action="loadbalancer.create"`, `code="lb_type_needs_namespace_label"`
+	tests := []struct {
+		series string
+		want   func(float64) bool
+		what   string
+	}{
+		{`hcloud_ccm_policy_decisions_total{` + create + `,result="deny",source="audit"}`, func(v float64) bool { return v >= 1 }, "at least 1"},
+		{`hcloud_ccm_policy_denials_total{` + create + `,` + code + `,enforced="false",source="audit"}`, func(v float64) bool { return v >= 1 }, "at least 1"},
+		{`hcloud_ccm_policy_denials_total{` + create + `,` + code + `,enforced="true",source="audit"}`, func(v float64) bool { return v == -1 }, "no series"},
+		{`hcloud_ccm_policy_denials_total{` + create + `,` + code + `,enforced="true",source="gate"}`, func(v float64) bool { return v == -1 }, "no series"},
+		{`hcloud_ccm_policy_decisions_total{` + create + `,result="deny",source="gate"}`, func(v float64) bool { return v == -1 }, "no series"},
+	}
+	for _, tc := range tests {
+		got, err := metric(port, tc.series)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !tc.want(got) {
+			t.Errorf("%s = %v, want %s", tc.series, got, tc.what)
+		}
+	}
+}
