@@ -144,6 +144,12 @@ func (l *LoadBalancers) auditPlan(ctx context.Context, clusterName string, svc *
 	if err != nil || !exists {
 		return lbplan.Plan{}, false, err
 	}
+	if s.group != "" {
+		served, err := l.auditServed(ctx, s)
+		if err != nil || !served {
+			return lbplan.Plan{}, false, err
+		}
+	}
 	// The plan the sync of svc would decide: for a group with the gate (members the policy
 	// refuses, other than svc, are left out as the sync leaves them out).
 	p, err := l.plan(ctx, l.named(ctx, s), nodes, false, l.gateDenied(ctx, svc))
@@ -164,6 +170,25 @@ func (l *LoadBalancers) auditExists(ctx context.Context, s subject, groups map[s
 	}
 	lb, _, err := l.labelled(ctx, s, true)
 	return lb != nil, err
+}
+
+// auditServed reports whether the group's load balancer serves the member s: it has a listener
+// of one of its ports (listen port and node port). A member with none (the gate refused its
+// listeners, or a port conflict or the capacity left it out) has nothing that exists to audit:
+// its sync's events (PolicyDenied) report it, the audit does not report it a second time.
+func (l *LoadBalancers) auditServed(ctx context.Context, s subject) (bool, error) {
+	lb, _, err := l.labelled(ctx, s, true)
+	if err != nil || lb == nil {
+		return false, err
+	}
+	for _, p := range s.svc.Spec.Ports {
+		if slices.ContainsFunc(lb.Services, func(x lbplan.Listener) bool {
+			return x.ListenPort == int(p.Port) && x.DestinationPort == int(p.NodePort)
+		}) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // existingGroups returns the load balancer groups of cluster that have a load balancer, listing

@@ -190,3 +190,39 @@ func TestAuditPlansFrom_NoRequest(t *testing.T) {
 		t.Errorf("plan of late: Err = %v, want ErrNotRead", p.Err)
 	}
 }
+
+// TestAuditPlans_SkipsRefusedMembers (issue 42 §4): a member whose listener the gate refused
+// has nothing on the group's load balancer: the audit gives it no plan (its PolicyDenied
+// reports it, not a PolicyViolation too), and still plans the members the load balancer serves.
+func TestAuditPlans_SkipsRefusedMembers(t *testing.T) {
+	g := newGroupEnv(t)
+	a, b, c := groupMember("a", 0, "web", []int32{80}), groupMember("b", 1, "web", []int32{81}), groupMember("c", 2, "web", []int32{82})
+	g.add(a, b)
+	g.mustEnsure(a)
+	g.mustEnsure(b)
+	g.add(c) // joins the group after its load balancer exists
+	g.decider.denyIf = func(in policy.Input) string {
+		if in.Listener != nil && in.Listener.ListenPort == 82 {
+			return "port 82 is not allowed"
+		}
+		return ""
+	}
+	if _, err := g.ensure(c); !errors.Is(err, policy.ErrDenied) {
+		t.Fatalf("EnsureLoadBalancer(c) = %v, want a denial; listeners %v", err, listenPortsOf(g.onlyLB()))
+	}
+	g.decider.denyIf = nil
+	plans, err := g.lbs.AuditPlans(context.Background(), clusterName, g.nodes, noDenials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range plans {
+		if p.Err != nil {
+			t.Errorf("plan of %s: %v", p.Service.Name, p.Err)
+		}
+		got = append(got, p.Service.Name)
+	}
+	if !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("audit plans of %v, want a and b (c's listener was refused)", got)
+	}
+}

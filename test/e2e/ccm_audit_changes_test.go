@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -163,6 +164,43 @@ func TestCCMAuditMetricsUnderEnforce(t *testing.T) {
 		}
 		if !tc.want(got) {
 			t.Errorf("%s = %v, want %s", tc.series, got, tc.what)
+		}
+	}
+}
+
+// TestCCMAuditRefusedMemberReportedOnce (issue 42 §4): under --policy-mode=enforce, a member of
+// group "web" whose port the policy refuses gets PolicyDenied from the gate; its listener never
+// exists, so the audits that follow report nothing on it (no PolicyViolation), while the
+// members the load balancer serves are still judged.
+func TestCCMAuditRefusedMemberReportedOnce(t *testing.T) {
+	t.Parallel()
+	c, emu, endpoint, id := oneWorker(t, "10.244.1.0/24")
+	run, port := auditRun(t)
+	run.args = append(run.args, "--policy-mode=enforce")
+	ccm, _ := startCCM(t, c, "ccm", endpoint, emu.Token(), run)
+	waitInitialised(t, c, ccm, "worker-1", id)
+	applyPolicyData(t, c, ccm, func(config map[string]any) { config["listen_ports"] = []int{81, 443} })
+	for _, m := range []struct {
+		name string
+		port int32
+	}{{"a", 443}, {"b", 81}} {
+		createService(t, c, groupService("default", m.name, "web", m.port))
+		waitIngress(t, c, ccm, "default", m.name)
+	}
+	createService(t, c, groupService("default", "refused", "web", 82))
+	waitEvent(t, c, ccm, "default", "refused", corev1.EventTypeWarning, "PolicyDenied", "listen port 82 is not allowed")
+	after := float64(time.Now().Add(time.Second).UnixNano()) / 1e9
+	waitCCM(t, ccm, time.Minute, func() (bool, error) { // two audits after the denial (every 2 s)
+		last, err := metric(port, "hcloud_ccm_policy_audit_last_run_timestamp_seconds")
+		if err != nil || last < after+2 {
+			return false, fmt.Errorf("last audit at %v, want after %v (%v)", last, after+2, err)
+		}
+		return true, nil
+	})
+	waitMetric(t, ccm, port, "hcloud_ccm_policy_audit_load_balancers", 2)
+	for _, name := range []string{"refused", "a", "b"} {
+		if evs, err := events(c, "default", name, "PolicyViolation"); err != nil || len(evs) != 0 {
+			t.Errorf("PolicyViolation events on %s: %d (%v), want none: the gate's PolicyDenied on the refused member reports it", name, len(evs), err)
 		}
 	}
 }
