@@ -3,9 +3,12 @@ package ccm
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/admission"
@@ -33,7 +36,9 @@ func auditTrigger(next func(string)) (chan struct{}, func(string)) {
 // (unless HCLOUD_LOAD_BALANCERS_ENABLED=false) and the routes (when they run) with the planner,
 // the cluster view, the namespace labels and the nodes the gate and the webhook use, and writes
 // PolicyReports with d.Dynamic (none when nil). The function returned runs it until ctx ends;
-// only the leader calls it (leaderLoops). Without the right to list namespaces
+// only the leader calls it (leaderLoops), and only then does it watch the Services, nodes and
+// namespaces: a change the audit's inputs read (auditWatch) starts an audit from the caches
+// after audit.DefaultDebounce, which sends no request to Hetzner. Without the right to list namespaces
 // (namespacesForbidden) it starts no namespace informer either: the namespace labels are then
 // evaluation errors, as for the gate.
 func (c *Cloud) newAudit(d Deps) (func(ctx context.Context, trigger <-chan struct{}), error) {
@@ -69,8 +74,98 @@ func (c *Cloud) newAudit(d Deps) (func(ctx context.Context, trigger <-chan struc
 		return nil, fmt.Errorf("ccm.New: %w", err)
 	}
 	synced := func() bool { return services.HasSynced() && nodeInformer.HasSynced() && namespacesSynced() }
+	watched := []auditWatch{{services, serviceChanged}, {nodeInformer, nodeChanged}}
+	if !c.namespacesForbidden {
+		watched = append(watched, auditWatch{d.Informers.Core().V1().Namespaces().Informer(), namespaceLabelsChanged})
+	}
 	return func(ctx context.Context, trigger <-chan struct{}) {
-		klog.InfoS("Policy audit enabled", "interval", d.Options.PolicyAuditInterval, "policyReports", d.Dynamic != nil)
-		a.Run(ctx, synced, trigger, d.Options.PolicyAuditInterval)
+		changed := make(chan struct{}, 1)
+		for _, w := range watched { // on the leader only: this function runs there (leaderLoops)
+			if err := w.register(changed); err != nil {
+				klog.ErrorS(err, "Policy audit: changes are not watched; they show at the next audit interval")
+			}
+		}
+		klog.InfoS("Policy audit enabled", "interval", d.Options.PolicyAuditInterval, "policyReports", d.Dynamic != nil, "afterChanges", audit.DefaultDebounce)
+		a.Run(ctx, synced, trigger, changed, d.Options.PolicyAuditInterval)
 	}, nil
+}
+
+// auditWatch is one informer whose objects the audit's inputs read, and which of their changes
+// matter: changed(old, cur) with old nil for an add and cur nil for a delete.
+type auditWatch struct {
+	informer cache.SharedIndexInformer
+	changed  func(old, cur any) bool
+}
+
+// register signals on changed (without blocking: one signal pending is enough) each change of
+// w's objects that matters to the audit (audit.Auditor.Run audits from the caches after its
+// debounce). The adds of the informer's initial list are not changes.
+func (w auditWatch) register(changed chan<- struct{}) error {
+	signal := func(old, cur any) {
+		if w.changed(deleted(old), cur) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}
+	}
+	_, err := w.informer.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			if !initial {
+				signal(nil, obj)
+			}
+		},
+		UpdateFunc: signal,
+		DeleteFunc: func(obj any) { signal(obj, nil) },
+	})
+	if err != nil {
+		return fmt.Errorf("watch the audit's inputs: %w", err)
+	}
+	return nil
+}
+
+// deleted unwraps the last state of a deleted object the informer did not see go.
+func deleted(obj any) any {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}
+
+// serviceChanged reports whether a Service's change matters to the audit: a Service of type
+// LoadBalancer (before or after) added, deleted, or with another spec, annotations or labels.
+// A status update (the CCM's own ingress patch) does not.
+func serviceChanged(old, cur any) bool {
+	o, _ := old.(*corev1.Service)
+	c, _ := cur.(*corev1.Service)
+	isLB := func(s *corev1.Service) bool { return s != nil && s.Spec.Type == corev1.ServiceTypeLoadBalancer }
+	if !isLB(o) && !isLB(c) {
+		return false
+	}
+	if o == nil || c == nil {
+		return true
+	}
+	return !maps.Equal(o.Labels, c.Labels) || !maps.Equal(o.Annotations, c.Annotations) || !equality.Semantic.DeepEqual(o.Spec, c.Spec)
+}
+
+// nodeChanged reports whether a node's change matters to the audit: added, deleted, or other
+// labels (which select the load balancers' targets).
+func nodeChanged(old, cur any) bool {
+	o, _ := old.(*corev1.Node)
+	c, _ := cur.(*corev1.Node)
+	switch {
+	case o == nil && c == nil:
+		return false
+	case o == nil || c == nil:
+		return true
+	}
+	return !maps.Equal(o.Labels, c.Labels)
+}
+
+// namespaceLabelsChanged reports whether a namespace's labels (namespace_labels) changed; an
+// add or a delete is no change of labels (its Services come and go with their own events).
+func namespaceLabelsChanged(old, cur any) bool {
+	o, _ := old.(*corev1.Namespace)
+	c, _ := cur.(*corev1.Namespace)
+	return o != nil && c != nil && !maps.Equal(o.Labels, c.Labels)
 }

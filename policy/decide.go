@@ -30,9 +30,10 @@ import (
 //     warn rule only): WarnErr set, no warnings, and Allowed, Deny and DryRun as if warn were
 //     empty: a warn rule never blocks, not even by failing (TestEngine_Decide).
 //
-// Every decision is counted in hcloud_ccm_policy_decisions_total{action,result} (result
-// "error" when Err or WarnErr is set), each of its deny messages in
-// hcloud_ccm_policy_denials_total{action,code,enforced}, and the decision is logged with its
+// Every decision is counted in hcloud_ccm_policy_decisions_total{action,result,source} (result
+// "error" when Err or WarnErr is set; source "audit" when in.Audit, else "gate"), each of its
+// deny messages in hcloud_ccm_policy_denials_total{action,code,enforced,source} (enforced
+// "true" only when it blocked a mutation: never for the audit), and the decision is logged with its
 // revision: allowed ones at verbosity 2, the others at 0.
 func (e *Engine) Decide(ctx context.Context, in Input) Decision {
 	return e.decide(ctx, in, nil)
@@ -72,8 +73,7 @@ func (e *Engine) decide(ctx context.Context, in Input, inputErr error) Decision 
 	d.ID = newDecisionID()
 	decisionDuration.WithLabelValues(in.Action).Observe(elapsed.Seconds())
 	result := resultOf(d)
-	decisionsTotal.WithLabelValues(in.Action, result).Inc()
-	countDenials(in.Action, d)
+	countDecision(in, d, result)
 	logDecision(in, d, result, elapsed)
 	if l := e.opts.DecisionLog; l.wants(result) {
 		if err := l.write(in, d, start, elapsed); err != nil {

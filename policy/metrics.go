@@ -14,9 +14,9 @@ var (
 		Namespace:      "hcloud_ccm",
 		Subsystem:      "policy",
 		Name:           "decisions_total",
-		Help:           "Policy decisions by action and result (allow, deny, warn, dryrun_deny, error).",
+		Help:           "Policy decisions by action, result (allow, deny, warn, dryrun_deny, error) and source (gate: a mutation the CCM was about to send or a Service the webhook reviewed; audit: the policy audit judging what exists, never blocking).",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"action", "result"})
+	}, []string{"action", "result", "source"})
 
 	decisionDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
 		Namespace:      "hcloud_ccm",
@@ -39,9 +39,9 @@ var (
 		Namespace:      "hcloud_ccm",
 		Subsystem:      "policy",
 		Name:           "denials_total",
-		Help:           "Deny messages of policy decisions by action, code (the message's code; \"none\" without one) and enforced (\"true\": the message blocked the mutation; \"false\": reported only, in dry run).",
+		Help:           "Deny messages of policy decisions by action, code (the message's code; \"none\" without one) enforced (\"true\": the message blocked the mutation; \"false\": reported only, in dry run or by the audit) and source (gate, audit).",
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"action", "code", "enforced"})
+	}, []string{"action", "code", "enforced", "source"})
 
 	revisionRejected = metrics.NewGauge(&metrics.GaugeOpts{
 		Namespace:      "hcloud_ccm",
@@ -69,6 +69,21 @@ const (
 	resultError      = "error"
 )
 
+// Sources of a decision, the "source" label of hcloud_ccm_policy_decisions_total and
+// hcloud_ccm_policy_denials_total.
+const (
+	sourceGate  = "gate"  // a real request: the executor's gate or the admission webhook
+	sourceAudit = "audit" // the policy audit (Input.Audit): reported, never enforced
+)
+
+// sourceOf is the source label of a decision on in.
+func sourceOf(in Input) string {
+	if in.Audit {
+		return sourceAudit
+	}
+	return sourceGate
+}
+
 var registerOnce sync.Once
 
 // registerMetrics registers the policy metrics with the legacy registry the CCM serves.
@@ -81,17 +96,20 @@ func registerMetrics() {
 // noCode is the code label of hcloud_ccm_policy_denials_total for a deny message without a code.
 const noCode = "none"
 
-// countDenials counts each deny message of d, a decision of action, in
-// hcloud_ccm_policy_denials_total: by its code, enforced when it blocks the mutation
-// (Decision.Blocking). The codes come from the operator's policies, so the label's values are
-// as many as the codes those use.
-func countDenials(action string, d Decision) {
+// countDecision counts d, the decision on in with result, in hcloud_ccm_policy_decisions_total
+// and each of its deny messages in hcloud_ccm_policy_denials_total: by its code, enforced only
+// when it blocks a mutation (never for the audit's decisions, which send nothing whatever the
+// mode), both labelled with the decision's source. The codes come from the operator's
+// policies, so the label's values are as many as the codes those use.
+func countDecision(in Input, d Decision, result string) {
+	source := sourceOf(in)
+	decisionsTotal.WithLabelValues(in.Action, result, source).Inc()
 	for _, m := range d.Deny {
 		code := m.Code
 		if code == "" {
 			code = noCode
 		}
-		enforced := !d.Allowed && m.Enforcement != EnforcementDryRun
-		denialsTotal.WithLabelValues(action, code, strconv.FormatBool(enforced)).Inc()
+		enforced := !in.Audit && !d.Allowed && m.Enforcement != EnforcementDryRun
+		denialsTotal.WithLabelValues(in.Action, code, strconv.FormatBool(enforced), source).Inc()
 	}
 }

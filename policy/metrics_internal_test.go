@@ -10,14 +10,15 @@ import (
 
 func TestMetrics_countDecisionsAndReloads(t *testing.T) {
 	ctx := context.Background()
-	decisions := func(action, result string) float64 {
+	decisionsOf := func(source, action, result string) float64 {
 		t.Helper()
-		v, err := testutil.GetCounterMetricValue(decisionsTotal.WithLabelValues(action, result))
+		v, err := testutil.GetCounterMetricValue(decisionsTotal.WithLabelValues(action, result, source))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return v
 	}
+	decisions := func(action, result string) float64 { return decisionsOf(sourceGate, action, result) }
 	reloads := func(result string) float64 {
 		t.Helper()
 		v, err := testutil.GetCounterMetricValue(reloadsTotal.WithLabelValues(result))
@@ -38,6 +39,7 @@ deny contains 1 if input.load_balancer.type == "bad"
 		return Input{Action: ActionLoadBalancerUpdate, LoadBalancer: &LoadBalancer{Type: typ}}
 	}
 	const a = ActionLoadBalancerUpdate
+	auditDenyBefore := decisionsOf(sourceAudit, ActionLoadBalancerUpdate, resultDeny)
 	before := map[string]float64{}
 	for _, r := range []string{resultAllow, resultDeny, resultWarn, resultDryRunDeny, resultError} {
 		before[r] = decisions(a, r)
@@ -60,11 +62,17 @@ deny contains 1 if input.load_balancer.type == "bad"
 	enforce.Decide(ctx, in("lb21"))
 	enforce.Decide(ctx, in("bad"))
 	dryrun.Decide(ctx, in("lb31"))
+	audited := in("lb31")
+	audited.Audit = true
+	enforce.Decide(ctx, audited) // counted apart: the gate's deny below grows by 1 only
 
 	for _, r := range []string{resultAllow, resultDeny, resultWarn, resultDryRunDeny, resultError} {
 		if got := decisions(a, r) - before[r]; got != 1 {
 			t.Errorf("decisions_total{action=%q,result=%q} grew by %v, want 1", a, r, got)
 		}
+	}
+	if got := decisionsOf(sourceAudit, a, resultDeny) - auditDenyBefore; got != 1 {
+		t.Errorf("decisions_total{action=%q,result=deny,source=audit} grew by %v, want 1", a, got)
 	}
 	if got := reloads("success") - okBefore; got != 2 {
 		t.Errorf("reloads_total{result=success} grew by %v, want 2", got)
@@ -108,13 +116,20 @@ deny contains "no code" if input.load_balancer.type == "lb31"
 deny contains {"msg": "soon", "code": "rollout", "enforcement": "dryrun"} if input.load_balancer.type == "lb31"
 `
 	const a = ActionLoadBalancerUpdate
-	type key struct{ code, enforced string }
-	keys := []key{{"lb_type", "true"}, {"lb_type", "false"}, {noCode, "true"}, {noCode, "false"}, {"rollout", "true"}, {"rollout", "false"}}
+	type key struct{ code, enforced, source string }
+	var keys []key
+	for _, code := range []string{"lb_type", noCode, "rollout"} {
+		for _, enforced := range []string{"true", "false"} {
+			for _, source := range []string{sourceGate, sourceAudit} {
+				keys = append(keys, key{code, enforced, source})
+			}
+		}
+	}
 	denials := func() map[key]float64 {
 		t.Helper()
 		out := map[key]float64{}
 		for _, k := range keys {
-			v, err := testutil.GetCounterMetricValue(denialsTotal.WithLabelValues(a, k.code, k.enforced))
+			v, err := testutil.GetCounterMetricValue(denialsTotal.WithLabelValues(a, k.code, k.enforced, k.source))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,15 +138,18 @@ deny contains {"msg": "soon", "code": "rollout", "enforcement": "dryrun"} if inp
 		return out
 	}
 	tests := []struct {
-		name string
-		mode Mode
-		typ  string
-		want map[key]float64
+		name  string
+		mode  Mode
+		typ   string
+		audit bool
+		want  map[key]float64
 	}{
 		{name: "enforce: the dry-run message is reported, the others block", mode: ModeEnforce, typ: "lb31",
-			want: map[key]float64{{"lb_type", "true"}: 1, {noCode, "true"}: 1, {"rollout", "false"}: 1}},
+			want: map[key]float64{{"lb_type", "true", sourceGate}: 1, {noCode, "true", sourceGate}: 1, {"rollout", "false", sourceGate}: 1}},
 		{name: "dry run: nothing blocks", mode: ModeDryRun, typ: "lb31",
-			want: map[key]float64{{"lb_type", "false"}: 1, {noCode, "false"}: 1, {"rollout", "false"}: 1}},
+			want: map[key]float64{{"lb_type", "false", sourceGate}: 1, {noCode, "false", sourceGate}: 1, {"rollout", "false", sourceGate}: 1}},
+		{name: "audit under enforce: counted apart, nothing blocks", mode: ModeEnforce, typ: "lb31", audit: true,
+			want: map[key]float64{{"lb_type", "false", sourceAudit}: 1, {noCode, "false", sourceAudit}: 1, {"rollout", "false", sourceAudit}: 1}},
 		{name: "allowed: nothing counted", mode: ModeEnforce, typ: "lb11", want: map[key]float64{}},
 	}
 	for _, tc := range tests {
@@ -141,11 +159,11 @@ deny contains {"msg": "soon", "code": "rollout", "enforcement": "dryrun"} if inp
 				t.Fatal(err)
 			}
 			before := denials()
-			e.Decide(ctx, Input{Action: a, LoadBalancer: &LoadBalancer{Type: tc.typ}})
+			e.Decide(ctx, Input{Action: a, LoadBalancer: &LoadBalancer{Type: tc.typ}, Audit: tc.audit})
 			after := denials()
 			for _, k := range keys {
 				if got := after[k] - before[k]; got != tc.want[k] {
-					t.Errorf("denials_total{code=%q,enforced=%q} grew by %v, want %v", k.code, k.enforced, got, tc.want[k])
+					t.Errorf("denials_total{code=%q,enforced=%q,source=%q} grew by %v, want %v", k.code, k.enforced, k.source, got, tc.want[k])
 				}
 			}
 		})

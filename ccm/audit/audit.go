@@ -9,6 +9,10 @@
 // ClusterPolicyReport objects (Reports), a Warning event PolicyViolation on the Service (or
 // Node) when its set of violations changes, metrics and the decision log.
 //
+// An audit reads Hetzner through the CCM's caches (Audit); an audit after a change of a
+// Service, namespace or node (Run's changed, debounced) plans from what the last one read and
+// sends no request (AuditFromCaches, loadbalancer.AuditPlansFrom).
+//
 // The audit holds no executor: the load balancer plans come from the quiet copy of Preview,
 // which has none (TestQuiet_CopiesEveryField), and decisions send nothing. The e2e tests
 // TestCCMAuditReportsExistingLoadBalancers and TestCCMAuditGroupLimitLowered count 0 mutating
@@ -51,10 +55,15 @@ const (
 	ResultWarn = "warn" // a warning
 )
 
+// DefaultDebounce is the default of Options.Debounce.
+const DefaultDebounce = 2 * time.Second
+
 // LoadBalancerPlanner makes the creates that would build the existing load balancers today
-// (*loadbalancer.LoadBalancers).
+// (*loadbalancer.LoadBalancers). With from nil it reads Hetzner and returns what it read; with
+// from set it plans from those reads and sends no request (a Service they do not cover is a
+// plan whose Err wraps loadbalancer.ErrNotRead).
 type LoadBalancerPlanner interface {
-	AuditPlans(ctx context.Context, clusterName string, nodes []*corev1.Node, denied loadbalancer.StepDenier) ([]loadbalancer.AuditPlan, error)
+	AuditPlansFrom(ctx context.Context, clusterName string, nodes []*corev1.Node, denied loadbalancer.StepDenier, from *loadbalancer.AuditReads) ([]loadbalancer.AuditPlan, *loadbalancer.AuditReads, error)
 }
 
 // RoutePlanner makes the add_route of every existing route (*routes.Routes).
@@ -85,6 +94,10 @@ type Options struct {
 	Recorder record.EventRecorder
 	// Reports writes the PolicyReports; nil writes none.
 	Reports ReportWriter
+	// Debounce is how long Run waits after the first change it is told of (Run's changed)
+	// before it audits from the caches, so a burst of changes costs one audit; 0 means
+	// DefaultDebounce.
+	Debounce time.Duration
 }
 
 // Violation is one violated rule for one Service or route.
@@ -121,6 +134,11 @@ type Summary struct {
 	LoadBalancers, Routes int
 	// Failed counts the Services and routes that could not be planned (logged).
 	Failed int
+	// Carried counts the Services an audit from the caches could not plan from the last
+	// reads (loadbalancer.ErrNotRead): their violations of the last audit are kept.
+	Carried int
+	// FromCaches is true for an audit from the caches (AuditFromCaches).
+	FromCaches bool
 	// Started and Duration time the audit.
 	Started  time.Time
 	Duration time.Duration
@@ -137,6 +155,13 @@ type Auditor struct {
 	seen map[string]string
 	// crdMissing is logged once (Reports returned ErrNoPolicyReportAPI).
 	crdMissing sync.Once
+
+	// Guarded by run: what the last audit that read Hetzner read (read is true once one
+	// ended), and the violations the last audit reported.
+	read   bool
+	reads  *loadbalancer.AuditReads
+	routes []routeplan.Plan
+	last   []Violation
 }
 
 // New returns an Auditor.
@@ -150,6 +175,9 @@ func New(o Options) (*Auditor, error) {
 	}
 	if o.Recorder == nil {
 		o.Recorder = &record.FakeRecorder{}
+	}
+	if o.Debounce <= 0 {
+		o.Debounce = DefaultDebounce
 	}
 	registerMetrics()
 	return &Auditor{o: o, seen: map[string]string{}}, nil
@@ -168,12 +196,36 @@ func New(o Options) (*Auditor, error) {
 func (a *Auditor) Audit(ctx context.Context) (Summary, error) {
 	a.run.Lock()
 	defer a.run.Unlock()
-	s := Summary{Started: time.Now()}
-	if err := errors.Join(a.judgeLoadBalancers(ctx, &s), a.judgeRoutes(ctx, &s)); err != nil {
+	return a.audit(ctx, false)
+}
+
+// AuditFromCaches is Audit without a request to Hetzner: the load balancers and routes are the
+// ones the last Audit read (loadbalancer.AuditReads), the Services, namespace labels and nodes
+// today's (the informers' caches), so a fixed Service, a labelled namespace or a changed node
+// is judged anew. A Service those reads do not cover (created since, or asking for a
+// certificate not read then) keeps its violations of the last audit (Summary.Carried) until the
+// next Audit. Before the first Audit it is Audit.
+//
+// # Errors
+//
+// As Audit.
+func (a *Auditor) AuditFromCaches(ctx context.Context) (Summary, error) {
+	a.run.Lock()
+	defer a.run.Unlock()
+	return a.audit(ctx, a.read)
+}
+
+// audit is Audit (fromCaches false) or AuditFromCaches (true). a.run must be held.
+func (a *Auditor) audit(ctx context.Context, fromCaches bool) (Summary, error) {
+	s := Summary{Started: time.Now(), FromCaches: fromCaches}
+	reads, routes, err := a.judge(ctx, &s, fromCaches)
+	if err != nil {
 		return s, err
 	}
+	a.read, a.reads, a.routes = true, reads, routes
 	var errs []error
 	s.Violations = merge(sortViolations(s.Violations))
+	a.last = s.Violations
 	s.Duration = time.Since(s.Started)
 	a.events(s.Violations)
 	observe(s)
@@ -191,23 +243,43 @@ func (a *Auditor) Audit(ctx context.Context) (Summary, error) {
 	return s, errors.Join(errs...)
 }
 
-// judgeLoadBalancers adds the violations of every load balancer to s.
-func (a *Auditor) judgeLoadBalancers(ctx context.Context, s *Summary) error {
+// judge adds the violations of every load balancer and route to s: from the caches (the last
+// reads, a.reads and a.routes) or read from Hetzner. It returns the reads and routes it
+// planned from. a.run must be held.
+func (a *Auditor) judge(ctx context.Context, s *Summary, fromCaches bool) (*loadbalancer.AuditReads, []routeplan.Plan, error) {
+	var reads *loadbalancer.AuditReads
+	var routes []routeplan.Plan
+	if fromCaches {
+		reads, routes = a.reads, a.routes
+	}
+	reads, lbErr := a.judgeLoadBalancers(ctx, s, reads)
+	routes, routeErr := a.judgeRoutes(ctx, s, routes, fromCaches)
+	return reads, routes, errors.Join(lbErr, routeErr)
+}
+
+// judgeLoadBalancers adds the violations of every load balancer to s, planned from reads (nil:
+// read from Hetzner), and returns the reads it planned from.
+func (a *Auditor) judgeLoadBalancers(ctx context.Context, s *Summary, reads *loadbalancer.AuditReads) (*loadbalancer.AuditReads, error) {
 	if a.o.LoadBalancers == nil {
-		return nil
+		return nil, nil
 	}
 	var nodes []*corev1.Node
 	if a.o.Nodes != nil {
 		var err error
 		if nodes, err = a.o.Nodes(); err != nil {
-			return fmt.Errorf("audit: list nodes: %w", err)
+			return nil, fmt.Errorf("audit: list nodes: %w", err)
 		}
 	}
-	plans, err := a.o.LoadBalancers.AuditPlans(ctx, a.o.ClusterName, nodes, a.deniedSteps)
+	plans, reads, err := a.o.LoadBalancers.AuditPlansFrom(ctx, a.o.ClusterName, nodes, a.deniedSteps, reads)
 	if err != nil {
-		return fmt.Errorf("audit: %w", err)
+		return nil, fmt.Errorf("audit: %w", err)
 	}
 	for _, p := range plans {
+		if errors.Is(p.Err, loadbalancer.ErrNotRead) {
+			s.Carried++
+			s.Violations = append(s.Violations, a.lastOf(p.Service)...)
+			continue
+		}
 		if p.Err != nil {
 			s.Failed++
 			klog.InfoS("Policy audit could not plan the load balancer of a Service; judged again at the next audit", "service", klog.KObj(p.Service), "err", p.Err)
@@ -218,17 +290,33 @@ func (a *Auditor) judgeLoadBalancers(ctx context.Context, s *Summary) error {
 			s.Violations = append(s.Violations, violations(d, Violation{Service: p.Service})...)
 		}
 	}
-	return nil
+	return reads, nil
 }
 
-// judgeRoutes adds the violations of every route to s.
-func (a *Auditor) judgeRoutes(ctx context.Context, s *Summary) error {
-	if a.o.Routes == nil {
-		return nil
+// lastOf returns the violations the last audit reported for svc, each with svc as it is now.
+func (a *Auditor) lastOf(svc *corev1.Service) []Violation {
+	key := subjectKey(Violation{Service: svc})
+	var out []Violation
+	for _, v := range a.last {
+		if subjectKey(v) == key {
+			v.Service = svc
+			out = append(out, v)
+		}
 	}
-	plans, err := a.o.Routes.AuditPlans(ctx)
-	if err != nil {
-		return fmt.Errorf("audit: %w", err)
+	return out
+}
+
+// judgeRoutes adds the violations of every route to s: of plans (the last read) when
+// fromCaches, else of the routes read now. It returns the plans it judged.
+func (a *Auditor) judgeRoutes(ctx context.Context, s *Summary, plans []routeplan.Plan, fromCaches bool) ([]routeplan.Plan, error) {
+	if a.o.Routes == nil {
+		return nil, nil
+	}
+	if !fromCaches {
+		var err error
+		if plans, err = a.o.Routes.AuditPlans(ctx); err != nil {
+			return nil, fmt.Errorf("audit: %w", err)
+		}
 	}
 	for _, p := range plans {
 		s.Routes++
@@ -239,7 +327,7 @@ func (a *Auditor) judgeRoutes(ctx context.Context, s *Summary) error {
 			s.Violations = append(s.Violations, violations(d, Violation{Node: p.Node, Route: route})...)
 		}
 	}
-	return nil
+	return plans, nil
 }
 
 // decided is one step's decision with its label.
@@ -392,11 +480,15 @@ func eventObject(v Violation) runtime.Object {
 	return &corev1.ObjectReference{Kind: "Node", Name: v.Node, UID: types.UID(v.Node)}
 }
 
-// Run audits once trigger fires and every interval, until ctx ends; interval 0 or less
-// disables the audit (Run returns at once). synced must report true before the first audit
-// (the informers of Services and nodes; a standby's never start, so it never audits). A
-// failed audit is logged and tried again at the next. It blocks: run it in a goroutine.
-func (a *Auditor) Run(ctx context.Context, synced func() bool, trigger <-chan struct{}, interval time.Duration) {
+// Run audits (Audit, reading Hetzner) at once, when trigger fires (a policy revision) and every
+// interval after the last such audit; and from the caches (AuditFromCaches, no request) once
+// Options.Debounce has passed since changed first fired (a Service, namespace or node changed),
+// so a burst of changes is one audit within Debounce and an audit reading Hetzner that comes
+// first covers it. interval 0 or less disables the audit (Run returns at once). synced must
+// report true before the first audit (the informers of Services and nodes; a standby's never
+// start, so it never audits). A failed audit is logged and tried again at the next. It
+// blocks: run it in a goroutine.
+func (a *Auditor) Run(ctx context.Context, synced func() bool, trigger, changed <-chan struct{}, interval time.Duration) {
 	if interval <= 0 {
 		return
 	}
@@ -407,21 +499,47 @@ func (a *Auditor) Run(ctx context.Context, synced func() bool, trigger <-chan st
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	select { // the first audit covers the revisions put in force so far
-	case <-trigger:
-	default:
-	}
+	drain(trigger) // the first audit covers the revisions put in force so far
+	drain(changed) // and the changes so far
+	next := time.NewTimer(0)
+	defer next.Stop()
+	var settled <-chan time.Time // set while changes wait for their audit
 	for {
-		if s, err := a.Audit(ctx); err != nil {
-			klog.ErrorS(err, "Policy audit failed; tried again at the next audit", "nextIn", interval)
-		} else {
-			klog.InfoS("Policy audit done", "loadBalancers", s.LoadBalancers, "routes", s.Routes, "violations", len(s.Violations), "failed", s.Failed, "duration", s.Duration)
-		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-trigger:
-		case <-time.After(interval):
+		case <-next.C:
+		case <-changed:
+			if settled == nil {
+				settled = time.After(a.o.Debounce)
+			}
+			continue
+		case <-settled:
+			settled = nil
+			a.logged(a.AuditFromCaches(ctx))
+			continue
 		}
+		settled = nil // the audit below covers the changes
+		a.logged(a.Audit(ctx))
+		next.Reset(interval)
 	}
+}
+
+// drain empties a signal channel of capacity 1 (nil: nothing).
+func drain(c <-chan struct{}) {
+	select {
+	case <-c:
+	default:
+	}
+}
+
+// logged logs the outcome of one audit.
+func (a *Auditor) logged(s Summary, err error) {
+	if err != nil {
+		klog.ErrorS(err, "Policy audit failed; tried again at the next audit", "fromCaches", s.FromCaches)
+		return
+	}
+	klog.InfoS("Policy audit done", "loadBalancers", s.LoadBalancers, "routes", s.Routes, "violations", len(s.Violations),
+		"failed", s.Failed, "carried", s.Carried, "fromCaches", s.FromCaches, "duration", s.Duration)
 }

@@ -3,10 +3,13 @@ package audit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -30,15 +33,34 @@ import (
 )
 
 // planner is a LoadBalancerPlanner over fixed Services: each one's create (lbplan, as the CCM
-// plans it from its annotations).
+// plans it from its annotations). It counts the plannings that read Hetzner (from nil) and
+// those from earlier reads; from earlier reads, the Services named in unread are plans with
+// ErrNotRead.
 type planner struct {
-	t    *testing.T
-	svcs []*corev1.Service
+	t      *testing.T
+	svcs   []*corev1.Service
+	unread map[string]bool
+
+	mu                  sync.Mutex
+	reading, fromCaches int
 }
 
-func (p *planner) AuditPlans(_ context.Context, _ string, _ []*corev1.Node, _ loadbalancer.StepDenier) ([]loadbalancer.AuditPlan, error) {
+func (p *planner) AuditPlansFrom(_ context.Context, _ string, _ []*corev1.Node, _ loadbalancer.StepDenier, from *loadbalancer.AuditReads) ([]loadbalancer.AuditPlan, *loadbalancer.AuditReads, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	replay := from != nil
+	if replay {
+		p.fromCaches++
+	} else {
+		p.reading++
+		from = &loadbalancer.AuditReads{}
+	}
 	var out []loadbalancer.AuditPlan
 	for _, svc := range p.svcs {
+		if replay && p.unread[svc.Name] {
+			out = append(out, loadbalancer.AuditPlan{Service: svc, Err: fmt.Errorf("planning %s: %w", svc.Name, loadbalancer.ErrNotRead)})
+			continue
+		}
 		d, err := lbplan.NewDesired(lbplan.Input{Service: svc, Name: svc.Name, Defaults: config.LoadBalancer{Location: "fsn1", Type: "lb11"}})
 		if err != nil {
 			p.t.Fatal(err)
@@ -49,13 +71,24 @@ func (p *planner) AuditPlans(_ context.Context, _ string, _ []*corev1.Node, _ lo
 		}
 		out = append(out, loadbalancer.AuditPlan{Service: svc, Plan: plan})
 	}
-	return out, nil
+	return out, from, nil
+}
+
+// counts returns how often p planned reading Hetzner and from earlier reads.
+func (p *planner) counts() (reading, fromCaches int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reading, p.fromCaches
 }
 
 // fixedRoutes is a RoutePlanner over fixed routes to node-1.
 type fixedRoutes []string
 
+// routesRead counts the reads of every fixedRoutes.
+var routesRead atomic.Int64
+
 func (r fixedRoutes) AuditPlans(context.Context) ([]routeplan.Plan, error) {
+	routesRead.Add(1)
 	var out []routeplan.Plan
 	for _, dest := range r {
 		out = append(out, routeplan.Ensure(nil, routeplan.Route{Destination: netip.MustParsePrefix(dest), Gateway: netip.MustParseAddr("10.0.0.2")}, "node-1"))
@@ -122,11 +155,17 @@ type env struct {
 }
 
 func newEnv(t *testing.T, svcs ...*corev1.Service) *env {
+	return newEnvDebounced(t, 0, svcs...)
+}
+
+// newEnvDebounced is newEnv with Options.Debounce.
+func newEnvDebounced(t *testing.T, debounce time.Duration, svcs ...*corev1.Service) *env {
 	e := &env{p: &planner{t: t, svcs: svcs}, rules: &rules{}, recorder: record.NewFakeRecorder(100), dyn: newFakeDynamic()}
 	var err error
 	e.a, err = audit.New(audit.Options{
 		LoadBalancers: e.p, Routes: fixedRoutes{"10.244.1.0/24", "192.168.0.0/24"}, Decider: e.rules,
 		Cluster: policy.Cluster{Name: "k"}, ClusterName: "k", Recorder: e.recorder, Reports: audit.Reports{Client: e.dyn},
+		Debounce: debounce,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -260,4 +299,89 @@ func TestAudit_FailedListingKeepsTheReports(t *testing.T) {
 	if diff := cmp.Diff(want, e.results(t)); diff != "" || len(want) != 2 {
 		t.Errorf("results after a failed audit (-before +after):\n%s", diff)
 	}
+}
+
+// TestAuditFromCaches: an audit from the caches judges today's Services from the last reads
+// (no planning that reads, no route read): a fixed Service's result is gone, a Service the reads
+// do not cover keeps its violations of the last audit, and the routes are judged again. Before
+// any audit that read, it reads.
+func TestAuditFromCaches(t *testing.T) {
+	e := newEnv(t, service("shop", "web", "lb31", 80), service("shop", "new", "lb31", 81))
+	if s, err := e.a.AuditFromCaches(context.Background()); err != nil || s.FromCaches {
+		t.Fatalf("first AuditFromCaches() = fromCaches %v, %v; want an audit that reads", s.FromCaches, err)
+	}
+	routesBefore := routesRead.Load()
+	e.p.svcs[0] = service("shop", "web", "lb11", 80) // fixed
+	e.p.svcs[1] = service("shop", "new", "lb11", 81) // fixed too, but not in the reads
+	e.p.unread = map[string]bool{"new": true}
+	s, err := e.a.AuditFromCaches(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reading, fromCaches := e.p.counts(); reading != 1 || fromCaches != 1 {
+		t.Errorf("plannings: %d reading, %d from the reads; want 1 and 1", reading, fromCaches)
+	}
+	if n := routesRead.Load() - routesBefore; n != 0 {
+		t.Errorf("the audit from the caches read the routes %d times, want 0", n)
+	}
+	if !s.FromCaches || s.Carried != 1 || s.Routes != 2 {
+		t.Errorf("summary: fromCaches %v, carried %d, routes %d; want true, 1, 2", s.FromCaches, s.Carried, s.Routes)
+	}
+	want := []string{"shop|no_lb31|fail|Service/new", "|route_cidr|fail|Node/node-1"}
+	if diff := cmp.Diff(want, e.results(t)); diff != "" {
+		t.Errorf("report results (-want +got):\n%s", diff)
+	}
+	e.audit(t) // reads: the new Service is planned, its fix shows
+	if diff := cmp.Diff([]string{"|route_cidr|fail|Node/node-1"}, e.results(t)); diff != "" {
+		t.Errorf("after an audit that reads, report results (-want +got):\n%s", diff)
+	}
+}
+
+// TestRun_ChangesAuditFromCachesDebounced: Run audits reading at once, then a burst of changes
+// gives one audit from the caches once the debounce has passed, and no audit that reads; a
+// revision (trigger) gives an audit that reads.
+func TestRun_ChangesAuditFromCachesDebounced(t *testing.T) {
+	const debounce = 100 * time.Millisecond
+	e := newEnvDebounced(t, debounce, service("shop", "web", "lb31", 80))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	trigger, changed := make(chan struct{}, 1), make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		e.a.Run(ctx, func() bool { return true }, trigger, changed, time.Hour)
+	}()
+	waitFor := func(what string, reading, fromCaches int) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			r, c := e.p.counts()
+			if r == reading && c == fromCaches {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d plannings reading, %d from the caches; want %d and %d", what, r, c, reading, fromCaches)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitFor("at start", 1, 0)
+	start := time.Now()
+	for range 5 {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	waitFor("after a burst of changes", 1, 1)
+	if took := time.Since(start); took < debounce {
+		t.Errorf("the audit from the caches came %v after the first change, before the debounce of %v", took, debounce)
+	}
+	time.Sleep(3 * debounce)
+	waitFor("once the burst settled", 1, 1)
+	trigger <- struct{}{}
+	waitFor("after a revision", 2, 1)
+	cancel()
+	<-done
 }

@@ -413,12 +413,12 @@ func (x *Executor) decideAll(ctx context.Context, obj runtime.Object, items []ga
 
 // decisionEvents records the warnings (and warn rules that failed) and the deny messages that
 // are not enforced (dry-run mode, or "enforcement": "dryrun") of the decisions of the steps
-// labels as one Warning event each on obj: PolicyWarning and PolicyDryRunDenied, the latter
-// naming each step's decision ID as PolicyDenied does.
+// labels as one Warning event each on obj: PolicyWarning and PolicyDryRunDenied, both naming
+// each step's decision ID as PolicyDenied does.
 func (x *Executor) decisionEvents(obj runtime.Object, labels []string, decisions []policy.Decision) {
 	var dryRun, warnings messageGroups
 	for i, d := range decisions {
-		warnings.add(labels[i], DecisionWarnings(d))
+		warnings.add(withDecisionID(labels[i], d.ID), DecisionWarnings(d))
 		dryRun.add(withDecisionID(labels[i], d.ID), d.NotEnforced())
 	}
 	if warnings.Len() > 0 {

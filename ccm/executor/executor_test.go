@@ -207,9 +207,11 @@ func TestRun_InputsDescribeEveryMutation(t *testing.T) {
 	}
 }
 
+// TestRun_WarningsAndDryRunProceed: warnings and dry-run denials do not block; their events
+// (PolicyWarning, PolicyDryRunDenied) each name the decision IDs, as PolicyDenied does.
 func TestRun_WarningsAndDryRunProceed(t *testing.T) {
 	ev := newEnv(t, func(in policy.Input) policy.Decision {
-		return policy.Decision{Allowed: true, DryRun: true, Deny: []policy.Message{{Msg: "would deny " + in.Operation}}, Warn: []policy.Message{{Msg: "careful"}}}
+		return policy.Decision{ID: "id-" + in.Operation, Allowed: true, DryRun: true, Deny: []policy.Message{{Msg: "would deny " + in.Operation}}, Warn: []policy.Message{{Msg: "careful"}}}
 	})
 	svc := newService()
 	if _, err := ev.exec.Run(context.Background(), svc, ev.plan(t, svc, nil)); err != nil {
@@ -218,6 +220,11 @@ func TestRun_WarningsAndDryRunProceed(t *testing.T) {
 	e := ev.events()
 	if count(e, "Warning PolicyWarning") != 1 || count(e, "Warning PolicyDryRunDenied") != 1 || count(e, "Warning PolicyDenied") != 0 {
 		t.Errorf("events = %v", e)
+	}
+	for _, ev := range e {
+		if (strings.HasPrefix(ev, "Warning PolicyWarning") || strings.HasPrefix(ev, "Warning PolicyDryRunDenied")) && !strings.Contains(ev, "(decision id-create)") {
+			t.Errorf("event %q names no decision ID, want (decision id-create)", ev)
+		}
 	}
 	if ev.emu.MutatingRequests() == 0 {
 		t.Errorf("dry-run denial blocked the run")

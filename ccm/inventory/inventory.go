@@ -3,6 +3,7 @@ package inventory
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
@@ -231,9 +232,49 @@ func find(entries []Entry, lb *input.LoadBalancer) int {
 	})
 }
 
-// Without returns the inventory without the load balancers of owner: the inventory before the
-// create that the policy audit shows an existing load balancer as (ccm/loadbalancer,
-// AuditPlans), so a quota is judged as for a fresh create. It does not modify inv.
+// Age orders managed load balancers by when Hetzner created them, then by ID.
+type Age struct {
+	// Created is the load balancer's created time; zero when unknown (then IDs decide).
+	Created time.Time
+	// ID is the Hetzner ID.
+	ID int64
+}
+
+// Before reports whether a was created before b: by created time when both are known and
+// differ, else by ID (Hetzner hands out IDs in creation order).
+func (a Age) Before(b Age) bool {
+	if !a.Created.IsZero() && !b.Created.IsZero() && !a.Created.Equal(b.Created) {
+		return a.Created.Before(b.Created)
+	}
+	return a.ID < b.ID
+}
+
+// OlderThan returns the inventory a load balancer of owner met when it was created: only the
+// load balancers older than owner's oldest (Age.Before; ages by ID, from the load balancers'
+// created times). The policy audit judges an existing load balancer with it, so with a limit
+// of 2 and three load balancers only the newest is over the limit, and the same for a budget.
+// Without a load balancer of owner in inv (or its age) it is Without. It does not modify inv.
+func OlderThan(inv input.Inventory, owner input.Owner, ages map[int64]time.Time, p Prices) input.Inventory {
+	var own *Age
+	for _, lb := range inv.LoadBalancers {
+		if lb.Owner != owner || lb.ID == 0 {
+			continue
+		}
+		if a := (Age{Created: ages[lb.ID], ID: lb.ID}); own == nil || a.Before(*own) {
+			own = &a
+		}
+	}
+	if own == nil {
+		return Without(inv, owner, p)
+	}
+	entries := slices.DeleteFunc(Entries(inv), func(e Entry) bool {
+		return e.Owner == owner || e.ID == 0 || !(Age{Created: ages[e.ID], ID: e.ID}).Before(*own)
+	})
+	return Build(entries, p)
+}
+
+// Without returns the inventory without the load balancers of owner: what OlderThan returns
+// for an owner whose load balancer's age is unknown. It does not modify inv.
 func Without(inv input.Inventory, owner input.Owner, p Prices) input.Inventory {
 	entries := slices.DeleteFunc(Entries(inv), func(e Entry) bool { return e.Owner == owner })
 	if len(entries) == len(inv.LoadBalancers) {

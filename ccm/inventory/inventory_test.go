@@ -1,9 +1,12 @@
 package inventory_test
 
 import (
+	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -250,6 +253,47 @@ func TestWithout(t *testing.T) {
 	}
 	if d := cmp.Diff(inv, inventory.Without(inv, svcOwner("b", "one"), p)); d != "" {
 		t.Errorf("Without an owner of none (-want +got):\n%s", d)
+	}
+}
+
+// TestOlderThan: the inventory a load balancer met when it was created holds the load
+// balancers created before it: by created time when both are known (also against the IDs), by
+// ID otherwise; a group counts by its oldest load balancer; an owner without one is Without.
+func TestOlderThan(t *testing.T) {
+	p := testPrices(t)
+	t0 := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	group := input.Owner{Kind: inventory.OwnerGroup, Namespace: "a", Name: "shared"}
+	entry := func(id int64, owner input.Owner) inventory.Entry {
+		return inventory.Entry{ID: id, Name: fmt.Sprint("lb", id), Owner: owner, Type: "lb11", Location: "fsn1"}
+	}
+	base := []inventory.Entry{entry(1, svcOwner("a", "one")), entry(2, svcOwner("a", "two")), entry(3, svcOwner("a", "three")), entry(4, group)}
+	inv := inventory.Build(base, p)
+	tests := []struct {
+		name  string
+		owner input.Owner
+		ages  map[int64]time.Time
+		want  []int64 // IDs of the inventory returned
+	}{
+		{name: "by ID without created times: the first", owner: svcOwner("a", "one"), want: nil},
+		{name: "by ID without created times: the third", owner: svcOwner("a", "three"), want: []int64{1, 2}},
+		{name: "created times before IDs", owner: svcOwner("a", "one"),
+			ages: map[int64]time.Time{1: t0.Add(time.Hour), 2: t0, 3: t0.Add(2 * time.Hour), 4: t0.Add(3 * time.Hour)}, want: []int64{2}},
+		{name: "equal created times: by ID", owner: svcOwner("a", "two"),
+			ages: map[int64]time.Time{1: t0, 2: t0, 3: t0, 4: t0}, want: []int64{1}},
+		{name: "a group", owner: group, want: []int64{1, 2, 3}},
+		{name: "an owner without a load balancer: Without", owner: svcOwner("b", "none"), want: []int64{1, 2, 3, 4}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := inventory.OlderThan(inv, tc.owner, tc.ages, p)
+			var ids []int64
+			for _, lb := range got.LoadBalancers {
+				ids = append(ids, lb.ID)
+			}
+			if !slices.Equal(ids, tc.want) || got.Cluster.LoadBalancers != len(tc.want) {
+				t.Errorf("OlderThan = %v (cluster counts %d), want %v", ids, got.Cluster.LoadBalancers, tc.want)
+			}
+		})
 	}
 }
 

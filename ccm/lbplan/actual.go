@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 )
@@ -36,6 +37,8 @@ type Actual struct {
 	// max_targets.
 	OtherTargets int
 	Protected    bool
+	// Created is when Hetzner created the load balancer (zero when the answer had no time).
+	Created time.Time
 }
 
 // AttachedNetwork is one private network the load balancer is attached to.
@@ -59,6 +62,7 @@ func NewActual(lb *hcloud.LoadBalancer) *Actual {
 		IPv4RDNS:        lb.PublicNet.IPv4.DNSPtr,
 		IPv6RDNS:        lb.PublicNet.IPv6.DNSPtr,
 		Protected:       lb.Protection.Delete,
+		Created:         lb.Created,
 	}
 	if a.Labels == nil {
 		a.Labels = map[string]string{}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -58,23 +59,60 @@ type AuditPlan struct {
 // Without a Service lister, or when the group list fails; a Service that cannot be planned is
 // an AuditPlan with Err.
 func (l *LoadBalancers) AuditPlans(ctx context.Context, clusterName string, nodes []*corev1.Node, denied StepDenier) ([]AuditPlan, error) {
+	plans, _, err := l.AuditPlansFrom(ctx, clusterName, nodes, denied, nil)
+	return plans, err
+}
+
+// AuditReads are the Hetzner answers the planning of one audit read (each read named by its key,
+// reads.go) and the groups that had a load balancer then. Opaque; never modified once returned.
+type AuditReads struct {
+	answers map[string]any
+	groups  map[string]bool
+}
+
+// ErrNotRead is wrapped in an AuditPlan's Err when AuditPlansFrom, planning from earlier
+// reads, needed a read those did not make (a Service whose load balancer or certificate was
+// not read then): that Service is planned by the next audit that reads Hetzner.
+var ErrNotRead = errors.New("the last audit that read Hetzner did not read what this plan needs")
+
+// AuditPlansFrom is AuditPlans that also returns what its planning read. With from nil it
+// reads as AuditPlans does and records those reads; with from set (the reads of an earlier
+// AuditPlansFrom) it sends no request to Hetzner: every read is answered from from (the
+// Services, nodes and namespace labels are today's, from the informers), and a Service whose
+// plan needs a read from does not hold is an AuditPlan whose Err wraps ErrNotRead. The reads
+// returned are from itself (from nil) or from (from set).
+//
+// # Errors
+//
+// As AuditPlans.
+func (l *LoadBalancers) AuditPlansFrom(ctx context.Context, clusterName string, nodes []*corev1.Node, denied StepDenier, from *AuditReads) ([]AuditPlan, *AuditReads, error) {
 	if l.services == nil {
-		return nil, errors.New("audit load balancers: this CCM runs without the Service informer (loadbalancer.Options.Services)")
+		return nil, nil, errors.New("audit load balancers: this CCM runs without the Service informer (loadbalancer.Options.Services)")
 	}
 	all, err := l.services.List(labels.Everything())
 	if err != nil {
-		return nil, fmt.Errorf("audit load balancers: list Services: %w", err)
+		return nil, nil, fmt.Errorf("audit load balancers: list Services: %w", err)
 	}
 	a := l.audit(denied)
 	svcs := managedServices(all, l.Serves)
-	groups, err := a.existingGroups(ctx, clusterName, svcs)
-	if err != nil {
-		return nil, err
+	reads := from
+	var rec *readRecord
+	if from == nil {
+		groups, err := a.existingGroups(ctx, clusterName, svcs)
+		if err != nil {
+			return nil, nil, err
+		}
+		ctx, rec = recordReads(ctx)
+		reads = &AuditReads{groups: groups}
+	} else {
+		ctx = replayAuditReads(ctx, from.answers)
 	}
-	var out []AuditPlan
+	out := make([]AuditPlan, 0, len(svcs))
 	for _, svc := range svcs {
-		plan, ok, err := a.auditPlan(ctx, clusterName, svc, nodes, groups)
+		plan, ok, err := a.auditPlan(ctx, clusterName, svc, nodes, reads.groups)
 		switch {
+		case errors.Is(err, errNotRecorded):
+			out = append(out, AuditPlan{Service: svc, Err: fmt.Errorf("audit load balancers: %w: %w", ErrNotRead, err)})
 		case err != nil:
 			out = append(out, AuditPlan{Service: svc, Err: err})
 		case ok:
@@ -82,7 +120,10 @@ func (l *LoadBalancers) AuditPlans(ctx context.Context, clusterName string, node
 			out = append(out, AuditPlan{Service: svc, Plan: plan})
 		}
 	}
-	return out, nil
+	if rec != nil {
+		reads.answers = rec.recorded()
+	}
+	return out, reads, nil
 }
 
 // audit returns the audit's copy of l: Preview's quiet copy whose plans start from no load
@@ -102,6 +143,12 @@ func (l *LoadBalancers) auditPlan(ctx context.Context, clusterName string, svc *
 	exists, err := l.auditExists(ctx, s, groups)
 	if err != nil || !exists {
 		return lbplan.Plan{}, false, err
+	}
+	if s.group != "" {
+		served, err := l.auditServed(ctx, s)
+		if err != nil || !served {
+			return lbplan.Plan{}, false, err
+		}
 	}
 	// The plan the sync of svc would decide: for a group with the gate (members the policy
 	// refuses, other than svc, are left out as the sync leaves them out).
@@ -123,6 +170,25 @@ func (l *LoadBalancers) auditExists(ctx context.Context, s subject, groups map[s
 	}
 	lb, _, err := l.labelled(ctx, s, true)
 	return lb != nil, err
+}
+
+// auditServed reports whether the group's load balancer serves the member s: it has a listener
+// of one of its ports (listen port and node port). A member with none (the gate refused its
+// listeners, or a port conflict or the capacity left it out) has nothing that exists to audit:
+// its sync's events (PolicyDenied) report it, the audit does not report it a second time.
+func (l *LoadBalancers) auditServed(ctx context.Context, s subject) (bool, error) {
+	lb, _, err := l.labelled(ctx, s, true)
+	if err != nil || lb == nil {
+		return false, err
+	}
+	for _, p := range s.svc.Spec.Ports {
+		if slices.ContainsFunc(lb.Services, func(x lbplan.Listener) bool {
+			return x.ListenPort == int(p.Port) && x.DestinationPort == int(p.NodePort)
+		}) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // existingGroups returns the load balancer groups of cluster that have a load balancer, listing
@@ -185,8 +251,10 @@ func (l *LoadBalancers) deniedSteps(ctx context.Context, svc *corev1.Service, pl
 }
 
 // auditPricing is the Pricing of the create the audit shows the load balancer of svc as: the
-// inventory without that load balancer (of svc, or of its group), so a quota judges it as a
-// fresh create; nil when no policy in force reads it (as the gate's: executor.ReadsInventory).
+// inventory that load balancer (of svc, or of its group) met when it was created, the load
+// balancers older than it (inventory.OlderThan, by Hetzner created time then ID), so a quota
+// or a budget reports the load balancers over it, not every one; nil when no policy in force
+// reads it (as the gate's: executor.ReadsInventory).
 func (l *LoadBalancers) auditPricing(svc *corev1.Service, plan lbplan.Plan) *lbplan.Pricing {
 	if !l.exec.ReadsInventory() {
 		return nil
@@ -196,6 +264,16 @@ func (l *LoadBalancers) auditPricing(svc *corev1.Service, plan lbplan.Plan) *lbp
 	if g := plan.Group; g != nil {
 		owner = input.Owner{Kind: inventory.OwnerGroup, Namespace: g.Namespace, Name: g.Name}
 	}
-	p.Inventory = inventory.Without(p.Inventory, owner, p.Prices)
+	p.Inventory = inventory.OlderThan(p.Inventory, owner, l.createdTimes(), p.Prices)
 	return p
+}
+
+// createdTimes returns the created time of every load balancer the cache holds, by ID.
+func (l *LoadBalancers) createdTimes() map[int64]time.Time {
+	lbs, _ := l.cache.All()
+	out := make(map[int64]time.Time, len(lbs))
+	for _, a := range lbs {
+		out[a.ID] = a.Created
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package loadbalancer_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"testing"
 
@@ -134,4 +135,94 @@ func inputsJSON(t *testing.T, plan lbplan.Plan, svc *corev1.Service) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestAuditPlansFrom_NoRequest: planning from the reads of an earlier audit sends no request to
+// Hetzner (where an audit that reads sends some: the list of the groups' load balancers), plans
+// today's Services (a changed type is in the plan), and names a Service whose load balancer
+// those reads did not see with ErrNotRead.
+func TestAuditPlansFrom_NoRequest(t *testing.T) {
+	g := newGroupEnv(t)
+	own, a, b := groupMember("own", 0, "", []int32{80}), groupMember("a", 1, "web", []int32{81}), groupMember("b", 2, "web", []int32{82})
+	g.add(own, a, b)
+	for _, svc := range []*corev1.Service{own, a, b} {
+		g.mustEnsure(svc)
+	}
+	late := groupMember("late", 3, "", []int32{83})
+	g.mustEnsure(late) // its load balancer exists; the reads below do not see it (not listed yet)
+
+	g.emu.ResetRequests()
+	_, reads, err := g.lbs.AuditPlansFrom(context.Background(), clusterName, g.nodes, noDenials, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(g.emu.Requests()); n == 0 {
+		t.Fatal("an audit that reads sent no request: the test would not tell reading from replaying")
+	}
+
+	changed := own.DeepCopy()
+	changed.Annotations[string(annotation.LBType)] = "lb21"
+	g.add(changed, late)
+	g.emu.ResetRequests()
+	plans, again, err := g.lbs.AuditPlansFrom(context.Background(), clusterName, g.nodes, noDenials, reads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := g.emu.Requests(); len(got) != 0 {
+		t.Errorf("AuditPlansFrom(earlier reads) sent %d requests, want 0: %v", len(got), g.emu.Counts())
+	}
+	if again != reads {
+		t.Error("AuditPlansFrom(earlier reads) returned other reads, want the earlier ones")
+	}
+	byName := map[string]loadbalancer.AuditPlan{}
+	for _, p := range plans {
+		byName[p.Service.Name] = p
+	}
+	for _, name := range []string{"own", "a", "b"} {
+		if p, ok := byName[name]; !ok || p.Err != nil {
+			t.Errorf("plan of %s = %v, %v; want one without error", name, ok, p.Err)
+		}
+	}
+	if typ := byName["own"].Plan.Steps()[0].LoadBalancer.Type; typ != "lb21" {
+		t.Errorf("plan of own creates a %s, want the lb21 the Service asks for now", typ)
+	}
+	if p := byName["late"]; !errors.Is(p.Err, loadbalancer.ErrNotRead) {
+		t.Errorf("plan of late: Err = %v, want ErrNotRead", p.Err)
+	}
+}
+
+// TestAuditPlans_SkipsRefusedMembers (issue 42 §4): a member whose listener the gate refused
+// has nothing on the group's load balancer: the audit gives it no plan (its PolicyDenied
+// reports it, not a PolicyViolation too), and still plans the members the load balancer serves.
+func TestAuditPlans_SkipsRefusedMembers(t *testing.T) {
+	g := newGroupEnv(t)
+	a, b, c := groupMember("a", 0, "web", []int32{80}), groupMember("b", 1, "web", []int32{81}), groupMember("c", 2, "web", []int32{82})
+	g.add(a, b)
+	g.mustEnsure(a)
+	g.mustEnsure(b)
+	g.add(c) // joins the group after its load balancer exists
+	g.decider.denyIf = func(in policy.Input) string {
+		if in.Listener != nil && in.Listener.ListenPort == 82 {
+			return "port 82 is not allowed"
+		}
+		return ""
+	}
+	if _, err := g.ensure(c); !errors.Is(err, policy.ErrDenied) {
+		t.Fatalf("EnsureLoadBalancer(c) = %v, want a denial; listeners %v", err, listenPortsOf(g.onlyLB()))
+	}
+	g.decider.denyIf = nil
+	plans, err := g.lbs.AuditPlans(context.Background(), clusterName, g.nodes, noDenials)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range plans {
+		if p.Err != nil {
+			t.Errorf("plan of %s: %v", p.Service.Name, p.Err)
+		}
+		got = append(got, p.Service.Name)
+	}
+	if !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("audit plans of %v, want a and b (c's listener was refused)", got)
+	}
 }

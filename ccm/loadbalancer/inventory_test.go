@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -233,29 +234,38 @@ func TestPreview_priced(t *testing.T) {
 	}
 }
 
-// TestAuditPlans_pricedWithoutItself: the audit shows each existing load balancer as the create
-// that would build it today, on the inventory without that load balancer: with two in team-a,
-// each is judged on an inventory of one, as its create was.
-func TestAuditPlans_pricedWithoutItself(t *testing.T) {
+// TestAuditPlans_pricedWithTheOlder: the audit shows each existing load balancer as the create
+// that would build it today, on the inventory it met when it was created: the load balancers
+// older than it. With three in team-a, the first is judged on none, the second on the first,
+// the third on both, so a limit of 2 reports the third alone.
+func TestAuditPlans_pricedWithTheOlder(t *testing.T) {
 	g := newGroupEnv(t)
 	g.decider.revision = "r1"
-	for _, name := range []string{"first", "second"} {
-		g.mustEnsure(g.quotaService("team-a", name))
+	names := []string{"first", "second", "third"}
+	for _, name := range names {
+		svc := g.quotaService("team-a", name)
+		g.add(svc)
+		g.mustEnsure(svc)
 	}
 	plans, err := g.lbs.AuditPlans(context.Background(), clusterName, g.nodes, func(context.Context, *corev1.Service, lbplan.Plan) []int { return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plans) != 2 {
-		t.Fatalf("%d audit plans, want 2", len(plans))
+	if len(plans) != len(names) {
+		t.Fatalf("%d audit plans, want %d", len(plans), len(names))
 	}
+	want := map[string][]string{"first": nil, "second": {"first"}, "third": {"first", "second"}}
 	for _, p := range plans {
 		if p.Err != nil || p.Plan.Pricing == nil {
 			t.Fatalf("audit plan of %s: err %v, pricing %v; want a priced plan", p.Service.Name, p.Err, p.Plan.Pricing)
 		}
 		inv := p.Plan.Pricing.Inventory
-		if len(inv.LoadBalancers) != 1 || inv.LoadBalancers[0].Owner.Name == p.Service.Name {
-			t.Errorf("audit inventory of %s = %+v, want the other Service's load balancer only", p.Service.Name, inv.LoadBalancers)
+		var got []string
+		for _, lb := range inv.LoadBalancers {
+			got = append(got, lb.Owner.Name)
+		}
+		if !slices.Equal(got, want[p.Service.Name]) || inv.Namespaces["team-a"].LoadBalancers != len(want[p.Service.Name]) {
+			t.Errorf("audit inventory of %s = %v (team-a counts %d), want %v", p.Service.Name, got, inv.Namespaces["team-a"].LoadBalancers, want[p.Service.Name])
 		}
 	}
 }

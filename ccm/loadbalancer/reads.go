@@ -29,8 +29,11 @@ type readRecord struct {
 // key the record does not have (the replay planned something the call did not).
 type readReplay struct {
 	answers map[string]any
-	mu      sync.Mutex
-	missed  bool
+	// audit is set on the audit's replay (AuditPlansFrom): a read it misses may be answered from
+	// what a cache of this package holds in memory, without a request (heldOnly).
+	audit  bool
+	mu     sync.Mutex
+	missed bool
 }
 
 // errNotRecorded is what read returns during a replay for a read the call did not make.
@@ -46,6 +49,18 @@ func recordReads(ctx context.Context) (context.Context, *readRecord) {
 func replayReads(ctx context.Context, answers map[string]any) (context.Context, *readReplay) {
 	r := &readReplay{answers: answers}
 	return context.WithValue(ctx, readsKey{}, r), r
+}
+
+// replayAuditReads is replayReads for the audit: heldOnly reports true on the context returned.
+func replayAuditReads(ctx context.Context, answers map[string]any) context.Context {
+	return context.WithValue(ctx, readsKey{}, &readReplay{answers: answers, audit: true})
+}
+
+// heldOnly reports whether ctx is the audit's replay (replayAuditReads): there a read the
+// record misses is answered from what a cache holds in memory, never by a request.
+func heldOnly(ctx context.Context) bool {
+	r, ok := ctx.Value(readsKey{}).(*readReplay)
+	return ok && r.audit
 }
 
 // recorded returns a copy of what the reads of r answered so far.

@@ -2,6 +2,7 @@ package loadbalancer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -53,7 +54,22 @@ func (c *typeCache) get(ctx context.Context, name string) (*hcloud.LoadBalancerT
 		t, known, err := c.lookup(ctx, name)
 		return found{t, known}, err
 	})
+	if errors.Is(err, errNotRecorded) && heldOnly(ctx) {
+		return c.held(name)
+	}
 	return r.t, r.known, err
+}
+
+// held is lookup from the list held, whatever its age, without a request: for the audit's
+// replay (heldOnly). It wraps errNotRecorded when no list is held.
+func (c *typeCache) held(name string) (*hcloud.LoadBalancerType, []string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.types == nil {
+		return nil, nil, fmt.Errorf("load balancer types: %w", errNotRecorded)
+	}
+	t, known := c.find(name)
+	return t, known, nil
 }
 
 // lookup is get without the record of reads (reads.go).
@@ -70,6 +86,13 @@ func (c *typeCache) lookup(ctx context.Context, name string) (*hcloud.LoadBalanc
 		c.types, c.fetched = types, c.now()
 	}
 	compatmetrics.LoadBalancerTypeCache("all", result)
+	found, known := c.find(name)
+	return found, known, nil
+}
+
+// find returns the type called name among those held (nil if unknown) and the known names,
+// sorted. c.mu must be held.
+func (c *typeCache) find(name string) (*hcloud.LoadBalancerType, []string) {
 	var known []string
 	var found *hcloud.LoadBalancerType
 	for _, t := range c.types {
@@ -79,7 +102,7 @@ func (c *typeCache) lookup(ctx context.Context, name string) (*hcloud.LoadBalanc
 		}
 	}
 	slices.Sort(known)
-	return found, known, nil
+	return found, known
 }
 
 // limits returns the max_services of every known type.

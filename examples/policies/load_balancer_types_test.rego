@@ -30,3 +30,13 @@ test_small_types_allowed_everywhere[typ] if {
 	inp := object.union(data.inputs.lb_create_lb31_unlabelled, {"load_balancer": {"type": typ}})
 	count(denials(inp)) == 0
 }
+
+# The `every` form of docs/policy.md § Testing: `every` takes no `with`, so
+# the set is evaluated under `with` first (data.ccm: this file imports nothing).
+test_every_denial_of_lb31_names_the_label if {
+	denials := data.ccm.deny with input as data.inputs.lb_create_lb31_unlabelled
+	count(denials) > 0
+	every m in denials {
+		m.code == "lb_type_needs_namespace_label"
+	}
+}

@@ -14,6 +14,11 @@
 # - enforcement: "dryrun" (the default here) reports the denials without
 #   blocking; set it to "enforce" once the reports look right.
 #
+# The audit (input.audit) judges an existing load balancer on the inventory it
+# met when it was created: the load balancers older than it. So with a limit of
+# 2 and three load balancers only the newest is reported, and the same for a
+# budget; the messages then say "when this one was created" instead of "now".
+#
 # A group's load balancer counts in the group's home namespace
 # (input.group.namespace). Routes carry no inventory: no rule here applies to
 # them. A price the API does not list counts as 0 (its known is false).
@@ -35,9 +40,9 @@ deny contains {"msg": msg, "code": "quota_load_balancers_per_namespace", "enforc
 	input.action == "loadbalancer.create"
 	limit := quotas.max_load_balancers_per_namespace
 	namespace_totals.load_balancers >= limit
-	msg := sprintf("namespace %q already owns %d load balancers and at most %d are allowed (data.config.quotas.max_load_balancers_per_namespace); delete one, or share one with the annotation service.hcloud-policy-ccm.io/load-balancer-group", [
+	msg := sprintf("namespace %q %s and at most %d are allowed (data.config.quotas.max_load_balancers_per_namespace); delete one, or share one with the annotation service.hcloud-policy-ccm.io/load-balancer-group", [
 		quota_namespace,
-		namespace_totals.load_balancers,
+		owned_text(namespace_totals.load_balancers),
 		limit,
 	])
 }
@@ -48,9 +53,8 @@ deny contains {"msg": msg, "code": "quota_type_per_cluster", "enforcement": quot
 	limit := quotas.max_per_cluster_by_type[typ]
 	have := object.get(input.inventory.cluster.by_type, typ, 0)
 	have >= limit
-	msg := sprintf("the cluster already has %d load balancers of type %q and at most %d are allowed (data.config.quotas.max_per_cluster_by_type); use another type with the annotation load-balancer.hetzner.cloud/type", [
-		have,
-		typ,
+	msg := sprintf("the cluster %s and at most %d are allowed (data.config.quotas.max_per_cluster_by_type); use another type with the annotation load-balancer.hetzner.cloud/type", [
+		had_text(have, typ),
 		limit,
 	])
 }
@@ -61,12 +65,9 @@ deny contains {"msg": msg, "code": "quota_monthly_budget", "enforcement": quota_
 	budget := to_number(namespace_budget)
 	after := namespace_totals.monthly_net + input.cost.delta.monthly_net
 	after > budget
-	msg := sprintf("namespace %q would cost %s %s a month (now %s, this step adds %s), above its budget of %s (namespace label %s); raise the label or free a load balancer first", [
+	msg := sprintf("namespace %q %s, above its budget of %s (namespace label %s); raise the label or free a load balancer first", [
 		quota_namespace,
-		money(after),
-		input.inventory.currency,
-		money(namespace_totals.monthly_net),
-		money(input.cost.delta.monthly_net),
+		cost_text(after, namespace_totals.monthly_net, input.cost.delta.monthly_net),
 		namespace_budget,
 		quotas.budget_label,
 	])
@@ -83,6 +84,27 @@ deny contains {"msg": msg, "code": "quota_budget_label_invalid", "enforcement": 
 		input.inventory.currency,
 	])
 }
+
+# owned_text says how many load balancers the namespace owned before this one:
+# now, or (the audit) when this one was created.
+owned_text(n) := sprintf("already owned %d load balancers when this one was created", [n]) if input.audit
+
+else := sprintf("already owns %d load balancers", [n])
+
+# had_text is owned_text for the load balancers of type typ in the cluster.
+had_text(n, typ) := sprintf("already had %d load balancers of type %q when this one was created", [n, typ]) if input.audit
+
+else := sprintf("already has %d load balancers of type %q", [n, typ])
+
+# cost_text says what the namespace costs with this step: after in total,
+# before without it, delta its own price.
+cost_text(after, before, delta) := sprintf("costs %s %s a month with this load balancer (%s for the older ones, %s this one)", [
+	money(after), input.inventory.currency, money(before), money(delta),
+]) if input.audit
+
+else := sprintf("would cost %s %s a month (now %s, this step adds %s)", [
+	money(after), input.inventory.currency, money(before), money(delta),
+])
 
 # adds_type is true for a decision that brings a load balancer of
 # input.load_balancer.type into the cluster: a create, or a change_type from

@@ -50,6 +50,28 @@ test_fourth_load_balancer_denied_under_quota_of_3 if {
 	}} with data.config.quotas.max_load_balancers_per_namespace as 3
 }
 
+# The audit judges an existing load balancer on the older ones: its message says so.
+test_audit_names_the_extra_load_balancer if {
+	audited := object.union(with_inventory(create, 2, 0), {"audit": true})
+	quota_denials(audited) == {{
+		"code": "quota_load_balancers_per_namespace",
+		"enforcement": "dryrun",
+		"msg": `namespace "default" already owned 2 load balancers when this one was created and at most 2 are allowed (data.config.quotas.max_load_balancers_per_namespace); delete one, or share one with the annotation service.hcloud-policy-ccm.io/load-balancer-group`,
+	}} with data.config.quotas.max_load_balancers_per_namespace as 2
+}
+
+test_audit_budget_message if {
+	audited := object.union(budgeted(with_inventory(create, 3, 0), "20"), {"audit": true})
+	some m in quota_denials(audited)
+	m.msg == `namespace "default" costs 21.56 EUR a month with this load balancer (16.17 for the older ones, 5.39 this one), above its budget of 20 (namespace label hcloud-policy-ccm.io/monthly-budget); raise the label or free a load balancer first`
+}
+
+test_audit_type_message if {
+	audited := object.union(with_inventory(create, 0, 2), {"load_balancer": {"type": "lb31"}, "audit": true})
+	some m in quota_denials(audited)
+	m.msg == `the cluster already had 2 load balancers of type "lb31" when this one was created and at most 2 are allowed (data.config.quotas.max_per_cluster_by_type); use another type with the annotation load-balancer.hetzner.cloud/type`
+}
+
 test_enforced_when_configured if {
 	some m in quota_denials(with_inventory(create, 3, 0)) with data.config.quotas as {"max_load_balancers_per_namespace": 3, "enforcement": "enforce"}
 	m.enforcement == "enforce"

@@ -72,17 +72,18 @@ func TestDashboardPanels(t *testing.T) {
 		topic   string
 		title   string
 		metrics []string
-		text    string // in one of the panel's expressions, when set
+		texts   []string // each in one of the panel's expressions
 	}{
-		{topic: "decisions by result", title: "Decisions by result", metrics: []string{"hcloud_ccm_policy_decisions_total"}, text: "by (result)"},
-		{topic: "denials by code", title: "Denials by code", metrics: []string{"hcloud_ccm_policy_denials_total"}, text: "by (code"},
+		{topic: "decisions by result", title: "Decisions by result", metrics: []string{"hcloud_ccm_policy_decisions_total"}, texts: []string{"by (result)", `source="gate"`}},
+		{topic: "denials by code", title: "Denials by code", metrics: []string{"hcloud_ccm_policy_denials_total"}, texts: []string{"by (code", `source="gate"`}},
 		{topic: "API budget left", title: "API budget left", metrics: []string{"hcloud_ccm_api_ratelimit_remaining", "hcloud_ccm_api_ratelimit_limit"}},
-		{topic: "429s", title: "429 responses and self-pacing", metrics: []string{"hcloud_ccm_api_requests_total"}, text: `code="429"`},
-		{topic: "cache hit rates", title: "Cache hit rate", metrics: []string{"hcloud_ccm_server_cache_requests_total", "hcloud_ccm_load_balancer_cache_requests_total"}, text: `result="hit"`},
+		{topic: "429s", title: "429 responses and self-pacing", metrics: []string{"hcloud_ccm_api_requests_total"}, texts: []string{`code="429"`}},
+		{topic: "cache hit rates", title: "Cache hit rate", metrics: []string{"hcloud_ccm_server_cache_requests_total", "hcloud_ccm_load_balancer_cache_requests_total"}, texts: []string{`result="hit"`}},
 		{topic: "reconcile errors", title: "Reconcile errors", metrics: []string{"hcloud_ccm_mutations_total", "service_controller_nodesync_error_total", "route_controller_route_sync_total"}},
-		{topic: "plugin call latency", title: "Plugin call latency", metrics: []string{"hcloud_ccm_plugin_call_duration_seconds_bucket"}, text: "histogram_quantile"},
+		{topic: "plugin call latency", title: "Plugin call latency", metrics: []string{"hcloud_ccm_plugin_call_duration_seconds_bucket"}, texts: []string{"histogram_quantile"}},
 		{topic: "plugin failures", title: "Plugin failures", metrics: []string{"hcloud_ccm_plugin_failures_total"}},
 		{topic: "audit violations", title: "Audit violations", metrics: []string{"hcloud_ccm_policy_audit_violations"}},
+		{topic: "audit decisions apart", title: "Audit decisions by result", metrics: []string{"hcloud_ccm_policy_decisions_total"}, texts: []string{"by (result)", `source="audit"`}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.topic, func(t *testing.T) {
@@ -97,8 +98,10 @@ func TestDashboardPanels(t *testing.T) {
 				}
 			}
 			p := d.allPanels()[i]
-			if tc.text != "" && !slices.ContainsFunc(p.Targets, func(tg target) bool { return strings.Contains(tg.Expr, tc.text) }) {
-				t.Errorf("panel %q: no expression contains %q", tc.title, tc.text)
+			for _, text := range tc.texts {
+				if !slices.ContainsFunc(p.Targets, func(tg target) bool { return strings.Contains(tg.Expr, text) }) {
+					t.Errorf("panel %q: no expression contains %q", tc.title, text)
+				}
 			}
 		})
 	}

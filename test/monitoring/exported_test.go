@@ -382,7 +382,7 @@ func TestDeclaredMetrics(t *testing.T) {
 		want   bool
 		labels []string // the declared label names, when want
 	}{
-		{name: "Namespace, Subsystem and Name literals (policy)", metric: "hcloud_ccm_policy_decisions_total", want: true, labels: []string{"action", "result"}},
+		{name: "Namespace, Subsystem and Name literals (policy)", metric: "hcloud_ccm_policy_decisions_total", want: true, labels: []string{"action", "result", "source"}},
 		{name: "a histogram's bucket series (policy)", metric: "hcloud_ccm_policy_decision_duration_seconds_bucket", want: true, labels: []string{"action", "le"}},
 		{name: "a histogram's count series (policy)", metric: "hcloud_ccm_policy_decision_duration_seconds_count", want: true, labels: []string{"action"}},
 		{name: "a Name literal (ccm/executor)", metric: "hcloud_ccm_mutations_total", want: true, labels: []string{"action", "operation", "result"}},
