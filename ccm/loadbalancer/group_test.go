@@ -971,3 +971,35 @@ func TestGroup_MembersAreTheServicesServed(t *testing.T) {
 		})
 	}
 }
+
+// TestSweep_RepairsGroupDrift: the group sweep's list shows a group's load balancer whose
+// listener was deleted by hand since the last successful plan: the members with an address are
+// synced, with no request beyond the list; an unchanged group syncs nobody (found by the fault
+// soak: a group listener deleted by hand stayed gone).
+func TestSweep_RepairsGroupDrift(t *testing.T) {
+	tracker := &driftTracker{}
+	g := newGroupEnv(t, withLBOption(func(o *loadbalancer.Options) { o.DenialTracker = tracker }))
+	a := groupMember("a", 0, "web", []int32{80}, withAddress("192.0.2.10"))
+	g.add(a)
+	g.mustEnsure(a)
+	time.Sleep(time.Millisecond) // the list starts after the record
+	if _, err := g.lbs.SweepOrphanGroups(context.Background(), clusterName); err != nil {
+		t.Fatal(err)
+	}
+	if got := tracker.got(); len(got) != 0 {
+		t.Fatalf("an unchanged group synced %v", got)
+	}
+	if _, _, err := g.client.LoadBalancer.DeleteService(context.Background(), g.onlyLB(), 80); err != nil {
+		t.Fatal(err)
+	}
+	g.emu.ResetRequests()
+	if _, err := g.lbs.SweepOrphanGroups(context.Background(), clusterName); err != nil {
+		t.Fatal(err)
+	}
+	if got := tracker.got(); !slices.Equal(got, []string{"shop/a"}) {
+		t.Errorf("after a hand edit of the group's load balancer, synced %v, want [shop/a]", got)
+	}
+	if n := total(g.emu.Counts()); n != 1 {
+		t.Errorf("the sweep sent %d requests, want its one list (%v)", n, g.emu.Counts())
+	}
+}

@@ -361,7 +361,7 @@ func (l *LoadBalancers) SweepOrphanGroups(ctx context.Context, cluster string) (
 	if l.services == nil {
 		return 0, errors.New("loadbalancer.SweepOrphanGroups: Options.Services is nil: group membership is read from the Service lister")
 	}
-	lbs, _, err := l.cache.ListGroups(ctx, cluster)
+	lbs, listedAt, err := l.cache.ListGroups(ctx, cluster)
 	if err != nil {
 		return 0, fmt.Errorf("sweep load balancer groups without members: %w", err)
 	}
@@ -373,6 +373,7 @@ func (l *LoadBalancers) SweepOrphanGroups(ctx context.Context, cluster string) (
 	}
 	slices.Sort(groups)
 	l.requeueLostGroups(groups)
+	l.requeueDriftedGroups(lbs, listedAt)
 	deleted := 0
 	var errs []error
 	for _, g := range groups {
@@ -444,5 +445,74 @@ func (l *LoadBalancers) requeueLostGroups(listed []string) {
 	for _, g := range slices.Sorted(maps.Keys(lost)) {
 		klog.InfoS("Load balancer of a group not found: syncing its members that had an address", "group", g, "members", len(lost[g]))
 		r.Drifted(lost[g], "load balancer of group "+g+" deleted behind the CCM's back")
+	}
+}
+
+// groupStates are the states the last successful plan of each group left its load balancer in
+// (driftFingerprint), and when. The zero value is ready to use.
+type groupStates struct {
+	mu sync.Mutex
+	m  map[string]groupState
+}
+
+// groupState is one group's entry.
+type groupState struct {
+	fp string
+	at time.Time
+}
+
+// set records state (nil: the group has no load balancer) as group's converged state.
+func (g *groupStates) set(group string, state *lbplan.Actual, now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if state == nil {
+		delete(g.m, group)
+		return
+	}
+	if g.m == nil {
+		g.m = map[string]groupState{}
+	}
+	g.m[group] = groupState{fp: driftFingerprint(state), at: now}
+}
+
+// get returns group's converged state, if one is recorded.
+func (g *groupStates) get(group string) (groupState, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st, ok := g.m[group]
+	return st, ok
+}
+
+// requeueDriftedGroups syncs now, through the DenialTracker when it is a DriftRequeuer, the
+// members that show an address of every group whose load balancer in listed (the sweep's list,
+// made at listedAt) differs from the state the CCM's last successful plan of the group left it
+// in (a listener or a target changed by hand): drift repair for group load balancers, within one
+// sweep interval, from the sweep's own list (no extra request). A state recorded after the list
+// started is left to the next sweep.
+func (l *LoadBalancers) requeueDriftedGroups(listed []*lbplan.Actual, listedAt time.Time) {
+	r, ok := l.denials.(DriftRequeuer)
+	if !ok || l.services == nil {
+		return
+	}
+	for _, lb := range listed {
+		g := lb.Labels[lbplan.LabelGroup]
+		st, ok := l.groupsConverged.get(g)
+		if !ok || st.at.After(listedAt) || driftFingerprint(lb) == st.fp {
+			continue
+		}
+		members, err := l.members(&corev1.Service{}, g, false)
+		if err != nil {
+			continue
+		}
+		var served []*corev1.Service
+		for _, m := range members {
+			if len(m.Status.LoadBalancer.Ingress) > 0 {
+				served = append(served, m)
+			}
+		}
+		if len(served) > 0 {
+			klog.InfoS("Load balancer of a group drifted: syncing its members that have an address", "group", g, "loadBalancer", lb.Name, "members", len(served))
+			r.Drifted(served, "load balancer "+lb.Name+" of group "+g+" drifted")
+		}
 	}
 }

@@ -119,6 +119,9 @@ type LoadBalancers struct {
 	locks *subjectLocks
 	// homes are the home namespaces this CCM read on the groups' load balancers (groupHome).
 	homes *groupHomes
+	// groupsConverged is the state each group's last successful plan left its load balancer
+	// in, which the group sweep compares with its list (requeueDriftedGroups).
+	groupsConverged *groupStates
 	// costMu serialises the runs of plans that add cost (costLock, inventory.go).
 	costMu *sync.Mutex
 	// converged is the state each Service's last successful plan left its load balancer in,
@@ -215,7 +218,7 @@ func New(o Options) (*LoadBalancers, error) {
 		read: o.Readers, cache: cache, exec: o.Executor, cfg: o.Config, recorder: o.Recorder, namer: o.Namer, denials: o.DenialTracker,
 		types:  &typeCache{list: o.Readers.Types, maxAge: typeMaxAge, now: time.Now},
 		denied: newDenialCache(denialMaxAge), services: o.Services, locks: &subjectLocks{}, costMu: &sync.Mutex{},
-		start: newInventoryStart(), homes: &groupHomes{},
+		start: newInventoryStart(), homes: &groupHomes{}, groupsConverged: &groupStates{},
 	}
 	l.classOnly = o.ClassOnly
 	if o.Robot {

@@ -101,6 +101,8 @@ func (l *LoadBalancers) quiet() *LoadBalancers {
 		// Preview only reads: it takes no lock, but shares them so the field is set.
 		locks: l.locks,
 		homes: l.homes,
+		// groupsConverged is shared but never set: Preview runs nothing.
+		groupsConverged: l.groupsConverged,
 		// Preview runs nothing, so it takes no cost lock (inventory.go), but shares it.
 		costMu: l.costMu,
 		start:  l.start,

@@ -290,6 +290,8 @@ func (l *LoadBalancers) stored(s subject, state *lbplan.Actual, readAt time.Time
 		l.put(s, state, readAt)
 		if s.group == "" {
 			l.converged.set(s.svc, state, time.Now())
+		} else {
+			l.groupsConverged.set(s.group, state, time.Now())
 		}
 	case errors.Is(err, policy.ErrDenied) && state != nil:
 		l.put(s, state, readAt)

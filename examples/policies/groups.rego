@@ -85,6 +85,25 @@ involved_members contains object.union(m, {"position": i + 1}) if {
 	adds_listener(port)
 }
 
+# A listener that this step points at another member (an update_service on a
+# port whose owner changed, for example after the member that held it left)
+# involves its new owner as much as an added one does.
+involved_members contains object.union(m, {"position": i + 1}) if {
+	some i, m in input.group.members
+	some port in m.ports
+	changes_listener(port)
+}
+
+# changes_listener(port) is true when this step changes the listener on port.
+changes_listener(port) if {
+	input.operation == "update_service"
+	some svc in input.load_balancer.services
+	svc.listen_port == port
+	some cur in object.get(input, ["current", "services"], [])
+	cur.listen_port == port
+	cur != svc
+}
+
 deny contains {"msg": msg, "code": "group_name_reserved"} if {
 	lb_changes
 	prefix := sprintf("%s-group-", [input.cluster.name])

@@ -170,3 +170,18 @@ test_group_name_of_the_group_allowed if {
 		d.code != "group_name_reserved"
 	}
 }
+
+# The soak's case (issue 45): shop/api, refused, now owns port 443 after the
+# member that held it left; the leader's sync points the existing 443 listener
+# at shop/api's node port (update_service). That serves the refused member as
+# much as adding its listener would: denied. A change of the leader's own
+# listener stays allowed.
+test_listener_taken_over_by_refused_member_denied if {
+	lb := add_443.load_balancer
+	current := object.union(lb, {"services": [object.union(s, {"destination_port": 30999}) | some s in lb.services]})
+	retarget := object.union(in_group(add_443, "default", "frontend", across), {
+		"operation": "update_service",
+		"current": current,
+	})
+	codes(retarget) == {"group_cross_namespace"}
+}
