@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/apireq"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
 // lbView is the part of a load balancer the checks read.
@@ -415,6 +416,11 @@ func (s *soak) checkAudit() {
 		case ref.APIGroup == "wgpolicyk8s.io":
 			s.violation("webhook-replica-report", ev.Verb+" "+what, nil,
 				"the webhook replica sent %s %s %s/%s (HTTP %d) at %s", ev.Verb, what, ref.Namespace, ref.Name, ev.ResponseStatus.Code, ev.StageTimestamp.Format(time.TimeOnly))
+		case ref.Resource == "events" && engineEvent(ev):
+			// Each replica compiles the policy and reports its own load on the ConfigMap
+			// (PolicyLoaded, PolicyRejected, and the count patches of those): a fact about the
+			// replica, not a report of the cluster's state (docs/reliability.md, Only the leader
+			// writes).
 		case ref.Resource == "events":
 			reason := ev.RequestObject.Reason
 			if reason == "" {
@@ -464,4 +470,17 @@ func (s *soak) checkDeniedCost(since time.Time) {
 		s.violation("denied-service-cost", k, []string{k},
 			"the denied Service %s cost %d requests in the quiet %s (want 0 after its first round)", k, c, time.Since(since).Round(time.Second))
 	}
+}
+
+// engineEvent reports whether ev writes an event of the replica's policy engine about its own
+// load of a revision: reason PolicyLoaded or PolicyRejected, or a count patch (no reason in the
+// body) of such an event, whose message starts with "Policy revision".
+func engineEvent(ev auditEvent) bool {
+	switch ev.RequestObject.Reason {
+	case policy.ReasonPolicyLoaded, policy.ReasonPolicyRejected:
+		return true
+	case "":
+		return strings.HasPrefix(ev.RequestObject.Message, "Policy revision ")
+	}
+	return false
 }
