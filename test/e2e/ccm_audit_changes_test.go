@@ -110,10 +110,10 @@ func TestCCMAuditQuotaNamesTheExtra(t *testing.T) {
 		waitIngress(t, c, ccm, "default", name)
 	}
 	waitResults(t, ccm, dyn(t, c))
-	quota := func(max int) func(config map[string]any) {
+	quota := func(limit int) func(config map[string]any) {
 		return func(config map[string]any) {
 			quotas, _ := config["quotas"].(map[string]any)
-			quotas["max_load_balancers_per_namespace"] = max
+			quotas["max_load_balancers_per_namespace"] = limit
 		}
 	}
 	applyPolicyData(t, c, ccm, quota(2))
@@ -193,7 +193,7 @@ func TestCCMAuditRefusedMemberReportedOnce(t *testing.T) {
 	waitCCM(t, ccm, time.Minute, func() (bool, error) { // two audits after the denial (every 2 s)
 		last, err := metric(port, "hcloud_ccm_policy_audit_last_run_timestamp_seconds")
 		if err != nil || last < after+2 {
-			return false, fmt.Errorf("last audit at %v, want after %v (%v)", last, after+2, err)
+			return false, fmt.Errorf("last audit at %v, want after %v (%w)", last, after+2, err)
 		}
 		return true, nil
 	})

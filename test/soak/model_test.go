@@ -93,11 +93,6 @@ func newModel() *model {
 	}
 }
 
-// allowedPort reports whether the policy revision in force lets a listener on port be added.
-func (m *model) allowedPort(p int32) bool {
-	return p == 80 || p == 443 || (p == 8080 && m.extraPort)
-}
-
 // expectation is what one Service should have once the CCM has converged.
 type expectation int
 
