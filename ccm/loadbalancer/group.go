@@ -273,15 +273,21 @@ func (l *LoadBalancers) requeueAfterRecreate(s subject, gp planned) {
 	if err != nil {
 		return
 	}
-	var stale []*corev1.Service
-	for _, m := range members {
-		if len(m.Status.LoadBalancer.Ingress) > 0 {
-			stale = append(stale, m)
-		}
-	}
-	if len(stale) > 0 {
+	if stale := withAddress(members); len(stale) > 0 {
 		r.Drifted(stale, "load balancer of group "+s.group+" created again")
 	}
+}
+
+// withAddress returns the Services of svcs that show a load balancer address in their status:
+// the members a group's load balancer served.
+func withAddress(svcs []*corev1.Service) []*corev1.Service {
+	var out []*corev1.Service
+	for _, s := range svcs {
+		if len(s.Status.LoadBalancer.Ingress) > 0 {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // deleteOwn deletes the load balancer that carries the UID label of svc, if the cache knows one

@@ -504,13 +504,7 @@ func (l *LoadBalancers) requeueDriftedGroups(listed []*lbplan.Actual, listedAt t
 		if err != nil {
 			continue
 		}
-		var served []*corev1.Service
-		for _, m := range members {
-			if len(m.Status.LoadBalancer.Ingress) > 0 {
-				served = append(served, m)
-			}
-		}
-		if len(served) > 0 {
+		if served := withAddress(members); len(served) > 0 {
 			klog.InfoS("Load balancer of a group drifted: syncing its members that have an address", "group", g, "loadBalancer", lb.Name, "members", len(served))
 			r.Drifted(served, "load balancer "+lb.Name+" of group "+g+" drifted")
 		}
