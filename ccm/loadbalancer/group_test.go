@@ -435,6 +435,18 @@ func newWatchedGroupEnv(t *testing.T, svcs ...*corev1.Service) *watchedGroupEnv 
 	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
+	// The fake clientset's watch starts after the list the cache synced from, and drops what
+	// happens before it: wait until a sentinel Service (no member of any group) created now
+	// reaches the lister, so the test's own changes are seen (the test flaked about once in 45
+	// runs without it).
+	sentinel := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "sentinel", Name: "watch-started"}}
+	if _, err := client.CoreV1().Services("sentinel").Create(ctx, sentinel, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the informer's watch", func() bool {
+		_, err := svcInformer.Lister().Services("sentinel").Get("watch-started")
+		return err == nil
+	})
 	return w
 }
 
@@ -445,10 +457,10 @@ func (w *watchedGroupEnv) update(svc *corev1.Service) {
 	}
 }
 
-// eventually polls cond for up to 5s.
+// eventually polls cond for up to 20s.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		if cond() {
 			return
 		}
