@@ -7,6 +7,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/admission"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
@@ -40,15 +41,14 @@ func (c *Cloud) AdmissionConfig() (admission.Config, bool) {
 	p := c.admission
 	cfg := admission.Config{
 		Planner:     c.lbs,
-		Decider:     c.decider,
-		Cluster:     p.cluster,
+		Gate:        gate.Gate{Decider: c.decider, Cluster: p.cluster},
 		ClusterName: p.clusterName,
 		Serves:      c.lbs.Serves,
 	}
 	if p.exec != nil {
-		cfg.NamespaceLabels = p.exec.NamespaceLabels
-		cfg.Pricing = func() *lbplan.Pricing { // as the gate prices: only under a policy
-			if _, named := p.exec.PolicyRevision(); !named {
+		cfg.Gate = p.exec.Gate()
+		cfg.Pricing = func() *lbplan.Pricing { // only under a policy: the cost warning needs the prices
+			if _, named := cfg.Gate.Revision(); !named {
 				return nil
 			}
 			return c.lbs.Pricing()

@@ -53,8 +53,7 @@ func (c *Cloud) newAudit(d Deps) (func(ctx context.Context, trigger <-chan struc
 		namespacesSynced = d.Informers.Core().V1().Namespaces().Informer().HasSynced
 	}
 	o := audit.Options{
-		Decider: c.decider, Cluster: c.admission.cluster, ClusterName: d.ClusterName, Recorder: d.Recorder,
-		NamespaceLabels: c.admission.exec.NamespaceLabels,
+		Gate: c.admission.exec.Gate(), ClusterName: d.ClusterName, Recorder: d.Recorder,
 		Nodes: func() ([]*corev1.Node, error) {
 			all, err := nodeLister.List(labels.Everything())
 			return admission.LoadBalancerNodes(all), err

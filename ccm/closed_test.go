@@ -36,7 +36,7 @@ import (
 // trustedPackages are the packages whose tables the gate and the executor trust.
 var trustedPackages = []string{
 	modulePath + "/ccm/lbplan", modulePath + "/ccm/routeplan", modulePath + "/ccm/apireq",
-	modulePath + "/ccm/executor", modulePath + "/policy", modulePath + "/policy/input", modulePath + "/ccm/inventory",
+	modulePath + "/ccm/executor", modulePath + "/ccm/gate", modulePath + "/policy", modulePath + "/policy/input", modulePath + "/ccm/inventory",
 }
 
 func TestTrustedPackagesExportNoTable(t *testing.T) {
@@ -231,4 +231,90 @@ func init() {
 	if n := len(findings); n != 6 {
 		t.Errorf("%d findings, want 6 (reads and the package's own variable are fine):\n%s", n, got)
 	}
+}
+
+// TestGateIsPure: ccm/gate, which `plan`, the webhook and the audit decide through, imports
+// neither the executor (the one writer) nor ccm/hcloudclient (the readers), directly or through
+// another package of the module: it holds no client, so deciding sends nothing. Making a client
+// of its own is what TestOnlyTheExecutorCanWriteToHetzner (invariant_test.go) refuses anywhere.
+func TestGateIsPure(t *testing.T) {
+	pkgs, err := module()
+	if err != nil {
+		t.Fatal(err)
+	}
+	forbidden := []string{modulePath + "/ccm/executor", modulePath + "/ccm/hcloudclient", modulePath + "/ccm/loadbalancer"}
+	for _, p := range pkgs {
+		if p.PkgPath != modulePath+"/ccm/gate" {
+			continue
+		}
+		seen := map[*types.Package]bool{}
+		var walk func(pkg *types.Package, via string)
+		walk = func(pkg *types.Package, via string) {
+			if seen[pkg] {
+				return
+			}
+			seen[pkg] = true
+			if slices.Contains(forbidden, pkg.Path()) {
+				t.Errorf("ccm/gate imports %s (via %s): the gate must hold no client", pkg.Path(), via)
+			}
+			for _, i := range pkg.Imports() {
+				if strings.HasPrefix(i.Path(), modulePath+"/") {
+					walk(i, via+" -> "+i.Path())
+				}
+			}
+		}
+		walk(p.Types, p.PkgPath)
+		return
+	}
+	t.Fatal("ccm/gate not found in the module")
+}
+
+// TestEveryRunIsPriced: pricing travels with the plan (ccm/gate.Inputs). Every call of the
+// executor's Run or RunDetached in ccm/loadbalancer passes its plan through l.priced, so a
+// policy that reads input.inventory or input.cost sees them on every plan the CCM runs; the
+// executor calls back into no one for them.
+func TestEveryRunIsPriced(t *testing.T) {
+	pkgs, err := module()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	for _, p := range pkgs {
+		if p.PkgPath != modulePath+"/ccm/loadbalancer" {
+			continue
+		}
+		for _, f := range p.Syntax {
+			ast.Inspect(f, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				if !ok || (sel.Sel.Name != "Run" && sel.Sel.Name != "RunDetached") {
+					return true
+				}
+				if recv, ok := sel.X.(*ast.SelectorExpr); !ok || recv.Sel.Name != "exec" {
+					return true
+				}
+				calls++
+				if len(call.Args) < 3 || !isPricedCall(call.Args[2]) {
+					t.Errorf("%s: %s is called with a plan not passed through l.priced", p.Fset.Position(call.Pos()), sel.Sel.Name)
+				}
+				return true
+			})
+		}
+	}
+	if calls < 5 {
+		t.Fatalf("found %d calls of the executor's Run and RunDetached in ccm/loadbalancer, want 5 or more", calls)
+	}
+}
+
+// isPricedCall reports whether e is a call of a method named priced.
+func isPricedCall(e ast.Expr) bool {
+	c, ok := e.(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	sel, ok := c.Fun.(*ast.SelectorExpr)
+	return ok && sel.Sel.Name == "priced"
 }

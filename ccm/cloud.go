@@ -200,7 +200,7 @@ func New(ctx context.Context, d Deps) (*Cloud, error) {
 		// Reads only: the inventory's reads start once a policy in force reads it
 		// (inventoryNeeded) and the informers have synced, which happens on the leader and on a
 		// replica that serves the admission webhook (it decides with the same inventory).
-		c.lbs.StartInventory(ctx, d.Informers.Core().V1().Services().Informer().HasSynced, d.ClusterName, c.admission.exec.ReadsInventory)
+		c.lbs.StartInventory(ctx, d.Informers.Core().V1().Services().Informer().HasSynced, d.ClusterName, c.admission.exec.Gate().ReadsInventory)
 		c.lbsReady.Store(c.lbs)
 	}
 	run, err := c.leaderLoops(d, auditNow)

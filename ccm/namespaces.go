@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 )
 
 // ReasonNamespacesForbidden is the Warning event, on the policy ConfigMap, that says once at
@@ -64,16 +64,16 @@ func reportNamespacesForbidden(recorder record.EventRecorder, policyConfigMap st
 }
 
 // forbiddenNamespaces is the namespace lister of a CCM that may not read namespaces: every
-// lookup fails with executor.ErrNamespacesForbidden, and no informer (whose refused list and watch would
+// lookup fails with gate.ErrNamespacesForbidden, and no informer (whose refused list and watch would
 // log an error every few seconds) is started.
 type forbiddenNamespaces struct{}
 
 var _ corelisters.NamespaceLister = forbiddenNamespaces{}
 
 func (forbiddenNamespaces) List(labels.Selector) ([]*corev1.Namespace, error) {
-	return nil, executor.ErrNamespacesForbidden
+	return nil, gate.ErrNamespacesForbidden
 }
 
 func (forbiddenNamespaces) Get(string) (*corev1.Namespace, error) {
-	return nil, executor.ErrNamespacesForbidden
+	return nil, gate.ErrNamespacesForbidden
 }

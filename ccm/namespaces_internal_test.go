@@ -15,6 +15,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
@@ -84,7 +85,7 @@ func TestReportNamespacesForbidden(t *testing.T) {
 }
 
 // TestForbiddenNamespacesLabels: with the forbidden lister, the executor's namespace lookup is
-// an error that wraps executor.ErrNamespacesForbidden and names the namespace.
+// an error that wraps gate.ErrNamespacesForbidden and names the namespace.
 func TestForbiddenNamespacesLabels(t *testing.T) {
 	conn, err := hcloudclient.New(hcloudclient.Options{Config: config.HCloud{Endpoint: "http://127.0.0.1:1", Token: "unused", PollInterval: time.Millisecond, RetryInterval: time.Millisecond, Timeout: time.Second}})
 	if err != nil {
@@ -94,8 +95,8 @@ func TestForbiddenNamespacesLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = x.NamespaceLabels("shop")
-	if !errors.Is(err, executor.ErrNamespacesForbidden) || !strings.Contains(err.Error(), `namespace "shop"`) {
+	_, err = x.Gate().NamespaceLabels("shop")
+	if !errors.Is(err, gate.ErrNamespacesForbidden) || !strings.Contains(err.Error(), `namespace "shop"`) {
 		t.Errorf("NamespaceLabels: %v, want ErrNamespacesForbidden naming shop", err)
 	}
 }

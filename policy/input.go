@@ -181,6 +181,12 @@ type Decider interface {
 	Decide(ctx context.Context, in Input) Decision
 }
 
+// DecideFunc is a Decider of one function, as http.HandlerFunc is a Handler.
+type DecideFunc func(ctx context.Context, in Input) Decision
+
+// Decide calls f.
+func (f DecideFunc) Decide(ctx context.Context, in Input) Decision { return f(ctx, in) }
+
 // InputFailer is implemented by deciders that can resolve a decision whose input the CCM could
 // not complete (a field it could not read, such as the labels of the Service's namespace). The
 // CCM never decides such an input with the field null: a rule keyed on the field would then

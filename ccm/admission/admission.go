@@ -5,9 +5,9 @@
 //
 // It runs the CCM's own code: the plan comes from the load balancer implementation's Preview
 // (ccm/loadbalancer, the code EnsureLoadBalancer runs, without the executor), the policy inputs
-// from executor.Inputs and executor.PolicyService (the gate's), the verdicts from the CCM's
+// from gate.Gate (the executor's), the verdicts from the CCM's
 // policy.Decider (its engine, revision and mode), and the messages from
-// executor.DenyMessages and executor.DecisionWarnings. There is no second evaluation path.
+// gate.DenyMessages and gate.DecisionWarnings. There is no second evaluation path.
 //
 // The CCM-side gate stays the authority: the webhook is registered with failurePolicy Ignore,
 // answers "allowed" whenever it cannot plan, and a Service it admitted is still decided again
@@ -35,7 +35,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/requeue"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
@@ -78,20 +78,15 @@ type Planner interface {
 type Config struct {
 	// Planner plans the load balancer (required).
 	Planner Planner
-	// Decider decides each step: the CCM's policy engine (required).
-	Decider policy.Decider
-	// Cluster is the cluster of the policy input, as the executor has it.
-	Cluster policy.Cluster
+	// Gate decides each step: the CCM's executor's (executor.Executor.Gate: the policy engine,
+	// the cluster and the namespace labels of the informer's cache). Gate.Decider is required.
+	Gate gate.Gate
 	// ClusterName is --cluster-name, for the naming plugin and the labels of group load balancers.
 	ClusterName string
-	// NamespaceLabels returns the labels of a namespace as the gate reads them
-	// (executor.Executor.NamespaceLabels: the namespace informer's cache). nil: no labels
-	// (namespace_labels null), as an executor without a namespace lister.
-	NamespaceLabels func(namespace string) (map[string]string, error)
 	// Nodes returns the cluster's nodes (the node informer's cache); Review keeps those the
 	// service controller gives EnsureLoadBalancer (LoadBalancerNodes). nil: no nodes.
 	Nodes func() ([]*corev1.Node, error)
-	// Synced reports whether the caches behind NamespaceLabels and Nodes have synced; until
+	// Synced reports whether the caches behind Gate.NamespaceLabels and Nodes have synced; until
 	// they have, requests are admitted with a warning (an empty cache would make every
 	// namespace unreadable, a failed decision). nil: always synced.
 	Synced func() bool
@@ -123,14 +118,14 @@ type Handler struct {
 //
 // # Errors
 //
-// A missing Planner or Decider.
+// A missing Planner or Gate.Decider.
 func New(c Config) (*Handler, error) {
 	var errs []error
 	if c.Planner == nil {
 		errs = append(errs, errors.New("admission.New: Config.Planner is nil"))
 	}
-	if c.Decider == nil {
-		errs = append(errs, errors.New("admission.New: Config.Decider is nil"))
+	if c.Gate.Decider == nil {
+		errs = append(errs, errors.New("admission.New: Config.Gate.Decider is nil"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -165,10 +160,10 @@ func (h *Handler) AdmissionHandler(req *admissionv1.AdmissionRequest) (*admissio
 //     sets);
 //   - a Service of type LoadBalancer is planned with Planner.Preview (the create or update of
 //     its load balancer), a Service leaving the type with Planner.PreviewDelete;
-//   - every step is decided as the gate decides it (executor.Decide, with the namespace labels
+//   - every step is decided as the gate decides it (gate.Gate.Decide, with the namespace labels
 //     the gate reads and the inventory of Config.Pricing); a change that creates, deletes or
 //     retypes a load balancer gets a warning with its monthly cost (costWarning); a step with blocking deny messages denies the request (HTTP 403,
-//     Forbidden) with executor.DenyMessages and each decision's ID, so the denial can be
+//     Forbidden) with gate.DenyMessages and each decision's ID, so the denial can be
 //     traced to the decision log, and names the steps the CCM would still run (steps fail
 //     alone) or says that none would; warnings become admission warnings (kubectl prints
 //     "Warning: ..."), and deny messages that are not enforced (--policy-mode=dryrun, or a
@@ -305,24 +300,17 @@ func planWarning(err error) string {
 	return truncate.String(WarningPrefix+"could not plan the load balancer, not reviewed (the CCM decides when it reconciles): "+err.Error(), maxWarning)
 }
 
-// decide decides every step of plan for svc as the executor's gate does.
+// decide decides every step of plan for svc as the executor's gate does (gate.Gate.Decide).
 func (h *Handler) decide(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) *admissionv1.AdmissionResponse {
 	plan = h.priced(plan)
-	var nsLabels map[string]string
-	var inputErr error
-	if h.cfg.NamespaceLabels != nil {
-		nsLabels, inputErr = h.cfg.NamespaceLabels(svc.Namespace)
-	}
-	v := executor.Decide(ctx, plan, h.cfg.Cluster, executor.PolicyService(svc, nsLabels), func(ctx context.Context, in policy.Input) policy.Decision {
-		return h.decideStep(ctx, in, inputErr)
-	})
+	v := h.cfg.Gate.Decide(ctx, plan, svc)
 	var denied, warnings, dryRun groups
 	for _, st := range v.Steps {
 		d := st.Decision
-		warnings.add(st.Label, "", executor.DecisionWarnings(d))
+		warnings.add(st.Label, "", gate.DecisionWarnings(d))
 		dryRun.add(st.Label, d.ID, d.NotEnforced())
 		if !d.Allowed {
-			denied.add(st.Label, d.ID, executor.DenyMessages(d))
+			denied.add(st.Label, d.ID, gate.DenyMessages(d))
 		}
 	}
 	var out []string
@@ -354,8 +342,8 @@ func (h *Handler) decide(ctx context.Context, svc *corev1.Service, plan lbplan.P
 }
 
 // stillRuns says which steps the CCM would still run if the Service were stored (steps fail
-// alone, executor.Decide), so that the author sees what the denial holds back and what not.
-func stillRuns(v executor.Verdict) string {
+// alone, gate.Gate.Decide), so that the author sees what the denial holds back and what not.
+func stillRuns(v gate.Verdict) string {
 	if v.Run.Empty() {
 		return "no other step would run"
 	}
@@ -367,25 +355,11 @@ func stillRuns(v executor.Verdict) string {
 	return "the other steps would still run: " + strings.Join(labels, ", ")
 }
 
-// deniedSteps is the lbplan.DeniedSteps of svc: every step decided as decide decides it, for
-// the group planner (lbplan.PlanGroup) to leave out the members the policy denies, as the CCM's
-// sync does.
+// deniedSteps is the lbplan.DeniedSteps of svc: the steps the gate denies
+// (gate.Gate.DeniedSteps), for the group planner (lbplan.PlanGroup) to leave out the members
+// the policy denies, as the CCM's sync does.
 func (h *Handler) deniedSteps(ctx context.Context, svc *corev1.Service) lbplan.DeniedSteps {
-	return func(plan lbplan.Plan) []int {
-		plan = h.priced(plan)
-		var nsLabels map[string]string
-		var inputErr error
-		if h.cfg.NamespaceLabels != nil {
-			nsLabels, inputErr = h.cfg.NamespaceLabels(svc.Namespace)
-		}
-		var out []int
-		for i, st := range executor.Inputs(plan, h.cfg.Cluster, executor.PolicyService(svc, nsLabels)) {
-			if d := h.decideStep(ctx, st.Input, inputErr); !d.Allowed {
-				out = append(out, i)
-			}
-		}
-		return out
-	}
+	return func(plan lbplan.Plan) []int { return h.cfg.Gate.DeniedSteps(ctx, h.priced(plan), svc) }
 }
 
 // priced is plan with the Pricing of Config.Pricing, unless it has one or there is none.
@@ -402,7 +376,7 @@ func (h *Handler) priced(plan lbplan.Plan) lbplan.Plan {
 // balancer then costs 5.00 EUR net (5.95 gross) a month". Only a change that creates, deletes
 // or retypes a load balancer has one, and only with prices (p); a type and location the prices
 // do not list make the cost "unknown".
-func costWarning(v executor.Verdict, p *lbplan.Pricing) string {
+func costWarning(v gate.Verdict, p *lbplan.Pricing) string {
 	if p == nil || p.Prices.Empty() || len(v.Steps) == 0 || !slices.ContainsFunc(v.Steps, changesPrice) {
 		return ""
 	}
@@ -427,20 +401,8 @@ func costWarning(v executor.Verdict, p *lbplan.Pricing) string {
 
 // changesPrice reports whether a step may change what the load balancer costs: a create, a
 // delete, a change_type.
-func changesPrice(s executor.StepVerdict) bool {
+func changesPrice(s gate.StepVerdict) bool {
 	return s.Input.Action == policy.ActionLoadBalancerCreate || s.Input.Action == policy.ActionLoadBalancerDelete || s.Input.Operation == lbplan.OpChangeType
-}
-
-// decideStep decides one input as the executor's gate does: an input that could not be
-// completed (namespace labels unreadable) is a failed evaluation when the decider can fail
-// one (policy.InputFailer), never an input with the field null.
-func (h *Handler) decideStep(ctx context.Context, in policy.Input, inputErr error) policy.Decision {
-	if inputErr != nil {
-		if f, ok := h.cfg.Decider.(policy.InputFailer); ok {
-			return f.DecideFailed(ctx, in, inputErr)
-		}
-	}
-	return h.cfg.Decider.Decide(ctx, in)
 }
 
 // groups collects messages by text, keeping the order of first appearance, and the labels of

@@ -18,6 +18,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/admission"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/requeue"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -310,10 +311,10 @@ func TestReview(t *testing.T) {
 			}
 			d := &decider{deny: tc.deny, warn: tc.warn, dryRun: tc.dryRun}
 			h, err := admission.New(admission.Config{
-				Planner: p, Decider: d, Cluster: policy.Cluster{Name: "k"}, ClusterName: "k",
-				NamespaceLabels: func(ns string) (map[string]string, error) {
+				Planner: p, ClusterName: "k",
+				Gate: gate.Gate{Decider: d, Cluster: policy.Cluster{Name: "k"}, NamespaceLabels: func(ns string) (map[string]string, error) {
 					return map[string]string{"team": "shop"}, tc.nsErr
-				},
+				}},
 				Nodes: func() ([]*corev1.Node, error) {
 					return []*corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}}, nil
 				},
@@ -368,13 +369,13 @@ func TestReview(t *testing.T) {
 	}
 }
 
-// TestReview_InputsAreTheGates: the inputs decided are executor.Inputs of the plan, with the
+// TestReview_InputsAreTheGates: the inputs decided are gate.Inputs of the plan, with the
 // Service's view (ports, labels) and the nodes the service controller would pass.
 func TestReview_InputsAreTheGates(t *testing.T) {
 	p := &planner{}
 	d := &decider{}
 	gone := metav1.Now()
-	h, err := admission.New(admission.Config{Planner: p, Decider: d, Cluster: policy.Cluster{Name: "k"},
+	h, err := admission.New(admission.Config{Planner: p, Gate: gate.Gate{Decider: d, Cluster: policy.Cluster{Name: "k"}},
 		Nodes: func() ([]*corev1.Node, error) {
 			return []*corev1.Node{
 				{ObjectMeta: metav1.ObjectMeta{Name: "n1"}},
@@ -404,8 +405,8 @@ func TestReview_InputsAreTheGates(t *testing.T) {
 func TestReview_GroupPlannerDecidesAsTheGate(t *testing.T) {
 	p := &planner{}
 	d := &decider{deny: map[string]string{"create": "no"}}
-	h, err := admission.New(admission.Config{Planner: p, Decider: d,
-		NamespaceLabels: func(string) (map[string]string, error) { return map[string]string{"team": "a"}, nil }})
+	h, err := admission.New(admission.Config{Planner: p,
+		Gate: gate.Gate{Decider: d, NamespaceLabels: func(string) (map[string]string, error) { return map[string]string{"team": "a"}, nil }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +477,7 @@ func lbFixture() *hcloud.LoadBalancer {
 // would fail every decision) and the request is admitted with a warning.
 func TestReview_NotSynced(t *testing.T) {
 	d := &decider{deny: map[string]string{"create": "x"}}
-	h, err := admission.New(admission.Config{Planner: &planner{}, Decider: d, Synced: func() bool { return false }})
+	h, err := admission.New(admission.Config{Planner: &planner{}, Gate: gate.Gate{Decider: d}, Synced: func() bool { return false }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,7 +520,7 @@ func TestReview_loadBalancerClass(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p, d := &planner{}, &decider{deny: map[string]string{"create": "no"}}
 			h, err := admission.New(admission.Config{
-				Planner: p, Decider: d, Cluster: policy.Cluster{Name: "k"}, ClusterName: "k",
+				Planner: p, Gate: gate.Gate{Decider: d, Cluster: policy.Cluster{Name: "k"}}, ClusterName: "k",
 				Nodes:  func() ([]*corev1.Node, error) { return nil, nil },
 				Serves: serves(tc.classOnly),
 			})

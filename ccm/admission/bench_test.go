@@ -17,6 +17,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/admission"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
@@ -65,9 +66,9 @@ func benchHandler(b *testing.B) (*admission.Handler, *loadbalancer.LoadBalancers
 		b.Fatal(err)
 	}
 	h, err := admission.New(admission.Config{
-		Planner: lbs, Decider: engine, Cluster: cluster, ClusterName: "kubernetes",
-		NamespaceLabels: func(string) (map[string]string, error) { return map[string]string{}, nil },
-		Nodes:           func() ([]*corev1.Node, error) { return nodes, nil },
+		Planner: lbs, ClusterName: "kubernetes",
+		Gate:  gate.Gate{Decider: engine, Cluster: cluster, NamespaceLabels: func(string) (map[string]string, error) { return map[string]string{}, nil }},
+		Nodes: func() ([]*corev1.Node, error) { return nodes, nil },
 	})
 	if err != nil {
 		b.Fatal(err)

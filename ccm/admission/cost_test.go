@@ -9,6 +9,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/admission"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -79,7 +80,7 @@ func TestReview_Cost(t *testing.T) {
 				p.existing = lbplan.NewActual(lbFixture())
 			}
 			d := &decider{deny: tc.deny}
-			cfg := admission.Config{Planner: p, Decider: d, Cluster: policy.Cluster{Name: "k"}, ClusterName: "k"}
+			cfg := admission.Config{Planner: p, Gate: gate.Gate{Decider: d, Cluster: policy.Cluster{Name: "k"}}, ClusterName: "k"}
 			if tc.pricing != nil {
 				cfg.Pricing = func() *lbplan.Pricing { return tc.pricing }
 			}

@@ -34,7 +34,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
@@ -71,21 +71,17 @@ type RoutePlanner interface {
 	AuditPlans(ctx context.Context) ([]routeplan.Plan, error)
 }
 
-// Options configure [New]. Decider is required.
+// Options configure [New]. Gate.Decider is required.
 type Options struct {
 	// LoadBalancers plans the load balancers; nil: none are judged.
 	LoadBalancers LoadBalancerPlanner
 	// Routes plans the routes; nil: none are judged.
 	Routes RoutePlanner
-	// Decider is the CCM's policy engine.
-	Decider policy.Decider
-	// Cluster is the cluster of the policy input, as the executor has it.
-	Cluster policy.Cluster
+	// Gate decides every step: the CCM's executor's (executor.Executor.Gate). The audit sets
+	// its Audit field (input.audit true). Gate.Decider is required.
+	Gate gate.Gate
 	// ClusterName is --cluster-name.
 	ClusterName string
-	// NamespaceLabels returns the labels of a namespace as the gate reads them
-	// (executor.Executor.NamespaceLabels); nil: namespace_labels null.
-	NamespaceLabels func(namespace string) (map[string]string, error)
 	// Nodes returns the cluster's nodes (the node informer's cache); the audit keeps those the
 	// service controller passes (admission.LoadBalancerNodes is applied by the caller). nil:
 	// no nodes.
@@ -170,9 +166,10 @@ type Auditor struct {
 //
 // A nil Decider.
 func New(o Options) (*Auditor, error) {
-	if o.Decider == nil {
-		return nil, errors.New("audit.New: Options.Decider is required: pass the CCM's policy engine")
+	if o.Gate.Decider == nil {
+		return nil, errors.New("audit.New: Options.Gate.Decider is required: pass the CCM's executor's gate")
 	}
+	o.Gate.Audit = true
 	if o.Recorder == nil {
 		o.Recorder = &record.FakeRecorder{}
 	}
@@ -320,9 +317,8 @@ func (a *Auditor) judgeRoutes(ctx context.Context, s *Summary, plans []routeplan
 	}
 	for _, p := range plans {
 		s.Routes++
-		for _, st := range executor.RouteInputs(p, a.o.Cluster) {
-			st.Input.Audit = true
-			d := decided{label: st.Label, Decision: a.o.Decider.Decide(ctx, st.Input)}
+		for _, st := range gate.RouteInputs(p, a.o.Gate.Cluster) {
+			d := decided{label: st.Label, Decision: a.o.Gate.DecideInput(ctx, st.Input)}
 			route := st.Input.Route.Destination + " via " + st.Input.Route.Gateway
 			s.Violations = append(s.Violations, violations(d, Violation{Node: p.Node, Route: route})...)
 		}
@@ -336,30 +332,15 @@ type decided struct {
 	policy.Decision
 }
 
-// decideLoadBalancer decides every step of plan for svc as the gate would (executor.Inputs),
-// with input.audit true.
+// decideLoadBalancer decides every step of plan for svc as the gate would, once, with
+// input.audit true (gate.Gate.Decisions).
 func (a *Auditor) decideLoadBalancer(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) []decided {
-	var nsLabels map[string]string
-	var inputErr error
-	if a.o.NamespaceLabels != nil {
-		nsLabels, inputErr = a.o.NamespaceLabels(svc.Namespace)
-	}
-	steps := executor.Inputs(plan, a.o.Cluster, executor.PolicyService(svc, nsLabels))
-	out := make([]decided, 0, len(steps))
-	for _, st := range steps {
-		st.Input.Audit = true
-		out = append(out, decided{label: st.Label, Decision: a.decide(ctx, st.Input, inputErr)})
+	steps := a.o.Gate.Decisions(ctx, plan, svc)
+	out := make([]decided, len(steps))
+	for i, st := range steps {
+		out[i] = decided{label: st.Label, Decision: st.Decision}
 	}
 	return out
-}
-
-// decide decides in as the gate does: an incomplete input is a failed evaluation when the
-// decider can fail one.
-func (a *Auditor) decide(ctx context.Context, in policy.Input, inputErr error) policy.Decision {
-	if f, ok := a.o.Decider.(policy.InputFailer); ok && inputErr != nil {
-		return f.DecideFailed(ctx, in, inputErr)
-	}
-	return a.o.Decider.Decide(ctx, in)
 }
 
 // deniedSteps is the audit's loadbalancer.StepDenier: the steps enforcing would deny.
@@ -394,7 +375,7 @@ func violations(d decided, base Violation) []Violation {
 		}
 	}
 	add(ResultFail, denials(d.Decision))
-	add(ResultWarn, executor.DecisionWarnings(d.Decision))
+	add(ResultWarn, gate.DecisionWarnings(d.Decision))
 	return out
 }
 

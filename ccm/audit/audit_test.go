@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/audit"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
@@ -163,8 +164,8 @@ func newEnvDebounced(t *testing.T, debounce time.Duration, svcs ...*corev1.Servi
 	e := &env{p: &planner{t: t, svcs: svcs}, rules: &rules{}, recorder: record.NewFakeRecorder(100), dyn: newFakeDynamic()}
 	var err error
 	e.a, err = audit.New(audit.Options{
-		LoadBalancers: e.p, Routes: fixedRoutes{"10.244.1.0/24", "192.168.0.0/24"}, Decider: e.rules,
-		Cluster: policy.Cluster{Name: "k"}, ClusterName: "k", Recorder: e.recorder, Reports: audit.Reports{Client: e.dyn},
+		LoadBalancers: e.p, Routes: fixedRoutes{"10.244.1.0/24", "192.168.0.0/24"}, Gate: gate.Gate{Decider: e.rules, Cluster: policy.Cluster{Name: "k"}},
+		ClusterName: "k", Recorder: e.recorder, Reports: audit.Reports{Client: e.dyn},
 		Debounce: debounce,
 	})
 	if err != nil {
@@ -288,7 +289,7 @@ func TestAudit_FailedListingKeepsTheReports(t *testing.T) {
 	e.audit(t)
 	want := e.results(t)
 	broken, err := audit.New(audit.Options{
-		LoadBalancers: &planner{t: t}, Routes: failingRoutes{}, Decider: e.rules, Recorder: e.recorder, Reports: audit.Reports{Client: e.dyn},
+		LoadBalancers: &planner{t: t}, Routes: failingRoutes{}, Gate: gate.Gate{Decider: e.rules}, Recorder: e.recorder, Reports: audit.Reports{Client: e.dyn},
 	})
 	if err != nil {
 		t.Fatal(err)

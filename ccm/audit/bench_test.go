@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/audit"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
@@ -144,8 +145,9 @@ func (s *auditScale) auditor(b *testing.B) *audit.Auditor {
 		b.Fatal(err)
 	}
 	a, err := audit.New(audit.Options{
-		LoadBalancers: s.loadBalancers(b), Routes: r, Decider: s.engine, Cluster: policy.Cluster{Name: "kubernetes", ClusterCIDR: "10.244.0.0/14"},
-		ClusterName: "kubernetes", NamespaceLabels: func(string) (map[string]string, error) { return map[string]string{}, nil },
+		LoadBalancers: s.loadBalancers(b), Routes: r, ClusterName: "kubernetes",
+		Gate: gate.Gate{Decider: s.engine, Cluster: policy.Cluster{Name: "kubernetes", ClusterCIDR: "10.244.0.0/14"},
+			NamespaceLabels: func(string) (map[string]string, error) { return map[string]string{}, nil }},
 		Nodes: func() ([]*corev1.Node, error) { return s.nodes, nil },
 	})
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
@@ -85,7 +85,7 @@ func (c *costs) pricing() *lbplan.Pricing {
 }
 
 // applied puts the steps of v that run into the inventory.
-func (c *costs) applied(v executor.Verdict) {
+func (c *costs) applied(v gate.Verdict) {
 	for _, sv := range v.Steps {
 		if sv.Runs {
 			c.inv = inventory.Apply(c.inv, sv.Input, c.prices)

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 )
@@ -94,18 +93,12 @@ func (g *groupState) plan(ctx context.Context, svc *corev1.Service, group string
 	return out.Plan, nil
 }
 
-// deniedSteps is the lbplan.DeniedSteps of svc's plan: each step decided by o.Decider on the
-// inputs the CCM's gate builds (executor.Inputs, priced with o.pricing).
+// deniedSteps is the lbplan.DeniedSteps of svc's plan: the steps the CCM's gate denies
+// (gate.Gate.DeniedSteps), priced with o.pricing.
 func deniedSteps(ctx context.Context, svc *corev1.Service, o Options, nsLabels map[string]string) lbplan.DeniedSteps {
 	return func(plan lbplan.Plan) []int {
 		plan.Pricing = o.pricing
-		var out []int
-		for i, in := range executor.Inputs(plan, o.Cluster, executor.PolicyService(svc, nsLabels)) {
-			if !o.Decider.Decide(ctx, in.Input).Allowed {
-				out = append(out, i)
-			}
-		}
-		return out
+		return o.gate(nsLabels).DeniedSteps(ctx, plan, svc)
 	}
 }
 

@@ -3,7 +3,7 @@
 // (StateFromAPI, for --from-api, only reads).
 //
 // It runs the CCM's own code: lbplan.NewDesired and lbplan.Compute plan the load balancer,
-// executor.Inputs and executor.PolicyService build the policy inputs the gate decides, and a
+// gate.Gate builds the policy inputs the gate decides, and a
 // policy.Engine loaded like the CCM's (policy.ReadDir, Engine.Load) decides them. A second
 // evaluation path would drift; TestPlanMatchesCCM runs this package and the executor's gate on
 // the same Services and compares the verdicts.
@@ -26,7 +26,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
@@ -161,19 +161,19 @@ type Step struct {
 	DecisionID string `json:"decision_id"`
 	Allowed    bool   `json:"allowed"`
 	// Runs is true when the CCM would send the step: it is allowed and needs no step that does
-	// not run (steps fail alone, executor.Decide).
+	// not run (steps fail alone, gate.Gate.Decide).
 	Runs bool `json:"runs"`
 	// Skipped says why an allowed step does not run ("needs add_service(443)", "a create or
 	// delete is all or nothing"); "" for a step that runs or is denied.
 	Skipped string `json:"skipped,omitempty"`
 	// DryRun is true when deny messages were reported but not enforced.
 	DryRun bool `json:"dry_run"`
-	// Deny are the messages that deny the step (executor.DenyMessages: the PolicyDenied
+	// Deny are the messages that deny the step (gate.DenyMessages: the PolicyDenied
 	// event's); empty when allowed.
 	Deny []policy.Message `json:"deny"`
 	// NotEnforced are deny messages that do not block (dry run).
 	NotEnforced []policy.Message `json:"not_enforced"`
-	// Warn are the warnings (executor.DecisionWarnings: the PolicyWarning event's).
+	// Warn are the warnings (gate.DecisionWarnings: the PolicyWarning event's).
 	Warn []policy.Message `json:"warn"`
 	// Requests are the API requests of the step as the CCM builds them (one; the executor
 	// sends a create split when the API refuses what rides along).
@@ -293,8 +293,13 @@ func namespaceLabels(m Manifests, mf Manifest) map[string]string {
 	return map[string]string{}
 }
 
+// gate is the CCM's gate for a Service whose namespace has the labels nsLabels.
+func (o Options) gate(nsLabels map[string]string) gate.Gate {
+	return gate.Gate{Decider: o.Decider, Cluster: o.Cluster, NamespaceLabels: func(string) (map[string]string, error) { return nsLabels, nil }}
+}
+
 // planService plans and decides one Service against the inventory of costs (lbplan.Plan.Pricing:
-// executor.Inputs gives each step its input.inventory and input.cost), and puts the steps that
+// gate.Inputs gives each step its input.inventory and input.cost), and puts the steps that
 // run into it.
 func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o Options, groups *groupState, costs *costs) ServiceResult {
 	o.pricing = costs.pricing()
@@ -322,8 +327,7 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 		res.Error = fmt.Sprintf("%s: Service %s/%s: %v", mf.Source, svc.Namespace, svc.Name, err)
 		return res
 	}
-	service := executor.PolicyService(svc, nsLabels)
-	v := executor.Decide(ctx, plan, o.Cluster, service, o.Decider.Decide)
+	v := o.gate(nsLabels).Decide(ctx, plan, svc)
 	costs.applied(v)
 	for _, i := range plan.SendOrder() { // the executor's send order (a managed certificate first)
 		sv := v.Steps[i]
@@ -331,11 +335,11 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 		st := Step{
 			Label: sv.Label, Action: sv.Input.Action, Operation: sv.Input.Operation,
 			DecisionID: d.ID, Allowed: d.Allowed, Runs: sv.Runs, DryRun: d.DryRun, Deny: []policy.Message{},
-			NotEnforced: nonNil(d.NotEnforced()), Warn: nonNil(executor.DecisionWarnings(d)),
+			NotEnforced: nonNil(d.NotEnforced()), Warn: nonNil(gate.DecisionWarnings(d)),
 			Requests: requests[sv.Label],
 		}
 		if !d.Allowed {
-			st.Deny = executor.DenyMessages(d)
+			st.Deny = gate.DenyMessages(d)
 			res.Allowed = false
 		}
 		st.Skipped = sv.SkipReason()

@@ -16,7 +16,7 @@ import (
 // After returns the state the CCM would leave if r's plans ran on st: each Service's load
 // balancer as the steps that run leave it (a created one gets the next free ID and no public
 // IP, which only the API assigns). A denied step skips itself and the steps that need it (steps
-// fail alone, executor.Decide), so a denied create changes nothing, nor does a Service with an
+// fail alone, gate.Gate.Decide), so a denied create changes nothing, nor does a Service with an
 // error. The plans apply in the order they were made (a
 // group member planned again comes after the others). Other load balancers of st are kept. The
 // members of a load balancer group plan one load balancer: a later member's plan of a load

@@ -140,7 +140,7 @@ func (x *Executor) RunDetached(ctx context.Context, svc *corev1.Service, plan lb
 	if err := x.Settle(ctx, svc.UID); err != nil {
 		return nil, err
 	}
-	plan, denied := x.gate(ctx, svc, plan)
+	plan, denied := x.decidePlan(ctx, svc, plan)
 	if denied != nil { // steps fail alone: the rest runs whole, and its event names both
 		return x.runGated(ctx, svc, plan, denied)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
@@ -324,7 +325,7 @@ func TestRun_StepsFailAlone(t *testing.T) {
 			}
 			ev.emu.ResetRequests()
 			state, err := ev.exec.Run(context.Background(), svc, plan)
-			var denied *executor.DeniedError
+			var denied *gate.DeniedError
 			if !errors.As(err, &denied) || !errors.Is(err, policy.ErrDenied) {
 				t.Fatalf("err = %v, want a *DeniedError", err)
 			}

@@ -318,7 +318,7 @@ func TestDeniedSteps(t *testing.T) {
 			ev.emu.ResetRequests()
 			steps := plan.Steps()
 			var got []string
-			for _, i := range x.DeniedSteps(context.Background(), svc, plan) {
+			for _, i := range x.Gate().DeniedSteps(context.Background(), plan, svc) {
 				got = append(got, steps[i].Label())
 			}
 			if !slices.Equal(got, tt.want) {

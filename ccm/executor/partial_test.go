@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
@@ -22,7 +22,7 @@ const partialIterations = 200
 // each with the steps of one random operation denied: the API accepts every request the
 // executor sends (lbplan.Plan.Needs misses no rule the API enforces), no request is sent for a
 // denied operation, the requests sent are exactly those of the plan that runs
-// (executor.Decide's Run, as `plan` lists it), and the last decisions, those of the steps that
+// (gate.Gate.Decide's Run, as `plan` lists it), and the last decisions, those of the steps that
 // run, see exactly what those requests do.
 func TestProperty_StepsFailAlone(t *testing.T) {
 	f := newFaithfulEnv(t)
@@ -47,9 +47,9 @@ func TestProperty_StepsFailAlone(t *testing.T) {
 			return policy.Decision{Allowed: true}
 		}
 		name := fmt.Sprintf("iteration %d: %v with %s denied", i, p.Labels(), denied)
-		run := executor.Decide(context.Background(), p, policy.Cluster{}, nil, func(_ context.Context, in policy.Input) policy.Decision {
+		run := gate.Gate{Decider: policy.DecideFunc(func(_ context.Context, in policy.Input) policy.Decision {
 			return f.decider.decision(in)
-		}).Run
+		})}.Decide(context.Background(), p, nil).Run
 		f.emu.ResetRequests()
 		f.decider.inputs = nil
 		after, err := f.exec.Run(context.Background(), svc, p)

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/apireq"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
-	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
 // Route operations, as in policy.Input.Operation.
@@ -51,15 +51,10 @@ func (x *Executor) RunRoutes(ctx context.Context, network *hcloud.Network, plan 
 		return err
 	}
 	decided := network.ID
-	if x.cluster.Network != nil {
-		decided = x.cluster.Network.ID
+	if n := x.gate.Cluster.Network; n != nil {
+		decided = n.ID
 	}
-	steps := RouteInputs(plan, x.cluster)
-	items := make([]gateItem, 0, len(steps))
-	for _, st := range steps {
-		items = append(items, gateItem{label: st.Label, input: st.Input})
-	}
-	if err := x.decideAll(ctx, nodeRef(plan.Node), items); err != nil {
+	if err := x.decideAll(ctx, nodeRef(plan.Node), gate.RouteInputs(plan, x.gate.Cluster)); err != nil {
 		return err
 	}
 	r := &routeRun{network: network.ID, decidedID: decided, node: plan.Node}
@@ -69,21 +64,6 @@ func (x *Executor) RunRoutes(ctx context.Context, network *hcloud.Network, plan 
 		}
 	}
 	return nil
-}
-
-// RouteInputs returns the policy input of every mutation of plan in cluster, in order. It is
-// pure; the gate of RunRoutes decides exactly these inputs, and the policy audit (ccm/audit)
-// judges an existing route by the input of its add_route.
-func RouteInputs(plan routeplan.Plan, cluster policy.Cluster) []StepInput {
-	out := make([]StepInput, 0, len(plan.Mutations))
-	for _, m := range plan.Mutations {
-		r := m.Route()
-		out = append(out, StepInput{Label: m.Label(), Input: policy.Input{
-			Version: policy.InputVersion, Action: m.Action(), Operation: m.Operation(), Cluster: cluster,
-			Route: &policy.Route{Destination: r.Destination.String(), Gateway: r.Gateway.String(), Node: plan.Node},
-		}})
-	}
-	return out
 }
 
 // routeRun is the run of a route plan on a network for send: a route write has no

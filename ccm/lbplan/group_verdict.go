@@ -11,8 +11,8 @@ import (
 // plans (its Service is the policy input's service), and returns the indices, in plan.Steps()
 // order, of the steps the policy denies; nil when it allows them all. It is how PlanGroup asks
 // for a decision without deciding itself: the CCM passes its executor's
-// (executor.Executor.DeniedSteps), `plan` (ccm/ciplan) and the admission webhook (ccm/admission)
-// one over their decider, with the same executor.Inputs.
+// (gate.Gate.DeniedSteps), `plan` (ccm/ciplan) and the admission webhook (ccm/admission)
+// one over their decider, with the same gate.Inputs.
 type DeniedSteps func(plan Plan) []int
 
 // GroupInput is what PlanGroup plans the load balancer of a group from.

@@ -64,7 +64,7 @@ type Plan struct {
 	// the load balancer of one Service.
 	Group *input.Group
 	// Pricing, when set, is the inventory and the prices the plan is decided against: every
-	// step's input carries input.inventory and input.cost (executor.Inputs). Nil: neither (no
+	// step's input carries input.inventory and input.cost (gate.Inputs). Nil: neither (no
 	// policy in force, or no prices known).
 	Pricing *Pricing
 	// network is the cluster network; its range fills the policy view of an attachment the

@@ -234,7 +234,7 @@ func (l *LoadBalancers) basis(lb *lbplan.Actual) *lbplan.Actual {
 	return lb
 }
 
-// deniedSteps is the executor's DeniedSteps, or the audit's StepDenier on the audit's copy.
+// deniedSteps is the gate's DeniedSteps (of the plan priced as the executor's run is), or the audit's StepDenier on the audit's copy.
 // The executor's answers are reads of a call like any other (reads.go), named by the plan's
 // digest: a replay of a denied group sync gets them without a new decision. Without a digest
 // (no policy revision, unreadable namespace labels) they are not recorded.
@@ -242,11 +242,12 @@ func (l *LoadBalancers) deniedSteps(ctx context.Context, svc *corev1.Service, pl
 	if l.auditDenied != nil {
 		return l.auditDenied(ctx, svc, plan)
 	}
+	plan = l.priced(plan)
 	key := ""
-	if digest := l.exec.PlanDigest(svc, plan); digest != "" {
+	if digest := l.gate.Digest(plan, svc); digest != "" {
 		key = "gate denials of the plan " + digest
 	}
-	denied, _ := read(ctx, key, func() ([]int, error) { return l.exec.DeniedSteps(ctx, svc, plan), nil })
+	denied, _ := read(ctx, key, func() ([]int, error) { return l.gate.DeniedSteps(ctx, plan, svc), nil })
 	return denied
 }
 
@@ -254,9 +255,9 @@ func (l *LoadBalancers) deniedSteps(ctx context.Context, svc *corev1.Service, pl
 // inventory that load balancer (of svc, or of its group) met when it was created, the load
 // balancers older than it (inventory.OlderThan, by Hetzner created time then ID), so a quota
 // or a budget reports the load balancers over it, not every one; nil when no policy in force
-// reads it (as the gate's: executor.ReadsInventory).
+// reads it (as the gate's: gate.Gate.ReadsInventory).
 func (l *LoadBalancers) auditPricing(svc *corev1.Service, plan lbplan.Plan) *lbplan.Pricing {
-	if !l.exec.ReadsInventory() {
+	if !l.gate.ReadsInventory() {
 		return nil
 	}
 	p := l.Pricing()

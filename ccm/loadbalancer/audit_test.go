@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -130,7 +130,7 @@ var _ loadbalancer.StepDenier = noDenials
 // inputsJSON is the JSON of the policy inputs of plan for svc.
 func inputsJSON(t *testing.T, plan lbplan.Plan, svc *corev1.Service) string {
 	t.Helper()
-	b, err := json.MarshalIndent(executor.Inputs(plan, policy.Cluster{Name: clusterName}, executor.PolicyService(svc, nil)), "", " ")
+	b, err := json.MarshalIndent(gate.Inputs(plan, policy.Cluster{Name: clusterName}, gate.PolicyService(svc, nil)), "", " ")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 )
 
@@ -25,7 +25,7 @@ const DefaultDenialMaxAge = time.Hour
 // retries of a Service that nothing changed for cost no Hetzner request, decision or event.
 //
 // "Nothing changed" is derived, never listed: the digest of a denial is the gate's digest of the
-// inputs it decided (executor.DeniedError.Inputs: the policy revision and the JSON of every
+// inputs it decided (gate.DeniedError.Inputs: the policy revision and the JSON of every
 // step's policy input), so every input field is in it, fields added later too. A retry knows
 // its digest before any request: each call records the answers of the reads its planning makes
 // (reads.go), and a retry plans again from the denied call's record (replayDigest). A denial is
@@ -40,10 +40,10 @@ const DefaultDenialMaxAge = time.Hour
 // the first retry after maxAge, or at once with any other change (ccm/requeue retries on new
 // revisions and namespace labels by changing an annotation). Only denials by deny messages are
 // remembered: a failed decision may pass on the next try. A denial whose other steps ran is
-// remembered as the retry meets it (executor.DeniedError.Remaining). Any other result forgets
+// remembered as the retry meets it (gate.DeniedError.Remaining). Any other result forgets
 // the Service. Tests: TestDenialCache, TestDenialCache_derivedFromInputs,
 // TestRemember_onlyWhatTheReplayReproduces, TestAPIBudget_deniedRetries (ccm),
-// TestGroup_DeniedMemberRetryCostsNothing and TestPlanDigest_coversEveryInputField (executor).
+// TestGroup_DeniedMemberRetryCostsNothing and Testgate.Gate.Digest_coversEveryInputField (executor).
 type denialCache struct {
 	maxAge time.Duration
 	now    func() time.Time
@@ -124,7 +124,7 @@ func (c *denialCache) keep(uid types.UID, digest string, answers map[string]any,
 			delete(c.entries, k)
 		}
 	}
-	var denied *executor.DeniedError
+	var denied *gate.DeniedError
 	if digest == "" || !errors.As(err, &denied) || denied.Failed > 0 {
 		delete(c.entries, uid)
 		return
@@ -185,7 +185,7 @@ func (l *LoadBalancers) rememberedDenial(ctx context.Context, c denialCall) erro
 func (l *LoadBalancers) remember(ctx context.Context, c denialCall, reads *readRecord, err error) {
 	answers := reads.recorded()
 	var digest string
-	var denied *executor.DeniedError
+	var denied *gate.DeniedError
 	if errors.As(err, &denied) && denied.Failed == 0 && denied.Inputs != "" {
 		var inputs string
 		if digest, inputs = l.replayDigest(ctx, c, answers); inputs != denied.Inputs {
@@ -199,19 +199,18 @@ func (l *LoadBalancers) remember(ctx context.Context, c denialCall, reads *readR
 
 // replayDigest plans c again on a quiet copy of l whose reads are answered from answers (the
 // record of a denied call) and returns the digest a denial of c is remembered under, and the
-// executor's PlanDigest of the plan (inputs). The digest covers the kind of call, its group with
+// gate's Digest of the plan as the executor prices it (inputs). The digest covers the kind of call, its group with
 // the group's write count, inputs, and the nodes as the planner receives them. Both are
 // "" when the replay needs a read the call did not make, plans nothing, fails, or the plan has
 // no digest.
 func (l *LoadBalancers) replayDigest(ctx context.Context, c denialCall, answers map[string]any) (digest, inputs string) {
 	rctx, replay := replayReads(ctx, answers)
 	q := l.quiet()
-	q.exec = l.exec // for PlanDigest; nothing runs: c.plan only plans
 	plan, err := c.plan(rctx, q)
 	if err != nil || plan == nil || replay.wasMissed() {
 		return "", ""
 	}
-	if inputs = l.exec.PlanDigest(c.svc, *plan); inputs == "" {
+	if inputs = l.gate.Digest(l.priced(*plan), c.svc); inputs == "" {
 		return "", ""
 	}
 	nodes, _, err := q.targetNodes(rctx, c.nodes)

@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 )
 
 func TestDenialCache(t *testing.T) {
-	denied := &executor.DeniedError{Denied: 1, Of: 2, Messages: "no: for create(web)"}
-	failed := &executor.DeniedError{Denied: 1, Of: 1, Failed: 1, Messages: "policy evaluation failed"}
+	denied := &gate.DeniedError{Denied: 1, Of: 2, Messages: "no: for create(web)"}
+	failed := &gate.DeniedError{Denied: 1, Of: 1, Failed: 1, Messages: "policy evaluation failed"}
 	tests := []struct {
 		name    string
 		record  error
@@ -51,9 +51,9 @@ func TestDenialCache_prunesExpired(t *testing.T) {
 	now := time.Date(2026, 11, 25, 20, 0, 0, 0, time.UTC)
 	c := newDenialCache(time.Hour)
 	c.now = func() time.Time { return now }
-	c.record("a", "d", &executor.DeniedError{Denied: 1, Of: 1})
+	c.record("a", "d", &gate.DeniedError{Denied: 1, Of: 1})
 	now = now.Add(2 * time.Hour)
-	c.record("b", "d", &executor.DeniedError{Denied: 1, Of: 1})
+	c.record("b", "d", &gate.DeniedError{Denied: 1, Of: 1})
 	if _, ok := c.entries["a"]; ok || len(c.entries) != 1 {
 		t.Errorf("entries = %v, want only b: expired entries are dropped", c.entries)
 	}

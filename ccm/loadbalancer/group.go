@@ -13,7 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
@@ -415,7 +415,7 @@ func (l *LoadBalancers) shrinkGroup(ctx context.Context, s subject, members []*c
 	if err != nil || plan.Empty() {
 		return err
 	}
-	state, err := l.exec.Run(ctx, s.svc, plan)
+	state, err := l.exec.Run(ctx, s.svc, l.priced(plan))
 	l.stored(s, state, readAt, err)
 	l.freed(plan, err)
 	l.wroteGroup(s.group, plan, err)
@@ -424,11 +424,11 @@ func (l *LoadBalancers) shrinkGroup(ctx context.Context, s subject, members []*c
 
 // wroteGroup tells the denial cache that plan, run with the result err, may have changed the
 // load balancer of group (anything but an empty plan or a denied one that applied nothing; a
-// partly denied plan ran its other steps: executor.DeniedError.Applied): the other members'
+// partly denied plan ran its other steps: gate.DeniedError.Applied): the other members'
 // remembered denials are decided again at their next retry. A Service of its own (group "")
 // has no members to tell.
 func (l *LoadBalancers) wroteGroup(group string, plan lbplan.Plan, err error) {
-	var denied *executor.DeniedError
+	var denied *gate.DeniedError
 	switch {
 	case group == "", plan.Empty():
 	case errors.As(err, &denied) && len(denied.Applied) == 0:

@@ -11,7 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
@@ -282,7 +282,7 @@ func TestGroup_PreviewLeavesOutDeniedMembers(t *testing.T) {
 	g.add(b)
 	denied := func(p lbplan.Plan) []int {
 		var out []int
-		for i, st := range executor.Inputs(p, policy.Cluster{}, executor.PolicyService(a, nil)) {
+		for i, st := range gate.Inputs(p, policy.Cluster{}, gate.PolicyService(a, nil)) {
 			if crossNamespace(st.Input) != "" {
 				out = append(out, i)
 			}

@@ -413,7 +413,7 @@ func (l *LoadBalancers) sweepOrphan(ctx context.Context, cluster, group string) 
 	}
 	plan.Group = lbplan.GroupView(group, home, nil, lbplan.Admission{}, lbplan.TypeLimit{Name: lb.Type})
 	klog.InfoS("Deleting the load balancer of a group without members in its home namespace", "group", group, "home", home, "otherMembers", len(members), "loadBalancer", lb.Name, "id", lb.ID)
-	state, err := l.exec.Run(ctx, nil, plan)
+	state, err := l.exec.Run(ctx, nil, l.priced(plan))
 	l.stored(s, state, readAt, err)
 	l.freed(plan, err)
 	return err == nil, err

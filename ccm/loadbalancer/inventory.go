@@ -133,7 +133,7 @@ func (c *typeCache) prices() inventory.Prices {
 
 // StartInventory fills the caches the inventory is built from and keeps the prices current,
 // in a goroutine of its own, until ctx ends, once needed reports that the policy in force
-// reads the inventory (executor.ReadsInventory; InventoryNeeded asks again, after each policy
+// reads the inventory (gate.Gate.ReadsInventory; InventoryNeeded asks again, after each policy
 // revision): after the Service informer synced (synced), PrimeInventory, then a read of the
 // load balancer type list with its prices once every max age of the type cache (an hour).
 // Failed reads are logged and tried again at the next interval. Decisions made before the

@@ -50,6 +50,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/compatmetrics"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbcache"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
@@ -102,7 +103,10 @@ type LoadBalancers struct {
 	cache *lbcache.Cache
 	robot *robotTargets // nil without ROBOT_ENABLED (Options.Robot)
 	exec  *executor.Executor
-	cfg   config.LoadBalancer
+	// gate is the executor's gate (executor.Executor.Gate): the decisions of plans that do not
+	// run (group members' denied steps, denial digests) and whether plans are priced (priced).
+	gate gate.Gate
+	cfg  config.LoadBalancer
 	// network is the cluster network (nil: none), re-read when a subnet is not found in it.
 	network  atomic.Pointer[hcloud.Network]
 	recorder record.EventRecorder
@@ -215,7 +219,7 @@ func New(o Options) (*LoadBalancers, error) {
 		return nil, fmt.Errorf("loadbalancer.New: %w", err)
 	}
 	l := &LoadBalancers{
-		read: o.Readers, cache: cache, exec: o.Executor, cfg: o.Config, recorder: o.Recorder, namer: o.Namer, denials: o.DenialTracker,
+		read: o.Readers, cache: cache, exec: o.Executor, gate: o.Executor.Gate(), cfg: o.Config, recorder: o.Recorder, namer: o.Namer, denials: o.DenialTracker,
 		types:  &typeCache{list: o.Readers.Types, maxAge: typeMaxAge, now: time.Now},
 		denied: newDenialCache(denialMaxAge), services: o.Services, locks: &subjectLocks{}, costMu: &sync.Mutex{},
 		start: newInventoryStart(), homes: &groupHomes{}, groupsConverged: &groupStates{},
@@ -225,7 +229,6 @@ func New(o Options) (*LoadBalancers, error) {
 		l.robot = &robotTargets{servers: o.RobotClient}
 	}
 	l.network.Store(o.Network)
-	o.Executor.SetInventory(l)
 	return l, nil
 }
 
@@ -423,7 +426,7 @@ func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) 
 	if err != nil {
 		return err
 	}
-	state, err := l.exec.Run(ctx, svc, plan)
+	state, err := l.exec.Run(ctx, svc, l.priced(plan))
 	l.stored(s, state, readAt, err)
 	l.freed(plan, err)
 	return err

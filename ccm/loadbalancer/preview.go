@@ -21,7 +21,7 @@ import (
 // unused.
 //
 // With a policy in force the plan carries the Pricing the gate would decide it with
-// (previewPriced). Preview never writes to Hetzner: it has no executor (TestPreview_NoWrite), records no event
+// (priced). Preview never writes to Hetzner: it has no executor (TestPreview_NoWrite), records no event
 // and leaves the remembered denials and the denial tracker alone, so a Service that is only
 // being admitted (and may never exist) leaves no trace on the CCM's state. svc and nodes are
 // read, never modified.
@@ -40,20 +40,21 @@ func (l *LoadBalancers) Preview(ctx context.Context, clusterName string, svc *co
 	if err != nil || p.plan == nil {
 		return lbplan.Plan{}, err
 	}
-	return l.previewPriced(*p.plan), nil
+	return l.priced(*p.plan), nil
 }
 
-// previewPriced is plan with the Pricing the gate would decide it with (executor.Inputs: the
-// inventory and the prices of the caches), so the webhook shows input.inventory and input.cost
-// as the CCM decides them; plan as it is when no policy in force reads them
-// (executor.ReadsInventory) and for an empty plan.
-func (l *LoadBalancers) previewPriced(plan lbplan.Plan) lbplan.Plan {
-	if plan.Empty() || l.exec == nil {
+// priced is plan with the Pricing the gate decides it with (lbplan.Plan.Pricing: the inventory
+// and the prices of the caches), so the inputs carry input.inventory and input.cost; plan as it
+// is when it has a Pricing, when no policy in force reads them (gate.Gate.ReadsInventory) and
+// for an empty plan. Every plan the executor runs is priced here, at the call (l.exec.Run(ctx,
+// svc, l.priced(plan)): a wrapper would add a frame between EnsureLoadBalancer and the HTTP
+// client; TestEveryRunIsPriced checks each call), and so is the webhook's (Preview): the gate
+// calls back into no one.
+func (l *LoadBalancers) priced(plan lbplan.Plan) lbplan.Plan {
+	if plan.Empty() || plan.Pricing != nil || l.gate.Decider == nil || !l.gate.ReadsInventory() {
 		return plan
 	}
-	if l.exec.ReadsInventory() {
-		plan.Pricing = l.Pricing()
-	}
+	plan.Pricing = l.Pricing()
 	return plan
 }
 
@@ -66,7 +67,7 @@ func (l *LoadBalancers) PreviewDelete(ctx context.Context, clusterName string, s
 	s := l.deletedSubject(clusterName, svc)
 	if s.group != "" {
 		plan, err := l.quiet().previewLeave(ctx, s)
-		return l.previewPriced(plan), err
+		return l.priced(plan), err
 	}
 	lb, _, err := l.labelled(ctx, s, false)
 	if err != nil || lb == nil {
@@ -76,7 +77,7 @@ func (l *LoadBalancers) PreviewDelete(ctx context.Context, clusterName string, s
 	if err != nil { // *lbplan.ProtectedError: kept, nothing to decide
 		return lbplan.Plan{}, nil //nolint:nilerr // a protected load balancer is kept, as EnsureLoadBalancerDeleted does
 	}
-	return l.previewPriced(plan), nil
+	return l.priced(plan), nil
 }
 
 // quiet returns a LoadBalancers for Preview: l's readers, configuration, naming plugin, type
@@ -89,6 +90,7 @@ func (l *LoadBalancers) quiet() *LoadBalancers {
 		cache:    l.cache,
 		robot:    l.robot,
 		exec:     nil,
+		gate:     l.gate, // pure: decides nothing that runs, writes nothing
 		cfg:      l.cfg,
 		recorder: &record.FakeRecorder{}, // nil Events channel: events are dropped
 		namer:    l.namer,

@@ -11,6 +11,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -79,7 +80,7 @@ func TestRemember_onlyWhatTheReplayReproduces(t *testing.T) {
 		t.Fatal(err)
 	}
 	call := denialCall{kind: callDelete, svc: svc, plan: func(context.Context, *LoadBalancers) (*lbplan.Plan, error) { return &plan, nil }}
-	decided := exec.PlanDigest(svc, plan)
+	decided := l.gate.Digest(l.priced(plan), svc) // as the executor decides it: priced
 	if decided == "" {
 		t.Fatal("no digest of the plan")
 	}
@@ -93,7 +94,7 @@ func TestRemember_onlyWhatTheReplayReproduces(t *testing.T) {
 		{"the gate gave no digest", "", false},
 	} {
 		_, reads := recordReads(context.Background())
-		l.remember(context.Background(), call, reads, &executor.DeniedError{Denied: 1, Of: 1, Inputs: tc.inputs})
+		l.remember(context.Background(), call, reads, &gate.DeniedError{Denied: 1, Of: 1, Inputs: tc.inputs})
 		if _, ok := l.denied.reads(svc.UID); ok != tc.remember {
 			t.Errorf("%s: remembered %v, want %v", tc.name, ok, tc.remember)
 		}

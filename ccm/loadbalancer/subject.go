@@ -217,7 +217,7 @@ func (l *LoadBalancers) reconcile(ctx context.Context, s subject, nodes []*corev
 	}
 	unlock := l.costLock(*p.plan) // decisions that add cost, one at a time (inventory.go)
 	if create {
-		state, err = l.exec.Run(rctx, s.svc, *p.plan)
+		state, err = l.exec.Run(rctx, s.svc, l.priced(*p.plan))
 		l.stored(s, state, p.readAt, err)
 	} else {
 		state, err = l.runDetached(rctx, s, *p.plan, p.readAt)
@@ -265,7 +265,7 @@ func (l *LoadBalancers) settle(ctx context.Context, s subject) error {
 func (l *LoadBalancers) runDetached(ctx context.Context, s subject, plan lbplan.Plan, readAt time.Time) (*lbplan.Actual, error) {
 	var kept sync.Mutex
 	kept.Lock()
-	state, err := l.exec.RunDetached(ctx, s.svc, plan, func(err error) {
+	state, err := l.exec.RunDetached(ctx, s.svc, l.priced(plan), func(err error) {
 		kept.Lock()
 		defer kept.Unlock()
 		l.forget(s)

@@ -23,6 +23,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routes"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
@@ -600,7 +601,7 @@ func TestRoutes_AuditPlans(t *testing.T) {
 	if len(plans) != 1 || len(created) != 1 {
 		t.Fatalf("AuditPlans() = %v (CreateRoute decided %d inputs), want the one route to node-1", plans, len(created))
 	}
-	got := executor.RouteInputs(plans[0], policy.Cluster{Name: "c"})
+	got := gate.RouteInputs(plans[0], policy.Cluster{Name: "c"})
 	if diff := cmp.Diff([]policy.Input{created[0]}, []policy.Input{got[0].Input}); diff != "" {
 		t.Errorf("audit input differs from CreateRoute's (-create +audit):\n%s", diff)
 	}

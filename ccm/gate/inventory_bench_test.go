@@ -1,4 +1,4 @@
-package executor_test
+package gate_test
 
 import (
 	"context"
@@ -6,9 +6,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -37,7 +38,7 @@ deny contains "namespace budget" if {
 
 // BenchmarkDecide_inventory is the decision latency of an allowed create (two listeners, two
 // targets: one decision) with the example policies and benchQuota, built and decided by
-// executor.Decide as the gate does: without an inventory (today's decision, plan.Pricing nil)
+// gate.Gate.Decide as the CCM does: without an inventory (today's decision, plan.Pricing nil)
 // and with an inventory of 200 load balancers in 20 namespaces. docs/performance.md,
 // "Inventory and cost in every decision".
 func BenchmarkDecide_inventory(b *testing.B) {
@@ -50,7 +51,14 @@ func BenchmarkDecide_inventory(b *testing.B) {
 	if _, err := e.Load(context.Background(), files, policy.Source{Name: "bench"}); err != nil {
 		b.Fatal(err)
 	}
-	svc := newService()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: uid, Labels: map[string]string{"app": "web"}},
+		Spec: corev1.ServiceSpec{
+			Type:                  corev1.ServiceTypeLoadBalancer,
+			Ports:                 []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, NodePort: 30080}},
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
+		},
+	}
 	svc.Namespace = "default"                                                                                                            // public_namespaces of the examples: the decision allows
 	svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443}) // no warning (and no log line) for port 80 alone
 	d, err := lbplan.NewDesired(lbplan.Input{Service: svc, Name: "web", Defaults: config.LoadBalancer{Location: "fsn1", Type: "lb11"},
@@ -80,7 +88,7 @@ func BenchmarkDecide_inventory(b *testing.B) {
 	priced := plan
 	priced.Pricing = &lbplan.Pricing{Inventory: inventory.Build(entries, prices), Prices: prices}
 	cluster := policy.Cluster{Name: "kubernetes"}
-	service := executor.PolicyService(svc, map[string]string{})
+	g := gate.Gate{Decider: e, Cluster: cluster, NamespaceLabels: func(string) (map[string]string, error) { return map[string]string{}, nil }}
 	for _, bc := range []struct {
 		name string
 		plan lbplan.Plan
@@ -89,7 +97,7 @@ func BenchmarkDecide_inventory(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				v := executor.Decide(ctx, bc.plan, cluster, service, e.Decide)
+				v := g.Decide(ctx, bc.plan, svc)
 				if len(v.Steps) != 1 || !v.Steps[0].Decision.Allowed {
 					b.Fatalf("verdict %+v, want one allowed step", v.Steps)
 				}

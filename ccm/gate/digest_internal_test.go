@@ -1,4 +1,4 @@
-package executor
+package gate
 
 import (
 	"reflect"
@@ -8,13 +8,13 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
-// TestPlanDigest_coversEveryInputField walks every field reachable from policy.Input by
+// TestDigest_coversEveryInputField walks every field reachable from policy.Input by
 // reflection (pointers followed, one element of each slice and map) and changes each one in
-// turn: the digest of the denial cache (inputsDigest, PlanDigest's and DeniedError.Inputs')
+// turn: the digest of the denial cache (inputsDigest, Gate.Digest's and DeniedError.Inputs')
 // must change with it, so no field of the policy input, now or added later, can leave a stale
 // denial. A field the walk cannot change (unexported, or of a kind it does not know) fails the
 // test too: teach the walk, do not skip the field.
-func TestPlanDigest_coversEveryInputField(t *testing.T) {
+func TestDigest_coversEveryInputField(t *testing.T) {
 	digest := func(in policy.Input) string { return inputsDigest("r1", []StepInput{{Input: in}}) }
 	base := fullInput(t)
 	want := digest(base)

@@ -1,4 +1,4 @@
-package executor
+package gate
 
 import (
 	"strings"
@@ -52,9 +52,9 @@ func TestMessageGroups_String(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var g messageGroups
+			var g Messages
 			for _, a := range tc.adds {
-				g.add(a.label, a.msgs)
+				g.Add(a.label, a.msgs)
 			}
 			if got := g.String(); got != tc.want {
 				t.Errorf("String() = %q, want %q", got, tc.want)

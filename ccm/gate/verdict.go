@@ -1,8 +1,10 @@
-package executor
+package gate
 
 import (
 	"context"
 	"slices"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -46,6 +48,10 @@ type Verdict struct {
 	// same load balancer. It is the whole plan when nothing is denied, and empty when a denied
 	// step is part of a create or delete.
 	Run lbplan.Plan
+	// Digest is, when a step is denied, the Digest of the plan decided (the plan given to
+	// Decide), provided every decision was made under the revision in force before the first
+	// one and the input was complete; "" otherwise. The CCM remembers a denial under it.
+	Digest string
 }
 
 // Denied reports whether any step is denied.
@@ -53,9 +59,8 @@ func (v Verdict) Denied() bool {
 	return slices.ContainsFunc(v.Steps, StepVerdict.Denied)
 }
 
-// Decide decides every step of plan for the Service view service in cluster with decide, and
-// returns which steps run. It is the one verdict of the CCM's gate (Run), `plan` (ccm/ciplan)
-// and the admission webhook (ccm/admission): they all call it.
+// Decide decides every step of plan for svc and returns which steps run. It is the one verdict
+// of the CCM's executor, `plan` (ccm/ciplan) and the admission webhook (ccm/admission).
 //
 // Steps fail alone (lbplan.Plan.Runnable): on an existing load balancer a denied step skips
 // itself and the steps that need it, and nothing else; a create or delete is all or nothing.
@@ -64,7 +69,9 @@ func (v Verdict) Denied() bool {
 // steps would have done; a step denied then is skipped the same way, until every step that
 // runs is allowed on the inputs of exactly the plan that is sent. Each round skips at least
 // one step, so there are at most as many rounds as steps; with nothing denied there is one.
-func Decide(ctx context.Context, plan lbplan.Plan, cluster policy.Cluster, service *policy.Service, decide func(context.Context, policy.Input) policy.Decision) Verdict {
+func (g Gate) Decide(ctx context.Context, plan lbplan.Plan, svc *corev1.Service) Verdict {
+	rev, named := g.Revision() // before the decisions: see Verdict.Digest
+	service, inputErr := g.Service(svc)
 	v := Verdict{Run: plan}
 	idx := []int{} // step of the plan that runs -> step of plan
 	for i := range plan.Steps() {
@@ -73,8 +80,11 @@ func Decide(ctx context.Context, plan lbplan.Plan, cluster policy.Cluster, servi
 	}
 	for !v.Run.Empty() {
 		var denied []int
-		for i, in := range Inputs(v.Run, cluster, service) {
-			d := decide(ctx, in.Input)
+		for i, in := range Inputs(v.Run, g.Cluster, service) {
+			if g.Audit {
+				in.Input.Audit = true
+			}
+			d := g.decide(ctx, in.Input, inputErr)
 			v.Steps[idx[i]] = StepVerdict{StepInput: in, Decision: d, Runs: true}
 			if !d.Allowed {
 				denied = append(denied, i)
@@ -92,5 +102,19 @@ func Decide(ctx context.Context, plan lbplan.Plan, cluster policy.Cluster, servi
 		}
 		v.Run, idx = run, left
 	}
+	if v.Denied() && named && inputErr == nil && sameRevision(rev, v.Steps) {
+		v.Digest = inputsDigest(rev, Inputs(plan, g.Cluster, service))
+	}
 	return v
+}
+
+// sameRevision reports whether no decision of steps names another revision than rev (a reload
+// during the decisions). Deciders that name no revision are taken to have decided with rev.
+func sameRevision(rev string, steps []StepVerdict) bool {
+	for _, s := range steps {
+		if r := s.Decision.Revision; r != "" && r != rev {
+			return false
+		}
+	}
+	return true
 }

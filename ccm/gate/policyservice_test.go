@@ -1,4 +1,4 @@
-package executor_test
+package gate_test
 
 import (
 	"maps"
@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 )
 
 // TestPolicyService_leavesOutTheRetryAnnotation: the CCM's retry annotation is no policy input,
@@ -18,7 +18,7 @@ func TestPolicyService_leavesOutTheRetryAnnotation(t *testing.T) {
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Annotations: map[string]string{
 		"load-balancer.hetzner.cloud/type": "lb11", annotation.PolicyRetry: "policy revision 0123 at 2026-11-28T10:00:00Z",
 	}}}
-	got := executor.PolicyService(svc, nil).Annotations
+	got := gate.PolicyService(svc, nil).Annotations
 	if want := map[string]string{"load-balancer.hetzner.cloud/type": "lb11"}; !maps.Equal(got, want) {
 		t.Errorf("annotations in the policy input = %v, want %v", got, want)
 	}
@@ -43,7 +43,7 @@ func TestPolicyService_loadBalancerClass(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"},
 				Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: tc.class}}
-			if got := executor.PolicyService(svc, nil).LoadBalancerClass; got != tc.want {
+			if got := gate.PolicyService(svc, nil).LoadBalancerClass; got != tc.want {
 				t.Errorf("load_balancer_class = %q, want %q", got, tc.want)
 			}
 		})
