@@ -24,8 +24,8 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/audit"
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"

@@ -78,4 +78,3 @@ func TestDecide_NothingDenied(t *testing.T) {
 		t.Errorf("%d decisions, denied %t, runs %v; want 2, false, %v", decisions, v.Denied(), v.Run.Labels(), plan.Labels())
 	}
 }
-
