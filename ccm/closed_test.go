@@ -318,3 +318,45 @@ func isPricedCall(e ast.Expr) bool {
 	sel, ok := c.Fun.(*ast.SelectorExpr)
 	return ok && sel.Sel.Name == "priced"
 }
+
+// TestOnlyTheRunnersUseTheExecutor: in ccm/loadbalancer only the functions that run a plan
+// (reconcile, runDetached, ensureDeleted, shrinkGroup, sweepOrphan) or wait for a run (settle,
+// settleGroup) touch the executor. Planning (plan and all it calls), Preview, the audit and a
+// denial's replay plan with the same LoadBalancers as a sync, so this list is what keeps them
+// from writing: a function added here must run a plan, never plan one.
+func TestOnlyTheRunnersUseTheExecutor(t *testing.T) {
+	allowed := []string{"reconcile", "runDetached", "ensureDeleted", "shrinkGroup", "sweepOrphan", "settle", "settleGroup"}
+	pkgs, err := module()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var users []string
+	for _, p := range pkgs {
+		if p.PkgPath != modulePath+"/ccm/loadbalancer" {
+			continue
+		}
+		for _, f := range p.Syntax {
+			for _, d := range f.Decls {
+				fn, ok := d.(*ast.FuncDecl)
+				if !ok || fn.Body == nil {
+					continue
+				}
+				ast.Inspect(fn.Body, func(n ast.Node) bool {
+					if sel, ok := n.(*ast.SelectorExpr); ok && sel.Sel.Name == "exec" {
+						users = append(users, fn.Name.Name)
+						return false
+					}
+					return true
+				})
+			}
+		}
+	}
+	if len(users) == 0 {
+		t.Fatal("no function of ccm/loadbalancer uses the executor: the test lost its subject")
+	}
+	for _, u := range users {
+		if !slices.Contains(allowed, u) {
+			t.Errorf("ccm/loadbalancer's %s uses the executor: only the functions that run a plan may (%v)", u, allowed)
+		}
+	}
+}

@@ -13,8 +13,9 @@
 // Service, namespace or node (Run's changed, debounced) plans from what the last one read and
 // sends no request (AuditFromCaches, loadbalancer.AuditPlansFrom).
 //
-// The audit holds no executor: the load balancer plans come from the quiet copy of Preview,
-// which has none (TestQuiet_CopiesEveryField), and decisions send nothing. The e2e tests
+// The audit holds no executor: the load balancer plans come from the planner Preview uses,
+// run silently (ccm/loadbalancer's notes.go), which never touches the executor
+// (TestOnlyTheRunnersUseTheExecutor in ccm), and decisions send nothing (ccm/gate). The e2e tests
 // TestCCMAuditReportsExistingLoadBalancers and TestCCMAuditGroupLimitLowered count 0 mutating
 // requests.
 package audit

@@ -46,7 +46,7 @@ type AuditPlan struct {
 // ordered by namespace/name. denied is the StepDenier a group's plan leaves refused members out
 // with, as a sync does with the gate.
 //
-// It never writes and records no event (the quiet copy of Preview). Its reads are the caches':
+// It never writes and records no event (it plans silently: notes.go). Its reads are the caches':
 // each Service's load balancer through lbcache.Cache.Get (one list of every load balancer,
 // ⌈n/50⌉ requests, when the cache is older than its max age), the groups' with one
 // lbcache.Cache.ListGroups (⌈groups/50⌉ requests, only when a Service has the group
@@ -93,7 +93,8 @@ func (l *LoadBalancers) AuditPlansFrom(ctx context.Context, clusterName string, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("audit load balancers: list Services: %w", err)
 	}
-	a := l.audit(denied)
+	ctx = silently(ctx) // the audit reports violations, not the events of a sync
+	a := l
 	svcs := managedServices(all, l.Serves)
 	reads := from
 	var rec *readRecord
@@ -109,7 +110,7 @@ func (l *LoadBalancers) AuditPlansFrom(ctx context.Context, clusterName string, 
 	}
 	out := make([]AuditPlan, 0, len(svcs))
 	for _, svc := range svcs {
-		plan, ok, err := a.auditPlan(ctx, clusterName, svc, nodes, reads.groups)
+		plan, ok, err := a.auditPlan(ctx, clusterName, svc, nodes, reads.groups, denied)
 		switch {
 		case errors.Is(err, errNotRecorded):
 			out = append(out, AuditPlan{Service: svc, Err: fmt.Errorf("audit load balancers: %w: %w", ErrNotRead, err)})
@@ -126,20 +127,13 @@ func (l *LoadBalancers) AuditPlansFrom(ctx context.Context, clusterName string, 
 	return out, reads, nil
 }
 
-// audit returns the audit's copy of l: Preview's quiet copy whose plans start from no load
-// balancer and whose groups leave members out by denied.
-func (l *LoadBalancers) audit(denied StepDenier) *LoadBalancers {
-	a := l.quiet()
-	a.auditDenied = denied
-	return a
-}
-
 // auditPlan is AuditPlans for one Service: ok is false when it has no load balancer.
-func (l *LoadBalancers) auditPlan(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, groups map[string]bool) (lbplan.Plan, bool, error) {
-	s, err := l.subjectOf(clusterName, svc)
+func (l *LoadBalancers) auditPlan(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, groups map[string]bool, denied StepDenier) (lbplan.Plan, bool, error) {
+	s, err := l.subjectOf(ctx, clusterName, svc)
 	if err != nil {
 		return lbplan.Plan{}, false, err
 	}
+	s.audit = true
 	exists, err := l.auditExists(ctx, s, groups)
 	if err != nil || !exists {
 		return lbplan.Plan{}, false, err
@@ -152,7 +146,7 @@ func (l *LoadBalancers) auditPlan(ctx context.Context, clusterName string, svc *
 	}
 	// The plan the sync of svc would decide: for a group with the gate (members the policy
 	// refuses, other than svc, are left out as the sync leaves them out).
-	p, err := l.plan(ctx, l.named(ctx, s), nodes, false, l.gateDenied(ctx, svc))
+	p, err := l.plan(ctx, l.named(ctx, s), nodes, false, func(plan lbplan.Plan) []int { return denied(ctx, svc, plan) })
 	if err != nil {
 		return lbplan.Plan{}, false, err
 	}
@@ -196,7 +190,7 @@ func (l *LoadBalancers) auditServed(ctx context.Context, s subject) (bool, error
 // one of svcs has the group annotation; nil otherwise.
 func (l *LoadBalancers) existingGroups(ctx context.Context, clusterName string, svcs []*corev1.Service) (map[string]bool, error) {
 	if !slices.ContainsFunc(svcs, func(svc *corev1.Service) bool {
-		s, err := l.subjectOf(clusterName, svc)
+		s, err := l.subjectOf(ctx, clusterName, svc)
 		return err == nil && s.group != ""
 	}) {
 		return nil, nil
@@ -226,22 +220,11 @@ func managedServices(all []*corev1.Service, serves func(*corev1.Service) bool) [
 	return out
 }
 
-// basis is the load balancer a plan starts from: lb, or none (a create) on the audit's copy.
-func (l *LoadBalancers) basis(lb *lbplan.Actual) *lbplan.Actual {
-	if l.auditDenied != nil {
-		return nil
-	}
-	return lb
-}
-
-// deniedSteps is the gate's DeniedSteps (of the plan priced as the executor's run is), or the audit's StepDenier on the audit's copy.
+// deniedSteps is the gate's DeniedSteps (of the plan priced as the executor's run is).
 // The executor's answers are reads of a call like any other (reads.go), named by the plan's
 // digest: a replay of a denied group sync gets them without a new decision. Without a digest
 // (no policy revision, unreadable namespace labels) they are not recorded.
 func (l *LoadBalancers) deniedSteps(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) []int {
-	if l.auditDenied != nil {
-		return l.auditDenied(ctx, svc, plan)
-	}
 	plan = l.priced(plan)
 	key := ""
 	if digest := l.gate.Digest(plan, svc); digest != "" {

@@ -154,9 +154,10 @@ type denialCall struct {
 	writes uint64
 	svc    *corev1.Service
 	nodes  []*corev1.Node
-	// plan plans the call on q without running it: the plan the call hands to the executor,
-	// nil when it hands none. It reads through ctx (reads.go) and never writes.
-	plan func(ctx context.Context, q *LoadBalancers) (*lbplan.Plan, error)
+	// plan plans the call without running it: the plan the call hands to the executor, nil
+	// when it hands none. It reads through ctx (reads.go), warns through ctx (notes.go) and
+	// never writes.
+	plan func(ctx context.Context) (*lbplan.Plan, error)
 }
 
 // rememberedDenial returns the remembered denial of c.svc when c plans, from the reads of the
@@ -197,23 +198,22 @@ func (l *LoadBalancers) remember(ctx context.Context, c denialCall, reads *readR
 	l.denied.keep(c.svc.UID, digest, answers, err)
 }
 
-// replayDigest plans c again on a quiet copy of l whose reads are answered from answers (the
+// replayDigest plans c again, silently (notes.go), with its reads answered from answers (the
 // record of a denied call) and returns the digest a denial of c is remembered under, and the
 // gate's Digest of the plan as the executor prices it (inputs). The digest covers the kind of call, its group with
 // the group's write count, inputs, and the nodes as the planner receives them. Both are
 // "" when the replay needs a read the call did not make, plans nothing, fails, or the plan has
 // no digest.
 func (l *LoadBalancers) replayDigest(ctx context.Context, c denialCall, answers map[string]any) (digest, inputs string) {
-	rctx, replay := replayReads(ctx, answers)
-	q := l.quiet()
-	plan, err := c.plan(rctx, q)
+	rctx, replay := replayReads(silently(ctx), answers)
+	plan, err := c.plan(rctx)
 	if err != nil || plan == nil || replay.wasMissed() {
 		return "", ""
 	}
 	if inputs = l.gate.Digest(l.priced(*plan), c.svc); inputs == "" {
 		return "", ""
 	}
-	nodes, _, err := q.targetNodes(rctx, c.nodes)
+	nodes, _, err := l.targetNodes(rctx, c.nodes)
 	if err != nil || replay.wasMissed() {
 		return "", ""
 	}

@@ -93,7 +93,7 @@ func (l *LoadBalancers) clearIfGone(ctx context.Context, svc *corev1.Service) {
 		klog.ErrorS(err, "Could not clear the status of a Service whose load balancer is gone and whose re-create was denied", "service", klog.KObj(svc))
 		return
 	}
-	l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerStatusCleared,
+	l.warn(ctx, svc, ReasonLoadBalancerStatusCleared,
 		"the load balancer was deleted outside the CCM and the policy denied its re-create: its address is removed from the status")
 }
 

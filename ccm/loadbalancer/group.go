@@ -86,7 +86,7 @@ func (l *LoadBalancers) planGroup(ctx context.Context, s subject, nodes []*corev
 	}
 	gp := planned{leader: members[0]}
 	name := lbplan.GroupName(gp.leader, cluster, group)
-	if err := l.checkName(svc, name, cluster, group); err != nil {
+	if err := l.checkName(ctx, svc, name, cluster, group); err != nil {
 		return gp, err
 	}
 	lb, readAt, err := l.find(ctx, s, name, !create)
@@ -100,31 +100,31 @@ func (l *LoadBalancers) planGroup(ctx context.Context, s subject, nodes []*corev
 	// of the home (issue 34 §2), and only a member there creates the load balancer (issue 40 §3).
 	home, known := l.groupHomeKnown(group, lb, members)
 	if err := lbplan.CheckGroupHome(svc, group, home, known, members, lb != nil); err != nil {
-		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerGroupHome, err.Error())
+		l.warn(ctx, svc, ReasonLoadBalancerGroupHome, err.Error())
 		return gp, err
 	}
 	if gp.leader = lbplan.GroupLeader(members, home); gp.leader != members[0] {
 		name = lbplan.GroupName(gp.leader, cluster, group)
 	}
-	if err := l.checkName(svc, name, cluster, group); err != nil { // the home's leader names it
+	if err := l.checkName(ctx, svc, name, cluster, group); err != nil { // the home's leader names it
 		return gp, err
 	}
 	leaderD, lists, err := l.memberListeners(ctx, svc, group, lbplan.LeaderFirst(members, gp.leader), nodes, name)
 	if err != nil {
 		return gp, err
 	}
-	if gp.typ, err = l.typeInForce(ctx, leaderD, l.basis(lb)); err != nil {
+	if gp.typ, err = l.typeInForce(ctx, leaderD, s.basis(lb)); err != nil {
 		return gp, err
 	}
-	if err := l.checkType(ctx, gp.leader, &leaderD, l.basis(lb)); err != nil {
+	if err := l.checkType(ctx, gp.leader, &leaderD, s.basis(lb)); err != nil {
 		return gp, err
 	}
 	out, err := lbplan.PlanGroup(lbplan.GroupInput{
 		Group: group, Home: home, Name: name, Labels: lbplan.GroupDesiredLabels(group, cluster, home),
-		Acting: lbplan.Key(svc), Members: members, Leader: leaderD, Lists: lists, Type: gp.typ, Actual: l.basis(lb),
+		Acting: lbplan.Key(svc), Members: members, Leader: leaderD, Lists: lists, Type: gp.typ, Actual: s.basis(lb),
 	}, denied)
 	if err != nil {
-		return gp, l.invalid(svc, err)
+		return gp, l.invalid(ctx, svc, err)
 	}
 	gp.plan, gp.adm, gp.left = &out.Plan, out.Admission, out.Left
 	gp.status = l.withOwnProxyProtocol(leaderD.Status, svc)
@@ -145,31 +145,30 @@ func (l *LoadBalancers) gateDenied(ctx context.Context, svc *corev1.Service) lbp
 // member's invalid annotations leave it out (its own sync reports them).
 func (l *LoadBalancers) memberListeners(ctx context.Context, svc *corev1.Service, group string, members []*corev1.Service, nodes []*corev1.Node, name string) (lbplan.Desired, []lbplan.MemberListeners, error) {
 	leader := members[0]
-	// Another member's annotation errors are its own sync's events, not svc's: read them quietly.
-	quiet := l.quiet()
-	about := func(m *corev1.Service) *LoadBalancers {
+	// Another member's annotation errors are its own sync's events, not svc's: read them silently.
+	about := func(m *corev1.Service) context.Context {
 		if m == svc {
-			return l
+			return ctx
 		}
-		return quiet
+		return silently(ctx)
 	}
-	leaderD, err := about(leader).memberDesired(ctx, leader, nodes, name, true)
+	leaderD, err := l.memberDesired(about(leader), leader, nodes, name, true)
 	if err != nil {
 		if leader == svc {
-			return leaderD, nil, l.invalid(svc, err)
+			return leaderD, nil, l.invalid(ctx, svc, err)
 		}
 		return leaderD, nil, fmt.Errorf("load balancer group %s: the settings of its leader %s are invalid, its load balancer is left as it is: %w", group, lbplan.Key(leader), err)
 	}
 	lists := []lbplan.MemberListeners{{Member: lbplan.Key(leader), Listeners: leaderD.Services}}
 	for _, m := range members[1:] {
-		md, err := about(m).memberDesired(ctx, m, nil, name, false)
+		md, err := l.memberDesired(about(m), m, nil, name, false)
 		if err == nil && md.ManagedCertificate != nil {
 			err = annotation.Usagef(string(annotation.LBSvcHTTPCertificateType), "%q managed works in load balancer group %s on its leader %s only: use uploaded certificates (%q) on %s",
 				annotation.LBSvcHTTPCertificateType, group, lbplan.Key(leader), annotation.LBSvcHTTPCertificates, lbplan.Key(m))
 		}
 		switch {
 		case err != nil && m == svc:
-			return leaderD, nil, l.invalid(svc, err)
+			return leaderD, nil, l.invalid(ctx, svc, err)
 		case err != nil:
 			klog.InfoS("Load balancer group member left out: its annotations are invalid", "group", group, "member", lbplan.Key(m), "err", err)
 			continue
@@ -229,7 +228,7 @@ func (l *LoadBalancers) groupBeforeRun(ctx context.Context, s subject, gp planne
 		return nil
 	}
 	l.groupEvents(ctx, s.svc, s.group, gp)
-	l.advisoryWarnings(s.svc, create, phaseNone, nil)
+	l.advisoryWarnings(ctx, s.svc, create, phaseNone, nil)
 	if gp.leader == s.svc {
 		return l.typeWarnings(ctx, s.svc)
 	}
@@ -306,16 +305,16 @@ func (l *LoadBalancers) groupEvents(ctx context.Context, svc *corev1.Service, gr
 	key := lbplan.Key(svc)
 	for _, c := range gp.adm.Conflicts {
 		if c.Member == key {
-			l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerGroupPortConflict, c.Message(group))
+			l.warn(ctx, svc, ReasonLoadBalancerGroupPortConflict, c.Message(group))
 		}
 	}
 	if cs := lbplan.SettingConflicts(gp.leader, svc); len(cs) > 0 {
 		msg := lbplan.SettingConflictMessage(cs, lbplan.Key(gp.leader))
-		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerGroupSettingConflict, truncate.String(msg, truncate.EventMessage))
+		l.warn(ctx, svc, ReasonLoadBalancerGroupSettingConflict, truncate.String(msg, truncate.EventMessage))
 	}
 	for _, r := range gp.adm.Refused {
 		if r.Member == key {
-			l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerGroupCapacityExceeded, l.capacityMessage(ctx, r, group, gp))
+			l.warn(ctx, svc, ReasonLoadBalancerGroupCapacityExceeded, l.capacityMessage(ctx, r, group, gp))
 		}
 	}
 }
@@ -361,16 +360,16 @@ func servedError(svc *corev1.Service, group string, gp planned) error {
 // balancer when it was the last member) costs no request, no decision and no event.
 // TestGroup_DeniedLeaveRetryCostsNothing tests it.
 func (l *LoadBalancers) leaveGroupOnce(ctx context.Context, s subject) error {
-	call := denialCall{kind: callDelete, group: s.group, writes: l.denied.groupWriteCount(s.group), svc: s.svc, plan: func(ctx context.Context, q *LoadBalancers) (*lbplan.Plan, error) {
-		members, err := q.members(s.svc, s.group, false)
+	call := denialCall{kind: callDelete, group: s.group, writes: l.denied.groupWriteCount(s.group), svc: s.svc, plan: func(ctx context.Context) (*lbplan.Plan, error) {
+		members, err := l.members(s.svc, s.group, false)
 		if err != nil {
 			return nil, err
 		}
-		lb, _, err := q.labelled(ctx, s, false)
+		lb, _, err := l.labelled(ctx, s, false)
 		if err != nil || lb == nil {
 			return nil, err
 		}
-		plan, err := q.planShrink(s.group, s.svc, members, lb)
+		plan, err := l.planShrink(ctx, s.group, s.svc, members, lb)
 		return &plan, err
 	}}
 	if err := l.rememberedDenial(ctx, call); err != nil {
@@ -411,7 +410,7 @@ func (l *LoadBalancers) leaveGroup(ctx context.Context, s subject) error {
 // shrinkGroup removes the listeners of s.svc from the group's load balancer lb (read at
 // readAt), or deletes lb when members is empty; the cache keeps what the run left.
 func (l *LoadBalancers) shrinkGroup(ctx context.Context, s subject, members []*corev1.Service, lb *lbplan.Actual, readAt time.Time) error {
-	plan, err := l.planShrink(s.group, s.svc, members, lb)
+	plan, err := l.planShrink(ctx, s.group, s.svc, members, lb)
 	if err != nil || plan.Empty() {
 		return err
 	}
@@ -440,12 +439,12 @@ func (l *LoadBalancers) wroteGroup(group string, plan lbplan.Plan, err error) {
 
 // planShrink plans shrinkGroup: the removal of the listeners of the ports of svc that no member
 // declares, or the delete of lb (empty when it is protected: Warning DeleteProtected).
-func (l *LoadBalancers) planShrink(group string, svc *corev1.Service, members []*corev1.Service, lb *lbplan.Actual) (lbplan.Plan, error) {
+func (l *LoadBalancers) planShrink(ctx context.Context, group string, svc *corev1.Service, members []*corev1.Service, lb *lbplan.Actual) (lbplan.Plan, error) {
 	adm := lbplan.AdmitGroup(declaredLists(members), 0)
 	plan := lbplan.ComputeRemoveListeners(lb, leftPorts(svc, adm))
 	if !lbplan.HasHomeMember(members, l.groupHome(group, lb, members)) { // none left, or only members of other namespaces
 		var err error
-		if plan, err = l.computeDelete(svc, lb); err != nil || plan.Empty() {
+		if plan, err = l.computeDelete(ctx, svc, lb); err != nil || plan.Empty() {
 			return plan, err
 		}
 	}
@@ -464,13 +463,13 @@ func (l *LoadBalancers) previewLeave(ctx context.Context, s subject) (lbplan.Pla
 	if err != nil || lb == nil {
 		return lbplan.Plan{}, err
 	}
-	return l.planShrink(s.group, s.svc, members, lb)
+	return l.planShrink(ctx, s.group, s.svc, members, lb)
 }
 
 // computeDelete plans the delete of lb for svc; a protected one is kept (Warning
 // DeleteProtected on svc, an empty plan). Without a Service (nil: the sweep of a group without
 // members) the warning is logged.
-func (l *LoadBalancers) computeDelete(svc *corev1.Service, lb *lbplan.Actual) (lbplan.Plan, error) {
+func (l *LoadBalancers) computeDelete(ctx context.Context, svc *corev1.Service, lb *lbplan.Actual) (lbplan.Plan, error) {
 	plan, err := lbplan.ComputeDelete(lb)
 	var protected *lbplan.ProtectedError
 	if errors.As(err, &protected) {
@@ -478,7 +477,7 @@ func (l *LoadBalancers) computeDelete(svc *corev1.Service, lb *lbplan.Actual) (l
 			klog.InfoS("Load balancer is delete protected: not deleted", "loadBalancer", lb.Name, "id", lb.ID, "reason", ReasonDeleteProtected, "err", err)
 			return lbplan.Plan{}, nil
 		}
-		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonDeleteProtected, "%v: not deleted", err)
+		l.warnf(ctx, svc, ReasonDeleteProtected, "%v: not deleted", err)
 		return lbplan.Plan{}, nil
 	}
 	return plan, err

@@ -407,7 +407,7 @@ func (l *LoadBalancers) sweepOrphan(ctx context.Context, cluster, group string) 
 	if lbplan.HasHomeMember(members, home) {
 		return false, nil
 	}
-	plan, err := l.computeDelete(nil, lb)
+	plan, err := l.computeDelete(ctx, nil, lb)
 	if err != nil || plan.Empty() {
 		return false, err
 	}

@@ -131,9 +131,6 @@ type LoadBalancers struct {
 	// converged is the state each Service's last successful plan left its load balancer in,
 	// which CheckDrift compares with a fresh list (drift.go).
 	converged converged
-	// auditDenied is set only on the audit's copy (audit.go): plans are creates (basis) and
-	// its "would deny" replaces the executor's DeniedSteps.
-	auditDenied StepDenier
 	// start is the inventory's start-up list, which Pricing waits for (inventory.go).
 	start *inventoryStart
 }
@@ -237,7 +234,7 @@ func New(o Options) (*LoadBalancers, error) {
 // Implementations must treat the *v1.Service parameter as read-only and not modify it.
 func (l *LoadBalancers) GetLoadBalancer(ctx context.Context, clusterName string, svc *corev1.Service) (*corev1.LoadBalancerStatus, bool, error) {
 	compatmetrics.Operation(compatmetrics.OpGetLoadBalancer)
-	s, err := l.subjectOf(clusterName, svc)
+	s, err := l.subjectOf(ctx, clusterName, svc)
 	if err != nil {
 		return nil, false, err
 	}
@@ -272,7 +269,7 @@ func (l *LoadBalancers) name(ctx context.Context, clusterName string, svc *corev
 		},
 	})
 	if err != nil { // the host counted it (hcloud_ccm_plugin_failures_total); on success it validated n
-		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonPluginFailed, "naming plugin failed, using the default name %s: %v", def, err)
+		l.warnf(ctx, svc, ReasonPluginFailed, "naming plugin failed, using the default name %s: %v", def, err)
 		return def, false
 	}
 	return n, true
@@ -324,7 +321,7 @@ func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	if err := l.retryScheduled(svc); err != nil {
 		return nil, err
 	}
-	s, err := l.subjectOf(clusterName, svc)
+	s, err := l.subjectOf(ctx, clusterName, svc)
 	var st *corev1.LoadBalancerStatus
 	if err == nil {
 		st, err = l.reconcile(ctx, l.named(ctx, s), nodes, true)
@@ -347,7 +344,7 @@ func (l *LoadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 	if l.retryScheduled(svc) != nil { // the retry syncs svc with the nodes of its time
 		return nil
 	}
-	s, err := l.subjectOf(clusterName, svc)
+	s, err := l.subjectOf(ctx, clusterName, svc)
 	if err == nil {
 		_, err = l.reconcile(ctx, l.named(ctx, s), nodes, false)
 	}
@@ -386,8 +383,8 @@ func (l *LoadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 		l.track(svc, err, true)
 		return err
 	}
-	call := denialCall{kind: callDelete, svc: svc, plan: func(ctx context.Context, q *LoadBalancers) (*lbplan.Plan, error) {
-		lb, _, err := q.labelled(ctx, s, false)
+	call := denialCall{kind: callDelete, svc: svc, plan: func(ctx context.Context) (*lbplan.Plan, error) {
+		lb, _, err := l.labelled(ctx, s, false)
 		if err != nil || lb == nil {
 			return nil, err
 		}
@@ -419,7 +416,7 @@ func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) 
 	plan, err := lbplan.ComputeDelete(lb)
 	var protected *lbplan.ProtectedError
 	if errors.As(err, &protected) {
-		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonDeleteProtected, "%v: not deleted", err)
+		l.warnf(ctx, svc, ReasonDeleteProtected, "%v: not deleted", err)
 		klog.InfoS("load balancer has delete protection, not deleted", "service", klog.KObj(svc), "loadBalancer", lb.Name)
 		return nil
 	}
@@ -450,9 +447,9 @@ func (l *LoadBalancers) planOwn(ctx context.Context, s subject, nodes []*corev1.
 	// it) first (nameFailure).
 	checkErr := lbplan.CheckService(s.svc, plugins.ValidateLoadBalancerName)
 	if checkErr != nil && !lbplan.IsNameError(checkErr) {
-		return planned{}, l.invalid(s.svc, checkErr)
+		return planned{}, l.invalid(ctx, s.svc, checkErr)
 	}
-	if err := l.checkName(s.svc, s.name, s.cluster, ""); err != nil {
+	if err := l.checkName(ctx, s.svc, s.name, s.cluster, ""); err != nil {
 		return planned{}, err
 	}
 	lb, readAt, err := l.find(ctx, s, s.name, !create)
@@ -462,17 +459,17 @@ func (l *LoadBalancers) planOwn(ctx context.Context, s subject, nodes []*corev1.
 	if checkErr != nil {
 		return planned{readAt: readAt}, l.nameFailure(ctx, s.svc, lb, checkErr)
 	}
-	p, d, err := l.planWith(ctx, s.svc, nodes, s.name, s.rename, create, lb)
+	p, d, err := l.planWith(ctx, s, nodes, create, lb)
 	return planned{plan: p, status: d.Status, readAt: readAt}, err
 }
 
 // checkName refuses the load balancer name of svc's subject (group "" for its own) when it is
 // reserved for another load balancer group (lbplan.CheckName): a Warning
 // LoadBalancerNameConflict naming the group on svc, and the error; nothing is read or written.
-func (l *LoadBalancers) checkName(svc *corev1.Service, name, cluster, group string) error {
+func (l *LoadBalancers) checkName(ctx context.Context, svc *corev1.Service, name, cluster, group string) error {
 	err := lbplan.CheckName(name, cluster, group)
 	if err != nil {
-		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerNameConflict, err.Error())
+		l.warn(ctx, svc, ReasonLoadBalancerNameConflict, err.Error())
 	}
 	return err
 }
@@ -487,11 +484,12 @@ func (l *LoadBalancers) nameFailure(ctx context.Context, svc *corev1.Service, lb
 			return err
 		}
 	}
-	return l.invalid(svc, nameErr)
+	return l.invalid(ctx, svc, nameErr)
 }
 
 // planWith is plan once the load balancer lb (nil: none, a create) is found.
-func (l *LoadBalancers) planWith(ctx context.Context, svc *corev1.Service, nodes []*corev1.Node, name string, rename, create bool, lb *lbplan.Actual) (*lbplan.Plan, lbplan.Desired, error) {
+func (l *LoadBalancers) planWith(ctx context.Context, s subject, nodes []*corev1.Node, create bool, lb *lbplan.Actual) (*lbplan.Plan, lbplan.Desired, error) {
+	svc, name, rename := s.svc, s.name, s.rename
 	certs, err := l.certificates(ctx, svc)
 	if err != nil {
 		return nil, lbplan.Desired{}, err
@@ -516,23 +514,23 @@ func (l *LoadBalancers) planWith(ctx context.Context, svc *corev1.Service, nodes
 		}
 	}
 	if err != nil {
-		l.advisoryWarnings(svc, create, failedPhase(err), unknown)
-		return nil, d, l.invalid(svc, err)
+		l.advisoryWarnings(ctx, svc, create, failedPhase(err), unknown)
+		return nil, d, l.invalid(ctx, svc, err)
 	}
-	l.advisoryWarnings(svc, create, phaseNone, unknown)
-	if err := l.checkType(ctx, svc, &d, l.basis(lb)); err != nil {
+	l.advisoryWarnings(ctx, svc, create, phaseNone, unknown)
+	if err := l.checkType(ctx, svc, &d, s.basis(lb)); err != nil {
 		return nil, d, err
 	}
-	plan, err := lbplan.Compute(d, l.basis(lb))
+	plan, err := lbplan.Compute(d, s.basis(lb))
 	if err != nil {
-		return nil, d, l.invalid(svc, err)
+		return nil, d, l.invalid(ctx, svc, err)
 	}
 	for _, t := range plan.SkippedTargets {
 		msg := fmt.Sprintf("load balancer %s reached max_targets %d of type %s: node %s not added", name, d.MaxTargets, d.Type, t.Node)
-		l.recorder.Event(nodeRef(t.Node), corev1.EventTypeWarning, ReasonMaxTargetsReached, msg)
-		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonMaxTargetsReached, msg)
+		l.warn(ctx, nodeRef(t.Node), ReasonMaxTargetsReached, msg)
+		l.warn(ctx, svc, ReasonMaxTargetsReached, msg)
 	}
-	l.reportTargetProblems(svc, name, d, plan.SkippedIPTargets)
+	l.reportTargetProblems(ctx, svc, name, d, plan.SkippedIPTargets)
 	return &plan, d, nil
 }
 
@@ -604,7 +602,7 @@ func failedPhase(err error) phase {
 // reaches the step that emits them before failing in phase failed (phaseNone: it fails nowhere):
 // ports in the services step, nodes in the targets step after its own checks; Ensure runs
 // services then targets, Update targets then services.
-func (l *LoadBalancers) advisoryWarnings(svc *corev1.Service, ensure bool, failed phase, unknown []unknownNode) {
+func (l *LoadBalancers) advisoryWarnings(ctx context.Context, svc *corev1.Service, ensure bool, failed phase, unknown []unknownNode) {
 	servicesReached := failed >= phaseServices
 	targetsReached := failed > phaseTargets
 	if !ensure {
@@ -614,14 +612,14 @@ func (l *LoadBalancers) advisoryWarnings(svc *corev1.Service, ensure bool, faile
 	if servicesReached {
 		for _, p := range svc.Spec.Ports {
 			if p.Protocol != "" && p.Protocol != corev1.ProtocolTCP {
-				l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonUnsupportedProtocolConfigured,
+				l.warnf(ctx, svc, ReasonUnsupportedProtocolConfigured,
 					"port %d uses protocol %s: only TCP is supported, the port is not load balanced", p.Port, p.Protocol)
 			}
 		}
 	}
 	if targetsReached {
 		for _, n := range unknown {
-			l.recorder.Eventf(n.node, corev1.EventTypeWarning, ReasonUnknownProviderIDPrefix,
+			l.warnf(ctx, n.node, ReasonUnknownProviderIDPrefix,
 				"Node could not be added to Load Balancer for service %s because the provider ID does not match any known format: %v", svc.Name, n.err)
 		}
 	}
@@ -629,9 +627,9 @@ func (l *LoadBalancers) advisoryWarnings(svc *corev1.Service, ensure bool, faile
 
 // invalid emits InvalidAnnotation for an annotation error (annotation.IsUserError) and returns
 // err.
-func (l *LoadBalancers) invalid(svc *corev1.Service, err error) error {
+func (l *LoadBalancers) invalid(ctx context.Context, svc *corev1.Service, err error) error {
 	if annotation.IsUserError(err) {
-		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonInvalidAnnotation, truncate.String(err.Error(), truncate.EventMessage))
+		l.warn(ctx, svc, ReasonInvalidAnnotation, truncate.String(err.Error(), truncate.EventMessage))
 	}
 	return err
 }
@@ -646,7 +644,7 @@ func (l *LoadBalancers) typeWarnings(ctx context.Context, svc *corev1.Service) e
 	name, ok := lbplan.ConfiguredType(svc, l.cfg)
 	if !ok {
 		name = lbplan.DefaultType
-		l.recorder.Eventf(svc, corev1.EventTypeWarning, ReasonLoadBalancerTypeUnconfigured,
+		l.warnf(ctx, svc, ReasonLoadBalancerTypeUnconfigured,
 			"Load Balancer Type unconfigured: this will be required in the future, set it with the annotation %q or cluster-wide with the environment variable %q",
 			annotation.LBType, "HCLOUD_LOAD_BALANCERS_TYPE")
 	}
@@ -662,7 +660,7 @@ func (l *LoadBalancers) typeWarnings(ctx context.Context, svc *corev1.Service) e
 		return fmt.Errorf("%s: set %q to a type that can be ordered", msg, typeField(svc))
 	}
 	if msg != "" {
-		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonLoadBalancerTypeDeprecated, msg)
+		l.warn(ctx, svc, ReasonLoadBalancerTypeDeprecated, msg)
 	}
 	return nil
 }
@@ -692,7 +690,7 @@ func (l *LoadBalancers) checkType(ctx context.Context, svc *corev1.Service, d *l
 	}
 	if t == nil {
 		field := typeField(svc)
-		return l.invalid(svc, annotation.Usagef(field, "invalid value for %q: %q is not a load balancer type (known, case-sensitive: %s)", field, d.Type, strings.Join(known, ", ")))
+		return l.invalid(ctx, svc, annotation.Usagef(field, "invalid value for %q: %q is not a load balancer type (known, case-sensitive: %s)", field, d.Type, strings.Join(known, ", ")))
 	}
 	d.MaxTargets = t.MaxTargets
 	return nil
@@ -755,7 +753,7 @@ func (l *LoadBalancers) certificates(ctx context.Context, svc *corev1.Service) (
 		return nil, nil
 	}
 	if err != nil {
-		return nil, l.invalid(svc, err)
+		return nil, l.invalid(ctx, svc, err)
 	}
 	ids := make([]int64, 0, len(refs))
 	for _, ref := range refs {
@@ -771,7 +769,7 @@ func (l *LoadBalancers) certificates(ctx context.Context, svc *corev1.Service) (
 			return nil, fmt.Errorf("certificate %q: %w", ref, err)
 		}
 		if c == nil {
-			return nil, l.invalid(svc, annotation.Usagef(string(annotation.LBSvcHTTPCertificates), "invalid value for %q: certificate %q not found (expect IDs or names of uploaded certificates)", annotation.LBSvcHTTPCertificates, ref))
+			return nil, l.invalid(ctx, svc, annotation.Usagef(string(annotation.LBSvcHTTPCertificates), "invalid value for %q: certificate %q not found (expect IDs or names of uploaded certificates)", annotation.LBSvcHTTPCertificates, ref))
 		}
 		ids = append(ids, c.ID)
 	}

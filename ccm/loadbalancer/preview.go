@@ -4,7 +4,6 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/record"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 )
@@ -31,12 +30,12 @@ import (
 // The errors of EnsureLoadBalancer before its first write: bad annotations
 // (annotation.IsUserError), a *NameConflictError, failed reads.
 func (l *LoadBalancers) Preview(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, denied lbplan.DeniedSteps) (lbplan.Plan, error) {
-	q := l.quiet()
-	s, err := q.subjectOf(clusterName, svc)
+	ctx = silently(ctx)
+	s, err := l.subjectOf(ctx, clusterName, svc)
 	if err != nil {
 		return lbplan.Plan{}, err
 	}
-	p, err := q.plan(ctx, q.named(ctx, s), nodes, true, denied)
+	p, err := l.plan(ctx, l.named(ctx, s), nodes, true, denied)
 	if err != nil || p.plan == nil {
 		return lbplan.Plan{}, err
 	}
@@ -66,7 +65,7 @@ func (l *LoadBalancers) priced(plan lbplan.Plan) lbplan.Plan {
 func (l *LoadBalancers) PreviewDelete(ctx context.Context, clusterName string, svc *corev1.Service) (lbplan.Plan, error) {
 	s := l.deletedSubject(clusterName, svc)
 	if s.group != "" {
-		plan, err := l.quiet().previewLeave(ctx, s)
+		plan, err := l.previewLeave(silently(ctx), s)
 		return l.priced(plan), err
 	}
 	lb, _, err := l.labelled(ctx, s, false)
@@ -78,38 +77,4 @@ func (l *LoadBalancers) PreviewDelete(ctx context.Context, clusterName string, s
 		return lbplan.Plan{}, nil //nolint:nilerr // a protected load balancer is kept, as EnsureLoadBalancerDeleted does
 	}
 	return l.priced(plan), nil
-}
-
-// quiet returns a LoadBalancers for Preview: l's readers, configuration, naming plugin, type
-// cache and Robot resolution, a recorder that drops events, no executor, no denial tracker and
-// a denial cache of its own. Every field is listed: TestQuiet_CopiesEveryField fails when a
-// field added to LoadBalancers is neither copied here nor named there as left out.
-func (l *LoadBalancers) quiet() *LoadBalancers {
-	q := &LoadBalancers{
-		read:     l.read,
-		cache:    l.cache,
-		robot:    l.robot,
-		exec:     nil,
-		gate:     l.gate, // pure: decides nothing that runs, writes nothing
-		cfg:      l.cfg,
-		recorder: &record.FakeRecorder{}, // nil Events channel: events are dropped
-		namer:    l.namer,
-		types:    l.types,
-		denials:  nil,
-		denied:   newDenialCache(0),
-		services: l.services,
-		// The audit's copy judges the Services the CCM serves (Serves).
-		classOnly: l.classOnly,
-		// Preview only reads: it takes no lock, but shares them so the field is set.
-		locks: l.locks,
-		homes: l.homes,
-		// groupsConverged is shared but never set: Preview runs nothing.
-		groupsConverged: l.groupsConverged,
-		// Preview runs nothing, so it takes no cost lock (inventory.go), but shares it.
-		costMu: l.costMu,
-		start:  l.start,
-		// converged stays empty: Preview runs nothing, so it converges nothing (drift.go).
-	}
-	q.network.Store(l.network.Load())
-	return q
 }

@@ -79,7 +79,7 @@ func TestRemember_onlyWhatTheReplayReproduces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := denialCall{kind: callDelete, svc: svc, plan: func(context.Context, *LoadBalancers) (*lbplan.Plan, error) { return &plan, nil }}
+	call := denialCall{kind: callDelete, svc: svc, plan: func(context.Context) (*lbplan.Plan, error) { return &plan, nil }}
 	decided := l.gate.Digest(l.priced(plan), svc) // as the executor decides it: priced
 	if decided == "" {
 		t.Fatal("no digest of the plan")

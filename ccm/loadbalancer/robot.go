@@ -72,17 +72,17 @@ func firstInternalIP(n *corev1.Node) string {
 
 // reportTargetProblems emits the official CCM's Warning events for Robot nodes that are no
 // target or not on the IP wanted, and MaxTargetsReached for IP targets beyond max_targets.
-func (l *LoadBalancers) reportTargetProblems(svc *corev1.Service, name string, d lbplan.Desired, skipped []lbplan.IPTarget) {
+func (l *LoadBalancers) reportTargetProblems(ctx context.Context, svc *corev1.Service, name string, d lbplan.Desired, skipped []lbplan.IPTarget) {
 	for _, p := range d.TargetProblems {
 		if p.Reason == ReasonInternalIPNotConfigured {
-			l.recorder.Event(svc, corev1.EventTypeWarning, p.Reason, p.Message)
+			l.warn(ctx, svc, p.Reason, p.Message)
 			continue
 		}
-		l.recorder.Event(nodeRef(p.Node), corev1.EventTypeWarning, p.Reason, p.Message)
+		l.warn(ctx, nodeRef(p.Node), p.Reason, p.Message)
 	}
 	for _, t := range skipped {
 		msg := fmt.Sprintf("load balancer %s reached max_targets %d of type %s: node %s (IP %s) not added", name, d.MaxTargets, d.Type, t.Node, t.IP)
-		l.recorder.Event(nodeRef(t.Node), corev1.EventTypeWarning, ReasonMaxTargetsReached, msg)
-		l.recorder.Event(svc, corev1.EventTypeWarning, ReasonMaxTargetsReached, msg)
+		l.warn(ctx, nodeRef(t.Node), ReasonMaxTargetsReached, msg)
+		l.warn(ctx, svc, ReasonMaxTargetsReached, msg)
 	}
 }

@@ -28,19 +28,30 @@ type subject struct {
 	// plugin, default), set by named; a group's name is its leader's, chosen when it is planned.
 	name   string
 	rename bool
+	// audit is set for the audit (AuditPlans): its plan starts from no load balancer (basis), a
+	// create of what the load balancer would be today.
+	audit bool
+}
+
+// basis is the load balancer the plan of s starts from: lb, or none (a create) for the audit.
+func (s subject) basis(lb *lbplan.Actual) *lbplan.Actual {
+	if s.audit {
+		return nil
+	}
+	return lb
 }
 
 // subjectOf returns the subject of an Ensure, Update or Get of svc: its group when it has the
 // group annotation. A bad value is an InvalidAnnotation error; a group without the Service
 // lister (Options.Services) is an error too: membership is computed from the cluster's Services.
-func (l *LoadBalancers) subjectOf(cluster string, svc *corev1.Service) (subject, error) {
+func (l *LoadBalancers) subjectOf(ctx context.Context, cluster string, svc *corev1.Service) (subject, error) {
 	s := subject{svc: svc, cluster: cluster}
 	g, err := annotation.Group(svc)
 	switch {
 	case errors.Is(err, annotation.ErrNotSet):
 		return s, nil
 	case err != nil:
-		return s, l.invalid(svc, err)
+		return s, l.invalid(ctx, svc, err)
 	case l.services == nil:
 		return s, fmt.Errorf("load balancer group %s: this CCM runs without the Service informer (loadbalancer.Options.Services), so it cannot know the group's members; remove %q", g, annotation.LBGroup)
 	}
@@ -135,7 +146,7 @@ func (l *LoadBalancers) find(ctx context.Context, s subject, name string, cached
 		return lbplan.NewActual(found), readAt, nil
 	}
 	cerr := &NameConflictError{Name: name, ID: found.ID, OwnerUID: found.Labels[lbplan.LabelServiceUID], Group: s.group, OwnerGroup: found.Labels[lbplan.LabelGroup]}
-	l.recorder.Event(s.svc, corev1.EventTypeWarning, ReasonLoadBalancerNameConflict, cerr.Error())
+	l.warn(ctx, s.svc, ReasonLoadBalancerNameConflict, cerr.Error())
 	return nil, time.Time{}, cerr
 }
 
@@ -161,16 +172,24 @@ type planned struct {
 	typ    lbplan.TypeLimit
 	leader *corev1.Service
 	left   []string
+	// notes are the Warning events planning found, in order (notes.go); plan returns them with
+	// an error too.
+	notes []note
 }
 
 // plan plans the reconcile of s (an Ensure with create, an Update or the audit without); it
-// reads the API and records events, but never writes (it has no executor call). denied decides
+// reads the API but records nothing and never writes (it has no executor call): the Warning
+// events it finds are its planned.notes (notes.go), which reconcile records. denied decides
 // the steps a group plan asks about (planGroup); a Service's own plan does not use it.
-func (l *LoadBalancers) plan(ctx context.Context, s subject, nodes []*corev1.Node, create bool, denied lbplan.DeniedSteps) (planned, error) {
+func (l *LoadBalancers) plan(ctx context.Context, s subject, nodes []*corev1.Node, create bool, denied lbplan.DeniedSteps) (p planned, err error) {
+	ctx, n := collectNotes(ctx)
 	if s.group != "" {
-		return l.planGroup(ctx, s, nodes, create, denied)
+		p, err = l.planGroup(ctx, s, nodes, create, denied)
+	} else {
+		p, err = l.planOwn(ctx, s, nodes, create)
 	}
-	return l.planOwn(ctx, s, nodes, create)
+	p.notes = n.taken()
+	return p, err
 }
 
 // reconcile is an EnsureLoadBalancer (create) or UpdateLoadBalancer of s, the same steps for
@@ -186,8 +205,8 @@ func (l *LoadBalancers) plan(ctx context.Context, s subject, nodes []*corev1.Nod
 // our frames (TestFrames_EnsureLoadBalancerToTheHTTPClient).
 func (l *LoadBalancers) reconcile(ctx context.Context, s subject, nodes []*corev1.Node, create bool) (st *corev1.LoadBalancerStatus, err error) {
 	call := denialCall{kind: callUpdate, group: s.group, writes: l.denied.groupWriteCount(s.group), svc: s.svc, nodes: nodes,
-		plan: func(ctx context.Context, q *LoadBalancers) (*lbplan.Plan, error) {
-			p, err := q.plan(ctx, s, nodes, create, q.gateDenied(ctx, s.svc))
+		plan: func(ctx context.Context) (*lbplan.Plan, error) {
+			p, err := l.plan(ctx, s, nodes, create, l.gateDenied(ctx, s.svc))
 			return p.plan, err
 		}}
 	if create {
@@ -209,6 +228,7 @@ func (l *LoadBalancers) reconcile(ctx context.Context, s subject, nodes []*corev
 		return nil, err
 	}
 	p, err := l.plan(rctx, s, nodes, create, l.gateDenied(rctx, s.svc))
+	l.record(p.notes)
 	if err != nil || p.plan == nil {
 		return nil, err
 	}
@@ -325,7 +345,7 @@ func (l *LoadBalancers) status(ctx context.Context, s subject) (*corev1.LoadBala
 	if err != nil || lb == nil {
 		return nil, false, err
 	}
-	opts, err := l.statusOptions(s, lb)
+	opts, err := l.statusOptions(ctx, s, lb)
 	if err != nil {
 		return nil, true, err
 	}
@@ -335,11 +355,11 @@ func (l *LoadBalancers) status(ctx context.Context, s subject) (*corev1.LoadBala
 // statusOptions are the annotations (and defaults) that shape the status of s on lb: the
 // Service's own; a group's leader's (its load balancer's settings), with the acting member's
 // proxy protocol (withOwnProxyProtocol). A bad annotation of a Service is an InvalidAnnotation.
-func (l *LoadBalancers) statusOptions(s subject, lb *lbplan.Actual) (lbplan.StatusOptions, error) {
+func (l *LoadBalancers) statusOptions(ctx context.Context, s subject, lb *lbplan.Actual) (lbplan.StatusOptions, error) {
 	if s.group == "" {
 		opts, err := lbplan.NewStatusOptions(s.svc, l.cfg)
 		if err != nil {
-			return opts, l.invalid(s.svc, err)
+			return opts, l.invalid(ctx, s.svc, err)
 		}
 		return opts, nil
 	}
