@@ -1,39 +1,25 @@
-// Package cache is the CCM's one generic cache: a value read from the Hetzner API (a list of
-// load balancers or servers, the load balancer types, a network's routes), kept for a max age
-// and read by one request however many callers want it at once. The CCM's caches are instances
-// of it: ccm/lbcache and ccm/servercache (their lists), the load balancer type list and the
-// inventory start of ccm/loadbalancer, and the network of ccm/routes.
+// Package cache is the CCM's one generic cache: a value read from the Hetzner API, kept for a
+// max age and read by one request however many callers want it at once. The server list
+// (ccm/servercache), the load balancer list (ccm/lbcache), the load balancer type list
+// (ccm/loadbalancer) and the network's routes (ccm/routes) are instances of it.
 //
-// Here's an example:
-//
-//	types := cache.New(cache.Options[[]*hcloud.LoadBalancerType]{
-//		Load:   reader.All, // one paginated list
-//		MaxAge: time.Hour,
-//	})
-//	list, readAt, err := types.Get(ctx) // a request at most once an hour
+//	types := cache.New(cache.Options[[]*hcloud.LoadBalancerType]{Load: reader.All, MaxAge: time.Hour})
+//	list, readAt, err := types.Get(ctx) // at most one request an hour
 //
 // # Contract
 //
-//   - Max age: [Cache.Get] answers from the value held while it is at most the max age old,
-//     measured from the start of the load that read it (so a change made while the load ran
-//     is seen within the max age too). A negative max age makes every Get load; the value is
-//     still held for [Cache.Held]. [Cache.Refresh] loads whatever the age.
-//   - Concurrent callers: one load runs at a time. Callers that need a load while one is in
-//     flight wait for it and get its result (internal/flight): its value, or its error. A
-//     caller whose context ends stops waiting with ctx.Err(); the load goes on for the others.
-//   - Errors: a failed load changes nothing held and is not remembered: every caller waiting
-//     for it gets the error, and the next Get loads again.
-//   - Own writes: [Cache.Update] changes the value held (the CCM's own successful writes) and
-//     is replayed on the result of a load in flight, which may have read the API before the
-//     write; [Cache.Invalidate] makes the next Get load (after a write whose effect is unknown).
-//   - Metrics: with Options.Metrics, every Get counts one lookup, by result hit or miss, in
-//     <name>_requests_total{result}, and every load counts one read, by Options.Kind, in
-//     <name>_refreshes_total{kind}; Options.Lookups sees each lookup's result too (the
-//     official CCM's series). Caches that decide hits themselves count with [Metrics.Lookup]
-//     and [Metrics.Refresh].
+//   - Max age: Get answers from the value held while it is at most the max age old, counted
+//     from the start of the load that read it; a negative max age loads on every Get (the
+//     value is still held for Held). Refresh loads whatever the age.
+//   - Concurrent callers share the one load in flight and get its result, value or error
+//     (internal/flight); a caller whose context ends gets ctx.Err(), the load goes on.
+//   - An error changes nothing held and is not remembered: the next Get loads again.
+//   - Own writes: Update changes the value held, and the result of a load in flight, which
+//     may have read the API before the write; Invalidate makes the next Get load.
+//   - Metrics: with Options.Metrics, a Get counts <name>_requests_total{result="hit"|"miss"}
+//     and a load <name>_refreshes_total{kind=Options.Kind}; Options.Lookups sees each result.
 //
-// The values held are shared between callers and MUST NOT be modified: Update's function
-// returns a new value.
+// Values are shared between callers and MUST NOT be modified (Update's f returns a new one).
 package cache
 
 import (
@@ -54,27 +40,18 @@ const (
 )
 
 // Metrics are a cache's two series: lookups by result and API reads by kind. Their names are
-// part of the operator interface; an instance MUST NOT change them.
-type Metrics struct {
-	requests, refreshes *metrics.CounterVec
-	once                sync.Once
-}
+// part of the operator interface: do not rename them.
+type Metrics struct{ requests, refreshes *metrics.CounterVec }
 
-// NewMetrics returns the series <name>_requests_total{result} and <name>_refreshes_total{kind}
-// with their help texts. They are registered (legacyregistry) by the first [New] that uses
-// them, or by [Metrics.Register].
+// NewMetrics registers (legacyregistry) and returns the series <name>_requests_total{result}
+// and <name>_refreshes_total{kind} with their help texts.
 func NewMetrics(name, requestsHelp, refreshesHelp string) *Metrics {
-	return &Metrics{
+	m := &Metrics{
 		requests:  metrics.NewCounterVec(&metrics.CounterOpts{Name: name + "_requests_total", Help: requestsHelp, StabilityLevel: metrics.ALPHA}, []string{"result"}),
 		refreshes: metrics.NewCounterVec(&metrics.CounterOpts{Name: name + "_refreshes_total", Help: refreshesHelp, StabilityLevel: metrics.ALPHA}, []string{"kind"}),
 	}
-}
-
-// Register registers the series once; later calls do nothing. A nil m does nothing.
-func (m *Metrics) Register() {
-	if m != nil {
-		m.once.Do(func() { legacyregistry.MustRegister(m.requests, m.refreshes) })
-	}
+	legacyregistry.MustRegister(m.requests, m.refreshes)
+	return m
 }
 
 // Lookup counts one lookup with result Hit or Miss. A nil m counts nothing.
@@ -118,8 +95,6 @@ type Cache[T any] struct {
 	started time.Time // the start of the last load, also of one in flight or one that failed
 	loading *flight.Call[loaded[T]]
 	updates []func(T) T // the Updates made while loading, replayed on its result
-	ended   chan struct{}
-	endOnce sync.Once
 }
 
 // loaded is the result of one load: the value and the start of the load.
@@ -133,8 +108,7 @@ func New[T any](o Options[T]) *Cache[T] {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	o.Metrics.Register()
-	return &Cache[T]{o: o, ended: make(chan struct{})}
+	return &Cache[T]{o: o}
 }
 
 // MaxAge returns Options.MaxAge.
@@ -190,7 +164,6 @@ func (c *Cache[T]) load(ctx context.Context, started time.Time) (loaded[T], erro
 	}
 	c.loading, c.updates = nil, nil
 	c.mu.Unlock()
-	c.endOnce.Do(func() { close(c.ended) })
 	return loaded[T]{v, started}, err
 }
 
@@ -209,9 +182,6 @@ func (c *Cache[T]) LastLoad() (started time.Time, inFlight bool) {
 	defer c.mu.Unlock()
 	return c.started, c.loading != nil
 }
-
-// Ended is closed when the first load has ended, with or without success.
-func (c *Cache[T]) Ended() <-chan struct{} { return c.ended }
 
 // Update replaces the value held with f of it (the CCM's own write, which the API answered),
 // keeping its age, and applies f to the result of the load in flight too. f gets the zero T
