@@ -84,7 +84,8 @@ type Routes struct {
 	o           Options
 	clusterCIDR *net.IPNet // the IPv4 cluster CIDR; nil for none
 	// network is the network's routes as last read plus our own writes since (Update, also
-	// applied to a read in flight, which may predate them).
+	// applied to a read in flight, which may predate them): read again after NetworkMaxAge,
+	// by one request shared with every concurrent caller.
 	network *cache.Cache[[]routeplan.Route]
 }
 
@@ -151,10 +152,10 @@ func (r *Routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rou
 	return out, nil
 }
 
-// routesAndServers returns the network's routes (networkRoutes) and the servers of the server
+// routesAndServers returns the network's routes (r.network) and the servers of the server
 // cache by their private IP in the network.
 func (r *Routes) routesAndServers(ctx context.Context) ([]routeplan.Route, map[netip.Addr]*hcloud.Server, error) {
-	routes, err := r.networkRoutes(ctx)
+	routes, _, err := r.network.Get(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -262,7 +263,7 @@ func (r *Routes) CreateRoute(ctx context.Context, _ string, _ string, route *clo
 
 // ensure plans want against the cached routes and runs the plan.
 func (r *Routes) ensure(ctx context.Context, want routeplan.Route, nodeName string) error {
-	routes, err := r.networkRoutes(ctx)
+	routes, _, err := r.network.Get(ctx)
 	if err != nil {
 		return err
 	}
@@ -302,7 +303,7 @@ func (r *Routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider
 			"destination", dest, "node", claimer, "target", route.TargetNode)
 		return nil
 	}
-	routes, err := r.networkRoutes(ctx)
+	routes, _, err := r.network.Get(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -439,14 +440,6 @@ func (r *Routes) warnOutsideClusterCIDR(node *corev1.Node, dest netip.Prefix) {
 	msg := fmt.Sprintf("route CIDR %s is not contained within cluster CIDR %s", dest, cluster)
 	klog.InfoS("cluster CIDR misconfigured", "node", node.Name, "msg", msg)
 	r.o.Recorder.Event(node, corev1.EventTypeWarning, EventClusterCIDRMisconfigured, msg)
-}
-
-// networkRoutes returns the network's routes: the cached copy while it is younger than
-// NetworkMaxAge, otherwise a new read, shared with every concurrent caller (internal/cache: a
-// caller that gives up does not fail the others).
-func (r *Routes) networkRoutes(ctx context.Context) ([]routeplan.Route, error) {
-	routes, _, err := r.network.Get(ctx)
-	return routes, err
 }
 
 // read reads the network's routes (the network cache's Load).
