@@ -218,12 +218,18 @@ func (c *Cache) readSelector(ctx context.Context, sel, kind string, m map[string
 	lbs := actuals(found)
 	if c.maxAge >= 0 {
 		c.mu.Lock()
-		if e, ok := m[key]; !ok || !e.written.After(started) {
-			m[key] = entry{data: started, written: started, lbs: lbs, known: true}
-		}
+		keepRead(m, key, lbs, started)
 		c.mu.Unlock()
 	}
 	return lbs, started, nil
+}
+
+// keepRead stores lbs, read by a read that started at started, in m[key] unless the CCM wrote
+// that entry while the read ran. c.mu must be held.
+func keepRead(m map[string]entry, key string, lbs []*lbplan.Actual, started time.Time) {
+	if e, ok := m[key]; !ok || !e.written.After(started) {
+		m[key] = entry{data: started, written: started, lbs: lbs, known: true}
+	}
 }
 
 // Put stores lb as the load balancer of the Service uid after the CCM wrote it (nil: it was
@@ -348,9 +354,7 @@ func (c *Cache) ListGroups(ctx context.Context, cluster string) ([]*lbplan.Actua
 		}
 		c.mu.Lock()
 		for sel, lbs := range byGroup {
-			if e, ok := c.groups[sel]; !ok || !e.written.After(started) {
-				c.groups[sel] = entry{data: started, written: started, lbs: lbs, known: true}
-			}
+			keepRead(c.groups, sel, lbs, started)
 		}
 		c.mu.Unlock()
 	}
