@@ -50,17 +50,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
-	"k8s.io/component-base/metrics"
-	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/klog/v2"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
-	"github.com/policy-ccm/hcloud-policy-ccm/internal/flight"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/cache"
 )
 
 // DefaultMaxAge is the max age when Options.MaxAge is 0: long enough that one list serves a
@@ -71,21 +70,10 @@ const DefaultMaxAge = time.Minute
 // pageSize is the number of load balancers in one page of a list (the API's maximum).
 const pageSize = 50
 
-// Metric names. They are part of the operator interface; do not rename them.
-var (
-	cacheRequests = metrics.NewCounterVec(&metrics.CounterOpts{
-		Name:           "hcloud_ccm_load_balancer_cache_requests_total",
-		Help:           "Load balancer cache lookups (Get) by result: hit (served from the cache) or miss (needed an API read).",
-		StabilityLevel: metrics.ALPHA,
-	}, []string{"result"})
-	cacheRefreshes = metrics.NewCounterVec(&metrics.CounterOpts{
-		Name:           "hcloud_ccm_load_balancer_cache_refreshes_total",
-		Help:           "Load balancer cache reads from the API by kind: list (every labelled load balancer, paginated), uid (one Service's, by its UID label), group (one load balancer group's, by its labels) or groups (every load balancer group's of the cluster, paginated).",
-		StabilityLevel: metrics.ALPHA,
-	}, []string{"kind"})
-)
-
-var registerOnce sync.Once
+// metrics are hcloud_ccm_load_balancer_cache_requests_total{result} and _refreshes_total{kind}.
+var metrics = cache.NewMetrics("hcloud_ccm_load_balancer_cache",
+	"Load balancer cache lookups (Get) by result: hit (served from the cache) or miss (needed an API read).",
+	"Load balancer cache reads from the API by kind: list (every labelled load balancer, paginated), uid (one Service's, by its UID label), group (one load balancer group's, by its labels) or groups (every load balancer group's of the cluster, paginated).")
 
 // Options configure [New].
 type Options struct {
@@ -105,17 +93,13 @@ type Cache struct {
 	maxAge time.Duration
 	now    func() time.Time
 
-	mu      sync.Mutex
-	snap    *snapshot               // the last complete list
-	listing *flight.Call[*snapshot] // the list in flight, shared by concurrent Gets
-	entries map[string]entry        // per Service UID: written or read alone after a list started
-	groups  map[string]entry        // per GroupSelector: a group's load balancer, never listed
-}
+	// lists holds the last complete list of the labelled load balancers, by Service UID, with
+	// the time it started; concurrent Gets share one list.
+	lists *cache.Cache[map[string][]*lbplan.Actual]
 
-// snapshot is one complete list of the labelled load balancers, by Service UID.
-type snapshot struct {
-	at    time.Time
-	byUID map[string][]*lbplan.Actual
+	mu      sync.Mutex
+	entries map[string]entry // per Service UID: written or read alone after a list started
+	groups  map[string]entry // per GroupSelector: a group's load balancer, never listed
 }
 
 // entry is one Service's load balancers as the CCM last wrote or read them alone.
@@ -135,12 +119,13 @@ func New(o Options) (*Cache, error) {
 	if o.LoadBalancers == nil {
 		return nil, errors.New("lbcache.New: Options.LoadBalancers is required: pass the load balancer reader of hcloudclient.Conn")
 	}
-	registerOnce.Do(func() { legacyregistry.MustRegister(cacheRequests, cacheRefreshes) })
 	maxAge := o.MaxAge
 	if maxAge == 0 {
 		maxAge = DefaultMaxAge
 	}
-	return &Cache{read: o.LoadBalancers, maxAge: maxAge, now: time.Now, entries: map[string]entry{}, groups: map[string]entry{}}, nil
+	c := &Cache{read: o.LoadBalancers, maxAge: maxAge, now: time.Now, entries: map[string]entry{}, groups: map[string]entry{}}
+	c.lists = cache.New(cache.Options[map[string][]*lbplan.Actual]{Load: c.listUIDs, MaxAge: maxAge, Metrics: metrics, Kind: "list", Now: func() time.Time { return c.now() }})
+	return c, nil
 }
 
 // MaxAge returns the max age in effect (negative: nothing is cached).
@@ -151,16 +136,16 @@ func (c *Cache) MaxAge() time.Duration { return c.maxAge }
 func (c *Cache) Get(ctx context.Context, uid string) ([]*lbplan.Actual, time.Time, error) {
 	const op = "lbcache.Get"
 	if c.maxAge < 0 {
-		cacheRequests.WithLabelValues("miss").Inc()
+		metrics.Lookup(cache.Miss)
 		return c.Read(ctx, uid)
 	}
 	c.mu.Lock()
 	lbs, at, state := c.lookupLocked(uid)
 	c.mu.Unlock()
 	if state == hit {
-		cacheRequests.WithLabelValues("hit").Inc()
+		metrics.Lookup(cache.Hit)
 	} else {
-		cacheRequests.WithLabelValues("miss").Inc()
+		metrics.Lookup(cache.Miss)
 	}
 	switch state {
 	case hit:
@@ -168,7 +153,7 @@ func (c *Cache) Get(ctx context.Context, uid string) ([]*lbplan.Actual, time.Tim
 	case readAlone:
 		return c.Read(ctx, uid)
 	}
-	if _, err := c.list(ctx); err != nil {
+	if _, _, err := c.list(ctx); err != nil {
 		return nil, time.Time{}, fmt.Errorf("%s: %w", op, err)
 	}
 	c.mu.Lock()
@@ -192,8 +177,9 @@ const (
 // lookupLocked answers uid from the newest data held. c.mu must be held.
 func (c *Cache) lookupLocked(uid string) ([]*lbplan.Actual, time.Time, int) {
 	now := c.now()
-	e, ok := c.entries[uid]
-	if ok && (c.snap == nil || !e.written.Before(c.snap.at)) {
+	byUID, listed, ok := c.lists.Held()
+	e, hasEntry := c.entries[uid]
+	if hasEntry && (!ok || !e.written.Before(listed)) {
 		if !e.known {
 			return nil, time.Time{}, readAlone
 		}
@@ -202,12 +188,12 @@ func (c *Cache) lookupLocked(uid string) ([]*lbplan.Actual, time.Time, int) {
 		}
 		return e.lbs, e.data, stale
 	}
-	if c.snap != nil {
+	if ok {
 		state := stale
-		if now.Sub(c.snap.at) <= c.maxAge {
+		if now.Sub(listed) <= c.maxAge {
 			state = hit
 		}
-		return c.snap.byUID[uid], c.snap.at, state
+		return byUID[uid], listed, state
 	}
 	return nil, time.Time{}, stale
 }
@@ -224,7 +210,7 @@ func (c *Cache) Read(ctx context.Context, uid string) ([]*lbplan.Actual, time.Ti
 // returns it with the time the read started. Read and ReadGroup are it.
 func (c *Cache) readSelector(ctx context.Context, sel, kind string, m map[string]entry, key string) ([]*lbplan.Actual, time.Time, error) {
 	started := c.now()
-	cacheRefreshes.WithLabelValues(kind).Inc()
+	metrics.Refresh(kind)
 	found, _, err := c.read.List(ctx, hcloud.LoadBalancerListOpts{ListOpts: hcloud.ListOpts{LabelSelector: sel, PerPage: pageSize}})
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("list load balancers by %s: %w", sel, err)
@@ -232,12 +218,18 @@ func (c *Cache) readSelector(ctx context.Context, sel, kind string, m map[string
 	lbs := actuals(found)
 	if c.maxAge >= 0 {
 		c.mu.Lock()
-		if e, ok := m[key]; !ok || !e.written.After(started) {
-			m[key] = entry{data: started, written: started, lbs: lbs, known: true}
-		}
+		keepRead(m, key, lbs, started)
 		c.mu.Unlock()
 	}
 	return lbs, started, nil
+}
+
+// keepRead stores lbs, read by a read that started at started, in m[key] unless the CCM wrote
+// that entry while the read ran. c.mu must be held.
+func keepRead(m map[string]entry, key string, lbs []*lbplan.Actual, started time.Time) {
+	if e, ok := m[key]; !ok || !e.written.After(started) {
+		m[key] = entry{data: started, written: started, lbs: lbs, known: true}
+	}
 }
 
 // Put stores lb as the load balancer of the Service uid after the CCM wrote it (nil: it was
@@ -285,26 +277,24 @@ func (c *Cache) forget(m map[string]entry, key string) {
 func (c *Cache) All() (lbs []*lbplan.Actual, complete bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	newer := func(e entry) bool { return c.snap == nil || !e.written.Before(c.snap.at) }
+	byUID, listed, complete := c.lists.Held()
 	for uid, e := range c.entries {
 		switch {
-		case newer(e) && (e.known || e.lbs != nil):
+		case (!complete || !e.written.Before(listed)) && (e.known || e.lbs != nil):
 			lbs = append(lbs, e.lbs...)
-		case c.snap != nil: // older than the list, or forgotten with nothing known since it
-			lbs = append(lbs, c.snap.byUID[uid]...)
+		default: // older than the list, or forgotten with nothing known since it
+			lbs = append(lbs, byUID[uid]...)
 		}
 	}
-	if c.snap != nil {
-		for uid, listed := range c.snap.byUID {
-			if _, ok := c.entries[uid]; !ok {
-				lbs = append(lbs, listed...)
-			}
+	for uid, listed := range byUID {
+		if _, ok := c.entries[uid]; !ok {
+			lbs = append(lbs, listed...)
 		}
 	}
 	for _, e := range c.groups {
 		lbs = append(lbs, e.lbs...)
 	}
-	return lbs, c.snap != nil
+	return lbs, complete
 }
 
 // GetGroup returns the load balancers carrying the labels of group in cluster
@@ -317,11 +307,11 @@ func (c *Cache) GetGroup(ctx context.Context, group, cluster string) ([]*lbplan.
 		fresh := ok && e.known && c.now().Sub(e.data) <= c.maxAge
 		c.mu.Unlock()
 		if fresh {
-			cacheRequests.WithLabelValues("hit").Inc()
+			metrics.Lookup(cache.Hit)
 			return e.lbs, e.data, nil
 		}
 	}
-	cacheRequests.WithLabelValues("miss").Inc()
+	metrics.Lookup(cache.Miss)
 	return c.ReadGroup(ctx, group, cluster)
 }
 
@@ -351,7 +341,7 @@ func (c *Cache) ForgetGroup(group, cluster string) {
 // as it is. The sweep of groups without members (loadbalancer.SweepGroups) calls it.
 func (c *Cache) ListGroups(ctx context.Context, cluster string) ([]*lbplan.Actual, time.Time, error) {
 	started := c.now()
-	cacheRefreshes.WithLabelValues("groups").Inc()
+	metrics.Refresh("groups")
 	all, err := c.listAll(ctx, lbplan.LabelGroup+","+lbplan.LabelCluster+"="+cluster)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -364,54 +354,38 @@ func (c *Cache) ListGroups(ctx context.Context, cluster string) ([]*lbplan.Actua
 		}
 		c.mu.Lock()
 		for sel, lbs := range byGroup {
-			if e, ok := c.groups[sel]; !ok || !e.written.After(started) {
-				c.groups[sel] = entry{data: started, written: started, lbs: lbs, known: true}
-			}
+			keepRead(c.groups, sel, lbs, started)
 		}
 		c.mu.Unlock()
 	}
 	return all, started, nil
 }
 
-// list returns a new snapshot, starting one list or joining the one in flight (flight.Start:
-// a caller that gives up does not fail the others); each caller waits until its own context
-// ends.
-func (c *Cache) list(ctx context.Context) (*snapshot, error) {
-	c.mu.Lock()
-	if c.listing == nil {
-		started := c.now()
-		c.listing = flight.Start(ctx, func(ctx context.Context) (*snapshot, error) { return c.runList(ctx, started) })
+// list lists the labelled load balancers (c.lists: a list already in flight is joined, and a
+// caller that gives up does not fail the others) and drops the entries older than the list.
+func (c *Cache) list(ctx context.Context) (map[string][]*lbplan.Actual, time.Time, error) {
+	byUID, started, err := c.lists.Refresh(ctx)
+	if err == nil {
+		c.mu.Lock()
+		maps.DeleteFunc(c.entries, func(_ string, e entry) bool { return e.written.Before(started) })
+		c.mu.Unlock()
 	}
-	cl := c.listing
-	c.mu.Unlock()
-	return cl.Wait(ctx)
+	return byUID, started, err
 }
 
-// runList lists the load balancers, installs the snapshot and ends the list in flight.
-func (c *Cache) runList(ctx context.Context, started time.Time) (*snapshot, error) {
-	cacheRefreshes.WithLabelValues("list").Inc()
+// listUIDs lists the labelled load balancers by Service UID (c.lists' Load).
+func (c *Cache) listUIDs(ctx context.Context) (map[string][]*lbplan.Actual, error) {
 	all, err := c.listAll(ctx, lbplan.LabelServiceUID)
-	var snap *snapshot
-	if err == nil {
-		snap = &snapshot{at: started, byUID: map[string][]*lbplan.Actual{}}
-		for _, a := range all {
-			uid := a.Labels[lbplan.LabelServiceUID]
-			snap.byUID[uid] = append(snap.byUID[uid], a)
-		}
-		klog.V(4).InfoS("load balancer cache refreshed", "loadBalancers", len(all))
+	if err != nil {
+		return nil, err
 	}
-	c.mu.Lock()
-	if snap != nil {
-		c.snap = snap
-		for uid, e := range c.entries {
-			if e.written.Before(snap.at) {
-				delete(c.entries, uid) // the list is newer
-			}
-		}
+	byUID := map[string][]*lbplan.Actual{}
+	for _, a := range all {
+		uid := a.Labels[lbplan.LabelServiceUID]
+		byUID[uid] = append(byUID[uid], a)
 	}
-	c.listing = nil
-	c.mu.Unlock()
-	return snap, err
+	klog.V(4).InfoS("load balancer cache refreshed", "loadBalancers", len(all))
+	return byUID, nil
 }
 
 // listAll reads every page of the load balancers matching the label selector sel.
@@ -444,9 +418,9 @@ func actuals(lbs []*hcloud.LoadBalancer) []*lbplan.Actual {
 // The periodic drift check (loadbalancer.CheckDrift) calls it. The returned map and its
 // values MUST NOT be modified.
 func (c *Cache) Refresh(ctx context.Context) (map[string][]*lbplan.Actual, time.Time, error) {
-	snap, err := c.list(ctx)
+	byUID, at, err := c.list(ctx)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("lbcache.Refresh: %w", err)
 	}
-	return snap.byUID, snap.at, nil
+	return byUID, at, nil
 }

@@ -118,17 +118,8 @@ func inventoryEntry(a *lbplan.Actual, owners map[string]input.Owner) (e inventor
 // prices returns the prices of the type list the cache holds, without a request; none before
 // the first read.
 func (c *typeCache) prices() inventory.Prices {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.priced.fetched.Equal(c.fetched) && c.priced.types != nil {
-		return c.priced.prices
-	}
-	p, err := lbplan.TypePrices(c.types)
-	if err != nil {
-		klog.ErrorS(err, "Load balancer type prices not understood; policy inputs price load balancers as unknown")
-	}
-	c.priced.fetched, c.priced.types, c.priced.prices = c.fetched, c.types, p
-	return p
+	list, _, _ := c.Held()
+	return list.prices
 }
 
 // StartInventory fills the caches the inventory is built from and keeps the prices current,
@@ -166,16 +157,16 @@ func (l *LoadBalancers) keepInventory(ctx context.Context, synced cache.Informer
 		return
 	}
 	if err := l.PrimeInventory(ctx, cluster); err != nil {
-		klog.ErrorS(err, "Policy inventory not read in full; it fills as Services are synced", "nextIn", l.types.maxAge)
+		klog.ErrorS(err, "Policy inventory not read in full; it fills as Services are synced", "nextIn", l.types.MaxAge())
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(l.types.maxAge):
+		case <-time.After(l.types.MaxAge()):
 		}
 		if err := l.types.refresh(ctx); err != nil && ctx.Err() == nil {
-			klog.ErrorS(err, "Load balancer types not read; policy inputs keep the prices read before", "nextIn", l.types.maxAge)
+			klog.ErrorS(err, "Load balancer types not read; policy inputs keep the prices read before", "nextIn", l.types.MaxAge())
 		}
 	}
 }

@@ -217,7 +217,7 @@ func New(o Options) (*LoadBalancers, error) {
 	}
 	l := &LoadBalancers{
 		read: o.Readers, cache: cache, exec: o.Executor, gate: o.Executor.Gate(), cfg: o.Config, recorder: o.Recorder, namer: o.Namer, denials: o.DenialTracker,
-		types:  &typeCache{list: o.Readers.Types, maxAge: typeMaxAge, now: time.Now},
+		types:  newTypeCache(o.Readers.Types, typeMaxAge),
 		denied: newDenialCache(denialMaxAge), services: o.Services, locks: &subjectLocks{}, costMu: &sync.Mutex{},
 		start: newInventoryStart(), homes: &groupHomes{}, groupsConverged: &groupStates{},
 	}

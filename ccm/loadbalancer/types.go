@@ -5,42 +5,53 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
+	"k8s.io/klog/v2"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/compatmetrics"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/cache"
 )
 
-// typeCache holds the load balancer type list for maxAge (one paginated list per hour).
+// typeCache holds the load balancer type list with its prices for the max age (one paginated
+// list per hour): an instance of internal/cache, counted in the official CCM's type cache
+// series.
 type typeCache struct {
-	list    *hcloudclient.LoadBalancerTypeReader
-	maxAge  time.Duration
-	now     func() time.Time
-	mu      sync.Mutex
-	types   []*hcloud.LoadBalancerType
-	fetched time.Time
-	// priced is the prices of types as of fetched (inventory.go), built once per read.
-	priced struct {
-		fetched time.Time
-		types   []*hcloud.LoadBalancerType
-		prices  inventory.Prices
+	*cache.Cache[typeList]
+	now func() time.Time
+}
+
+// typeList is one read of the load balancer types, with their prices (inventory.go).
+type typeList struct {
+	types  []*hcloud.LoadBalancerType
+	prices inventory.Prices
+}
+
+func newTypeCache(r *hcloudclient.LoadBalancerTypeReader, maxAge time.Duration) *typeCache {
+	load := func(ctx context.Context) (typeList, error) {
+		types, err := r.All(ctx)
+		if err != nil {
+			return typeList{}, err
+		}
+		p, err := lbplan.TypePrices(types)
+		if err != nil {
+			klog.ErrorS(err, "Load balancer type prices not understood; policy inputs price load balancers as unknown")
+		}
+		return typeList{types, p}, nil
 	}
+	lookups := func(result string) { compatmetrics.LoadBalancerTypeCache("all", result) }
+	return &typeCache{Cache: cache.New(cache.Options[typeList]{Load: load, MaxAge: maxAge, Lookups: lookups}), now: time.Now}
 }
 
 // refresh reads the type list now (one paginated list) and keeps it.
 func (c *typeCache) refresh(ctx context.Context) error {
-	types, err := c.list.All(ctx)
-	if err != nil {
+	if _, _, err := c.Refresh(ctx); err != nil {
 		return fmt.Errorf("read load balancer types: %w", err)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.types, c.fetched = types, c.now()
 	return nil
 }
 
@@ -51,7 +62,8 @@ func (c *typeCache) get(ctx context.Context, name string) (*hcloud.LoadBalancerT
 		known []string
 	}
 	r, err := read(ctx, "load balancer type "+name, func() (found, error) {
-		t, known, err := c.lookup(ctx, name)
+		list, _, err := c.Get(ctx)
+		t, known := list.find(name)
 		return found{t, known}, err
 	})
 	if errors.Is(err, errNotRecorded) && heldOnly(ctx) {
@@ -60,42 +72,22 @@ func (c *typeCache) get(ctx context.Context, name string) (*hcloud.LoadBalancerT
 	return r.t, r.known, err
 }
 
-// held is lookup from the list held, whatever its age, without a request: for the audit's
+// held is get from the list held, whatever its age, without a request: for the audit's
 // replay (heldOnly). It wraps errNotRecorded when no list is held.
 func (c *typeCache) held(name string) (*hcloud.LoadBalancerType, []string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.types == nil {
+	list, _, ok := c.Held()
+	if !ok {
 		return nil, nil, fmt.Errorf("load balancer types: %w", errNotRecorded)
 	}
-	t, known := c.find(name)
+	t, known := list.find(name)
 	return t, known, nil
 }
 
-// lookup is get without the record of reads (reads.go).
-func (c *typeCache) lookup(ctx context.Context, name string) (*hcloud.LoadBalancerType, []string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	result := compatmetrics.ResultHit
-	if c.types == nil || c.now().Sub(c.fetched) > c.maxAge {
-		result = compatmetrics.ResultMiss
-		types, err := c.list.All(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		c.types, c.fetched = types, c.now()
-	}
-	compatmetrics.LoadBalancerTypeCache("all", result)
-	found, known := c.find(name)
-	return found, known, nil
-}
-
-// find returns the type called name among those held (nil if unknown) and the known names,
-// sorted. c.mu must be held.
-func (c *typeCache) find(name string) (*hcloud.LoadBalancerType, []string) {
+// find returns the type called name (nil if unknown) and the known names, sorted.
+func (l typeList) find(name string) (*hcloud.LoadBalancerType, []string) {
 	var known []string
 	var found *hcloud.LoadBalancerType
-	for _, t := range c.types {
+	for _, t := range l.types {
 		known = append(known, t.Name)
 		if t.Name == name {
 			found = t
@@ -110,10 +102,9 @@ func (c *typeCache) limits(ctx context.Context) ([]lbplan.TypeLimit, error) {
 	if _, _, err := c.get(ctx, ""); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]lbplan.TypeLimit, 0, len(c.types))
-	for _, t := range c.types {
+	list, _, _ := c.Held()
+	out := make([]lbplan.TypeLimit, 0, len(list.types))
+	for _, t := range list.types {
 		out = append(out, lbplan.TypeLimit{Name: t.Name, MaxServices: t.MaxServices})
 	}
 	return out, nil

@@ -18,7 +18,6 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
@@ -35,7 +34,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/providerid"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
-	"github.com/policy-ccm/hcloud-policy-ccm/internal/flight"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/cache"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
@@ -84,15 +83,10 @@ type Options struct {
 type Routes struct {
 	o           Options
 	clusterCIDR *net.IPNet // the IPv4 cluster CIDR; nil for none
-	now         func() time.Time
-
-	mu      sync.Mutex
-	routes  []routeplan.Route               // the network's routes as last read plus our own writes since
-	readAt  time.Time                       // zero: read again on the next lookup
-	loading *flight.Call[[]routeplan.Route] // the read in flight, if any
-	// replay holds the plans that ran while a read was in flight (non-nil while recording):
-	// the read may predate them, so they are applied to its result.
-	replay []routeplan.Plan
+	// network is the network's routes as last read plus our own writes since (Update, also
+	// applied to a read in flight, which may predate them): read again after NetworkMaxAge,
+	// by one request shared with every concurrent caller.
+	network *cache.Cache[[]routeplan.Route]
 }
 
 var _ cloudprovider.Routes = (*Routes)(nil)
@@ -122,7 +116,9 @@ func New(o Options) (*Routes, error) {
 	if o.NetworkMaxAge <= 0 {
 		o.NetworkMaxAge = DefaultNetworkMaxAge
 	}
-	return &Routes{o: o, clusterCIDR: clusterCIDR, now: time.Now}, nil
+	r := &Routes{o: o, clusterCIDR: clusterCIDR}
+	r.network = cache.New(cache.Options[[]routeplan.Route]{Load: r.read, MaxAge: o.NetworkMaxAge})
+	return r, nil
 }
 
 // ListRoutes lists the routes of the network. Each is named "<gateway>-<destination>" and
@@ -156,10 +152,10 @@ func (r *Routes) ListRoutes(ctx context.Context, _ string) ([]*cloudprovider.Rou
 	return out, nil
 }
 
-// routesAndServers returns the network's routes (networkRoutes) and the servers of the server
+// routesAndServers returns the network's routes (r.network) and the servers of the server
 // cache by their private IP in the network.
 func (r *Routes) routesAndServers(ctx context.Context) ([]routeplan.Route, map[netip.Addr]*hcloud.Server, error) {
-	routes, err := r.networkRoutes(ctx)
+	routes, _, err := r.network.Get(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -267,7 +263,7 @@ func (r *Routes) CreateRoute(ctx context.Context, _ string, _ string, route *clo
 
 // ensure plans want against the cached routes and runs the plan.
 func (r *Routes) ensure(ctx context.Context, want routeplan.Route, nodeName string) error {
-	routes, err := r.networkRoutes(ctx)
+	routes, _, err := r.network.Get(ctx)
 	if err != nil {
 		return err
 	}
@@ -307,7 +303,7 @@ func (r *Routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider
 			"destination", dest, "node", claimer, "target", route.TargetNode)
 		return nil
 	}
-	routes, err := r.networkRoutes(ctx)
+	routes, _, err := r.network.Get(ctx)
 	if err != nil {
 		return fmt.Errorf("%s: %w", op, err)
 	}
@@ -326,16 +322,11 @@ func (r *Routes) DeleteRoute(ctx context.Context, _ string, route *cloudprovider
 // denial, which changed nothing) the network is read again on the next lookup.
 func (r *Routes) run(ctx context.Context, plan routeplan.Plan) error {
 	err := r.o.Runner.RunRoutes(ctx, r.o.Network, plan)
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	switch {
 	case err == nil:
-		r.routes = plan.Apply(r.routes)
-		if r.replay != nil {
-			r.replay = append(r.replay, plan)
-		}
+		r.network.Update(plan.Apply)
 	case !errors.Is(err, policy.ErrDenied):
-		r.readAt = time.Time{}
+		r.network.Invalidate()
 	}
 	return err
 }
@@ -451,51 +442,17 @@ func (r *Routes) warnOutsideClusterCIDR(node *corev1.Node, dest netip.Prefix) {
 	r.o.Recorder.Event(node, corev1.EventTypeWarning, EventClusterCIDRMisconfigured, msg)
 }
 
-// networkRoutes returns the network's routes: the cached copy while it is younger than
-// NetworkMaxAge, otherwise a new read, shared with every concurrent caller (flight.Start: a
-// caller that gives up does not fail the others).
-func (r *Routes) networkRoutes(ctx context.Context) ([]routeplan.Route, error) {
-	r.mu.Lock()
-	if !r.readAt.IsZero() && r.now().Sub(r.readAt) <= r.o.NetworkMaxAge {
-		routes := r.routes
-		r.mu.Unlock()
-		return routes, nil
-	}
-	if r.loading == nil {
-		started := r.now()
-		r.loading = flight.Start(ctx, func(ctx context.Context) ([]routeplan.Route, error) { return r.read(ctx, started) })
-		r.replay = []routeplan.Plan{}
-	}
-	l := r.loading
-	r.mu.Unlock()
-	return l.Wait(ctx)
-}
-
-// read reads the network and installs the result, with the plans that ran meanwhile, and ends
-// the read in flight.
-func (r *Routes) read(ctx context.Context, started time.Time) ([]routeplan.Route, error) {
+// read reads the network's routes (the network cache's Load).
+func (r *Routes) read(ctx context.Context) ([]routeplan.Route, error) {
 	id := r.o.Network.ID
 	n, _, err := r.o.Networks.GetByID(ctx, id)
 	switch {
 	case err != nil:
-		err = fmt.Errorf("reading network %d: %w", id, err)
+		return nil, fmt.Errorf("reading network %d: %w", id, err)
 	case n == nil:
-		err = fmt.Errorf("network %d not found: check HCLOUD_NETWORK", id)
+		return nil, fmt.Errorf("network %d not found: check HCLOUD_NETWORK", id)
 	}
-	var routes []routeplan.Route
-	if err == nil {
-		routes = convert(n.Routes)
-	}
-	r.mu.Lock()
-	if err == nil {
-		for _, p := range r.replay {
-			routes = p.Apply(routes)
-		}
-		r.routes, r.readAt = routes, started
-	}
-	r.loading, r.replay = nil, nil
-	r.mu.Unlock()
-	return routes, err
+	return convert(n.Routes), nil
 }
 
 // convert returns the network's IPv4 routes for the planner.

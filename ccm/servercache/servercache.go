@@ -40,6 +40,7 @@ package servercache
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -51,6 +52,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/compatmetrics"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+	"github.com/policy-ccm/hcloud-policy-ccm/internal/cache"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/flight"
 )
 
@@ -63,16 +65,10 @@ const pageSize = 50
 
 // Metric names. They are part of the operator interface; do not rename them.
 var (
-	cacheRequests = metrics.NewCounterVec(&metrics.CounterOpts{
-		Name:           "hcloud_ccm_server_cache_requests_total",
-		Help:           "Server cache lookups by result: hit (served from the cache) or miss (needed an API read).",
-		StabilityLevel: metrics.ALPHA,
-	}, []string{"result"})
-	cacheRefreshes = metrics.NewCounterVec(&metrics.CounterOpts{
-		Name:           "hcloud_ccm_server_cache_refreshes_total",
-		Help:           "Server cache reads from the API by kind: list (all servers, paginated), id, name.",
-		StabilityLevel: metrics.ALPHA,
-	}, []string{"kind"})
+	// cacheMetrics are hcloud_ccm_server_cache_requests_total{result} and _refreshes_total{kind}.
+	cacheMetrics = cache.NewMetrics("hcloud_ccm_server_cache",
+		"Server cache lookups by result: hit (served from the cache) or miss (needed an API read).",
+		"Server cache reads from the API by kind: list (all servers, paginated), id, name.")
 	budgetDeferred = metrics.NewCounter(&metrics.CounterOpts{
 		Name:           "hcloud_ccm_server_cache_budget_deferred_total",
 		Help:           "Liveness lookups answered from older data because the liveness half of HCLOUD_API_BUDGET_PER_HOUR was spent.",
@@ -98,15 +94,15 @@ type Cache struct {
 	budget  int // requests per hour; 0: no budget, a list is kept for maxAge
 	now     func() time.Time
 
-	mu          sync.Mutex
-	snap        *snapshot                               // mode all: the last complete list
-	lastRefresh time.Time                               // start of the last list
-	listing     *flight.Call[*snapshot]                 // the list in flight, shared by concurrent lookups
-	entries     map[string]entry                        // servers read alone (mode one; mode all: newer than snap)
-	fetching    map[string]*flight.Call[*hcloud.Server] // reads of one server in flight by key
-	missReads   int                                     // mode all: servers read alone since the last list
-	liveTokens  float64                                 // mode all: liveness reads left in the budget
-	liveAt      time.Time                               // when liveTokens was last refilled
+	lists *cache.Cache[*snapshot] // the last complete list, shared by concurrent lookups
+
+	mu         sync.Mutex
+	entries    map[string]entry                        // servers read alone (mode one; mode all: newer than the list)
+	fetching   map[string]*flight.Call[*hcloud.Server] // reads of one server in flight by key
+	missReads  int                                     // mode all: servers read alone since the list of missFor
+	missFor    time.Time                               // the start of the list missReads counts for
+	liveTokens float64                                 // mode all: liveness reads left in the budget
+	liveAt     time.Time                               // when liveTokens was last refilled
 }
 
 // snapshot is one complete list of servers.
@@ -126,7 +122,7 @@ type entry struct {
 // count counts one lookup in our series and in the official CCM's (whose subsystem label this
 // shared cache cannot tell: "none").
 func (c *Cache) count(result string) {
-	cacheRequests.WithLabelValues(result).Inc()
+	cacheMetrics.Lookup(result)
 	compatmetrics.ServerCache(compatmetrics.SubsystemUnknown, c.mode, result)
 }
 
@@ -160,8 +156,8 @@ func New(o Options) (*Cache, error) {
 	if cfg.BudgetPerHour < 0 {
 		return nil, fmt.Errorf("%s: invalid budget %d requests per hour (expect 0 or more)", op, cfg.BudgetPerHour)
 	}
-	registerOnce.Do(func() { legacyregistry.MustRegister(cacheRequests, cacheRefreshes, budgetDeferred, listKeep) })
-	return &Cache{
+	registerOnce.Do(func() { legacyregistry.MustRegister(budgetDeferred, listKeep) })
+	c := &Cache{
 		servers:    o.Servers,
 		mode:       cfg.Mode,
 		maxAge:     cfg.MaxAge,
@@ -170,7 +166,9 @@ func New(o Options) (*Cache, error) {
 		entries:    map[string]entry{},
 		fetching:   map[string]*flight.Call[*hcloud.Server]{},
 		liveTokens: float64(cfg.BudgetPerHour) / 2,
-	}, nil
+	}
+	c.lists = cache.New(cache.Options[*snapshot]{Load: c.listAll, MaxAge: cfg.MaxAge, Metrics: cacheMetrics, Kind: "list", Now: func() time.Time { return c.now() }})
+	return c, nil
 }
 
 // ByID returns the server with the given ID, or nil if there is none.
@@ -213,7 +211,7 @@ func (c *Cache) All(ctx context.Context) ([]*hcloud.Server, error) {
 	const op = "servercache.All"
 	if c.mode == config.ServerCacheModeOff {
 		c.count(compatmetrics.ResultMiss)
-		cacheRefreshes.WithLabelValues("list").Inc()
+		cacheMetrics.Refresh("list")
 		all, err := c.servers.All(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", op, err)
@@ -221,8 +219,8 @@ func (c *Cache) All(ctx context.Context) ([]*hcloud.Server, error) {
 		return all, nil
 	}
 	c.mu.Lock()
-	if c.fresh(c.snap) {
-		all := c.mergedLocked()
+	if snap := c.snapshot(); c.fresh(snap) {
+		all := c.mergedLocked(snap)
 		c.mu.Unlock()
 		c.count(compatmetrics.ResultHit)
 		return all, nil
@@ -237,8 +235,8 @@ func (c *Cache) All(ctx context.Context) ([]*hcloud.Server, error) {
 }
 
 // mergedLocked returns the servers of the snapshot with the servers read alone since then put
-// over them (a server read as missing is left out). c.mu must be held; c.snap is not nil.
-func (c *Cache) mergedLocked() []*hcloud.Server {
+// over them (a server read as missing is left out). c.mu must be held; snap is not nil.
+func (c *Cache) mergedLocked(snap *snapshot) []*hcloud.Server {
 	// The newest entry of each server ID wins (its name entry may be older than its ID entry).
 	newest := map[int64]entry{}
 	for k, e := range c.entries {
@@ -246,19 +244,19 @@ func (c *Cache) mergedLocked() []*hcloud.Server {
 		if e.server != nil {
 			id, ok = e.server.ID, true
 		}
-		if ok && e.at.After(c.snap.at) && (newest[id].at.IsZero() || e.at.After(newest[id].at)) {
+		if ok && e.at.After(snap.at) && (newest[id].at.IsZero() || e.at.After(newest[id].at)) {
 			newest[id] = e
 		}
 	}
 	if len(newest) == 0 {
-		return c.snap.all
+		return snap.all
 	}
 	newer := make(map[int64]*hcloud.Server, len(newest))
 	for id, e := range newest {
 		newer[id] = e.server
 	}
-	all := make([]*hcloud.Server, 0, len(c.snap.all)+len(newer))
-	for _, s := range c.snap.all {
+	all := make([]*hcloud.Server, 0, len(snap.all)+len(newer))
+	for _, s := range snap.all {
 		n, ok := newer[s.ID]
 		switch {
 		case !ok:
@@ -304,7 +302,7 @@ func (c *Cache) lookup(ctx context.Context, key string, find func(*snapshot) *hc
 	switch c.mode {
 	case config.ServerCacheModeOff:
 		c.count(compatmetrics.ResultMiss)
-		cacheRefreshes.WithLabelValues(kind(key)).Inc()
+		cacheMetrics.Refresh(kind(key))
 		return fetch(ctx)
 	case config.ServerCacheModeOne:
 		return c.lookupOne(ctx, key, fetch)
@@ -336,13 +334,13 @@ func (c *Cache) lookup(ctx context.Context, key string, find func(*snapshot) *hc
 // reading the one server (alone), or else by a new list. live asks for data at most
 // the max age old and may spend the liveness share of the budget. c.mu must be held.
 func (c *Cache) decideLocked(key string, find func(*snapshot) *hcloud.Server, live bool) (s *hcloud.Server, hit, alone bool) {
-	now := c.now()
-	maxAge, missAge := c.listAge(c.snap), MinMissRefreshInterval
+	now, snap := c.now(), c.snapshot()
+	maxAge, missAge := c.listAge(snap), MinMissRefreshInterval
 	if live {
 		maxAge, missAge = c.maxAge, c.maxAge
 	}
 	e, hasEntry := c.entries[key]
-	if hasEntry && c.snap != nil && !e.at.After(c.snap.at) {
+	if hasEntry && snap != nil && !e.at.After(snap.at) {
 		hasEntry = false // the list is newer
 	}
 	if hasEntry {
@@ -351,10 +349,10 @@ func (c *Cache) decideLocked(key string, find func(*snapshot) *hcloud.Server, li
 			return e.server, true, false
 		}
 	}
-	if c.snap != nil && now.Sub(c.snap.at) <= maxAge {
+	if snap != nil && now.Sub(snap.at) <= maxAge {
 		// A server read as missing after the list is not taken from the list.
 		readMissing := hasEntry && e.server == nil
-		if s := find(c.snap); s != nil && !readMissing {
+		if s := find(snap); s != nil && !readMissing {
 			return s, true, false
 		}
 		// Missing from fresh data: a new server, or a deleted one. A liveness lookup reads
@@ -364,10 +362,13 @@ func (c *Cache) decideLocked(key string, find func(*snapshot) *hcloud.Server, li
 		if live {
 			return nil, false, true
 		}
-		if c.listing == nil && now.Sub(c.lastRefresh) < MinMissRefreshInterval {
+		if started, inFlight := c.lists.LastLoad(); !inFlight && now.Sub(started) < MinMissRefreshInterval {
 			return nil, true, false
 		}
-		if c.missReads < c.pages() { // see the package doc: each new server is read once
+		if c.missFor != snap.at { // a new list: count again
+			c.missReads, c.missFor = 0, snap.at
+		}
+		if c.missReads < pages(snap) { // see the package doc: each new server is read once
 			c.missReads++
 			return nil, false, true
 		}
@@ -384,8 +385,8 @@ func (c *Cache) decideLocked(key string, find func(*snapshot) *hcloud.Server, li
 		budgetDeferred.Inc()
 		return e.server, true, false
 	}
-	if c.snap != nil {
-		if s := find(c.snap); s != nil {
+	if snap != nil {
+		if s := find(snap); s != nil {
 			budgetDeferred.Inc()
 			return s, true, false
 		}
@@ -409,72 +410,61 @@ func (c *Cache) takeLiveLocked(now time.Time) bool {
 	return true
 }
 
-// pages returns the number of pages of the last list (at least 1). c.mu must be held.
-func (c *Cache) pages() int {
-	if c.snap == nil {
+// pages returns the number of pages of the list s (at least 1).
+func pages(s *snapshot) int {
+	if s == nil {
 		return 1
 	}
-	return max(1, (len(c.snap.all)+pageSize-1)/pageSize)
+	return max(1, (len(s.all)+pageSize-1)/pageSize)
 }
 
 // listAge returns how long the list s is kept: the max age, or with a budget the time its
-// pages take of half the budget, whichever is longer. c.mu must be held.
+// pages take of half the budget, whichever is longer.
 func (c *Cache) listAge(s *snapshot) time.Duration {
 	if c.budget == 0 || s == nil {
 		return c.maxAge
 	}
-	return max(c.maxAge, time.Duration(c.pages())*2*time.Hour/time.Duration(c.budget))
+	return max(c.maxAge, time.Duration(pages(s))*2*time.Hour/time.Duration(c.budget))
 }
 
-// fresh reports whether the list s is younger than its [Cache.listAge]. c.mu must be held.
+// fresh reports whether the list s is younger than its [Cache.listAge].
 func (c *Cache) fresh(s *snapshot) bool {
 	return s != nil && c.now().Sub(s.at) <= c.listAge(s)
 }
 
-// list returns a new snapshot, starting one list or joining the one in flight (flight.Start:
-// a caller that gives up does not fail the others); each caller waits until its own context
-// ends.
-func (c *Cache) list(ctx context.Context) (*snapshot, error) {
-	c.mu.Lock()
-	if c.listing == nil {
-		c.lastRefresh = c.now()
-		started := c.lastRefresh
-		c.listing = flight.Start(ctx, func(ctx context.Context) (*snapshot, error) { return c.runList(ctx, started) })
-	}
-	cl := c.listing
-	c.mu.Unlock()
-	return cl.Wait(ctx)
+// snapshot returns the last complete list, nil before the first.
+func (c *Cache) snapshot() *snapshot {
+	s, _, _ := c.lists.Held()
+	return s
 }
 
-// runList lists the servers, installs the snapshot and ends the list in flight.
-func (c *Cache) runList(ctx context.Context, started time.Time) (*snapshot, error) {
-	cacheRefreshes.WithLabelValues("list").Inc()
-	all, err := c.servers.All(ctx)
-	var snap *snapshot
-	if err == nil {
-		snap = &snapshot{at: started, all: all, byID: make(map[int64]*hcloud.Server, len(all)), byName: make(map[string]*hcloud.Server, len(all))}
-		for _, s := range all {
-			snap.byID[s.ID] = s
-			snap.byName[s.Name] = s
-		}
-		klog.V(4).InfoS("server cache refreshed", "servers", len(all))
+// list lists the servers (c.lists: a list already in flight is joined, and a caller that gives
+// up does not fail the others); in mode all, it drops the servers read alone before the list.
+func (c *Cache) list(ctx context.Context) (*snapshot, error) {
+	snap, _, err := c.lists.Refresh(ctx)
+	if err == nil && c.mode == config.ServerCacheModeAll {
+		c.mu.Lock()
+		maps.DeleteFunc(c.entries, func(_ string, e entry) bool { return !e.at.After(snap.at) })
+		c.mu.Unlock()
 	}
-	c.mu.Lock()
-	if snap != nil {
-		c.snap = snap
-		c.missReads = 0
-		listKeep.Set(c.listAge(snap).Seconds())
-		if c.mode == config.ServerCacheModeAll {
-			for k, e := range c.entries {
-				if !e.at.After(snap.at) {
-					delete(c.entries, k) // the list is newer
-				}
-			}
-		}
-	}
-	c.listing = nil
-	c.mu.Unlock()
 	return snap, err
+}
+
+// listAll lists the servers and indexes them (c.lists' Load).
+func (c *Cache) listAll(ctx context.Context) (*snapshot, error) {
+	started, _ := c.lists.LastLoad() // this load's start: no other runs meanwhile
+	all, err := c.servers.All(ctx)
+	if err != nil {
+		return nil, err
+	}
+	snap := &snapshot{at: started, all: all, byID: make(map[int64]*hcloud.Server, len(all)), byName: make(map[string]*hcloud.Server, len(all))}
+	for _, s := range all {
+		snap.byID[s.ID] = s
+		snap.byName[s.Name] = s
+	}
+	listKeep.Set(c.listAge(snap).Seconds())
+	klog.V(4).InfoS("server cache refreshed", "servers", len(all))
+	return snap, nil
 }
 
 // lookupOne serves mode one: each server is read and cached on its own. A server that does
@@ -510,7 +500,7 @@ func (c *Cache) fetchLocked(ctx context.Context, key string, fetch func(context.
 // runOne reads the one server of key, installs it under both its keys and ends the read in
 // flight.
 func (c *Cache) runOne(ctx context.Context, key string, fetch func(context.Context) (*hcloud.Server, error), started time.Time) (*hcloud.Server, error) {
-	cacheRefreshes.WithLabelValues(kind(key)).Inc()
+	cacheMetrics.Refresh(kind(key))
 	s, err := fetch(ctx)
 	c.mu.Lock()
 	if err == nil {
