@@ -71,7 +71,7 @@ func (e *Engine) decide(ctx context.Context, in Input, inputErr error) Decision 
 	}
 	elapsed := time.Since(start)
 	d.ID = newDecisionID()
-	decisionDuration.WithLabelValues(in.Action).Observe(elapsed.Seconds())
+	decisionDuration.WithLabelValues(in.Action, sourceOf(in)).Observe(elapsed.Seconds())
 	result := resultOf(d)
 	countDecision(in, d, result)
 	logDecision(in, d, result, elapsed)

@@ -57,6 +57,10 @@ type (
 	LBNetwork = input.LBNetwork
 	// LBService is input.LBService, one listener of a load balancer.
 	LBService = input.LBService
+	// LBHealthCheck is input.LBHealthCheck, the health check of a listener.
+	LBHealthCheck = input.LBHealthCheck
+	// LBHealthCheckHTTP is input.LBHealthCheckHTTP, the http settings of a health check.
+	LBHealthCheckHTTP = input.LBHealthCheckHTTP
 	// LBTarget is input.LBTarget, one target of a load balancer.
 	LBTarget = input.LBTarget
 	// Route is input.Route, a route of the private network.

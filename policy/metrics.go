@@ -22,10 +22,10 @@ var (
 		Namespace:      "hcloud_ccm",
 		Subsystem:      "policy",
 		Name:           "decision_duration_seconds",
-		Help:           "Time to decide one mutation, by action.",
+		Help:           "Time to decide one mutation, by action and source (gate: a mutation the CCM was about to send or a Service the webhook reviewed; audit: the policy audit judging what exists).",
 		Buckets:        []float64{0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.005, 0.02, 0.1, 1},
 		StabilityLevel: metrics.ALPHA,
-	}, []string{"action"})
+	}, []string{"action", "source"})
 
 	reloadsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace:      "hcloud_ccm",
@@ -69,8 +69,8 @@ const (
 	resultError      = "error"
 )
 
-// Sources of a decision, the "source" label of hcloud_ccm_policy_decisions_total and
-// hcloud_ccm_policy_denials_total.
+// Sources of a decision, the "source" label of hcloud_ccm_policy_decisions_total,
+// hcloud_ccm_policy_denials_total and hcloud_ccm_policy_decision_duration_seconds.
 const (
 	sourceGate  = "gate"  // a real request: the executor's gate or the admission webhook
 	sourceAudit = "audit" // the policy audit (Input.Audit): reported, never enforced

@@ -19,6 +19,14 @@ func TestMetrics_countDecisionsAndReloads(t *testing.T) {
 		return v
 	}
 	decisions := func(action, result string) float64 { return decisionsOf(sourceGate, action, result) }
+	timed := func(source, action string) uint64 {
+		t.Helper()
+		v, err := testutil.GetHistogramMetricCount(decisionDuration.WithLabelValues(action, source))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
 	reloads := func(result string) float64 {
 		t.Helper()
 		v, err := testutil.GetCounterMetricValue(reloadsTotal.WithLabelValues(result))
@@ -45,6 +53,7 @@ deny contains 1 if input.load_balancer.type == "bad"
 		before[r] = decisions(a, r)
 	}
 	okBefore, failBefore := reloads("success"), reloads("failure")
+	timedGateBefore, timedAuditBefore := timed(sourceGate, a), timed(sourceAudit, a)
 
 	enforce := NewEngine(Options{})
 	if _, err := enforce.Load(ctx, map[string][]byte{"p.rego": []byte(rules)}, Source{}); err != nil {
@@ -73,6 +82,14 @@ deny contains 1 if input.load_balancer.type == "bad"
 	}
 	if got := decisionsOf(sourceAudit, a, resultDeny) - auditDenyBefore; got != 1 {
 		t.Errorf("decisions_total{action=%q,result=deny,source=audit} grew by %v, want 1", a, got)
+	}
+	// decision_duration_seconds is labelled by source like decisions_total: five real
+	// requests, one audit decision.
+	if got := timed(sourceGate, a) - timedGateBefore; got != 5 {
+		t.Errorf("decision_duration_seconds_count{action=%q,source=gate} grew by %v, want 5", a, got)
+	}
+	if got := timed(sourceAudit, a) - timedAuditBefore; got != 1 {
+		t.Errorf("decision_duration_seconds_count{action=%q,source=audit} grew by %v, want 1", a, got)
 	}
 	if got := reloads("success") - okBefore; got != 2 {
 		t.Errorf("reloads_total{result=success} grew by %v, want 2", got)

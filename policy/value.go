@@ -167,7 +167,50 @@ func listenerTerm(s LBService) *ast.Term {
 		item("listen_port", intTerm(s.ListenPort)),
 		item("destination_port", intTerm(s.DestinationPort)),
 		item("proxyprotocol", ast.BooleanTerm(s.Proxyprotocol)),
+		item("health_check", healthCheckTerm(s.HealthCheck)),
 	)
+}
+
+// healthCheckTerm is one LBHealthCheck; unset optional fields are null.
+func healthCheckTerm(hc LBHealthCheck) *ast.Term {
+	http := ast.NullTerm()
+	if h := hc.HTTP; h != nil {
+		http = ast.ObjectTerm(
+			item("domain", stringPtrTerm(h.Domain)),
+			item("path", stringPtrTerm(h.Path)),
+			item("status_codes", stringsTerm(h.StatusCodes)),
+			item("tls", boolPtrTerm(h.TLS)),
+		)
+	}
+	return ast.ObjectTerm(
+		item("protocol", ast.StringTerm(hc.Protocol)),
+		item("port", intTerm(hc.Port)),
+		item("interval", intPtrTerm(hc.Interval)),
+		item("timeout", intPtrTerm(hc.Timeout)),
+		item("retries", intPtrTerm(hc.Retries)),
+		item("http", http),
+	)
+}
+
+func intPtrTerm(p *int) *ast.Term {
+	if p == nil {
+		return ast.NullTerm()
+	}
+	return intTerm(*p)
+}
+
+func stringPtrTerm(p *string) *ast.Term {
+	if p == nil {
+		return ast.NullTerm()
+	}
+	return ast.StringTerm(*p)
+}
+
+func boolPtrTerm(p *bool) *ast.Term {
+	if p == nil {
+		return ast.NullTerm()
+	}
+	return ast.BooleanTerm(*p)
 }
 
 // targetTerm is one LBTarget; server_id and ip are omitempty.

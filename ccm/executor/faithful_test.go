@@ -97,6 +97,9 @@ type faithfulEnv struct {
 	refused  int
 	// ops counts the decisions per operation, to prove the random plans reach every kind.
 	ops map[string]int
+	// before is the load balancer as the API held it before the plan run (nil before a create):
+	// what an update_service does not send, the API keeps from it.
+	before *hcloud.LoadBalancer
 }
 
 func newFaithfulEnv(t *testing.T) *faithfulEnv {
@@ -208,6 +211,21 @@ func (f *faithfulEnv) randomDesired(r *rand.Rand, svc *corev1.Service, create bo
 		if pick(2) {
 			s.HealthCheck.Interval = new(time.Duration(5+5*r.IntN(2)) * time.Second)
 		}
+		if pick(3) {
+			s.HealthCheck.Timeout = new(time.Duration(2+r.IntN(2)) * time.Second)
+		}
+		if pick(3) {
+			s.HealthCheck.Retries = new(1 + r.IntN(3))
+		}
+		if pick(4) { // an http check: its http object is sent, each field when set
+			s.HealthCheck.Protocol = hcloud.LoadBalancerServiceProtocolHTTP
+			if pick(2) {
+				s.HealthCheck.Path = new([]string{"/", "/healthz"}[r.IntN(2)])
+			}
+			if pick(3) {
+				s.HealthCheck.StatusCodes = []string{"2??"}
+			}
+		}
 		if create && port == 443 && pick(3) {
 			s.Protocol = hcloud.LoadBalancerServiceProtocolHTTPS
 			s.HTTP.Certificates = []int64{lbplan.PendingCertificateID}
@@ -245,6 +263,7 @@ func (f *faithfulEnv) check(t *testing.T, i int, kind string, svc *corev1.Servic
 		split = true
 		f.splits++
 	}
+	f.before = lb
 	return f.run(t, fmt.Sprintf("iteration %d %s %v (split %t)", i, kind, p.Labels(), split), svc, p, split)
 }
 
@@ -314,6 +333,7 @@ func (f *faithfulEnv) checkDelete(t *testing.T, i int, svc *corev1.Service, lb *
 	if err != nil {
 		t.Fatalf("iteration %d delete: plan: %v", i, err)
 	}
+	f.before = lb
 	return f.run(t, fmt.Sprintf("iteration %d delete", i), svc, p, false)
 }
 
@@ -344,7 +364,7 @@ func (f *faithfulEnv) run(t *testing.T, name string, svc *corev1.Service, p lbpl
 			}
 			t.Fatalf("%s: %s %s answered %d", name, req.Method, req.Path, req.Status)
 		}
-		sent = append(sent, requestEffects(t, req))
+		sent = append(sent, requestEffects(t, req, f.before))
 		wire = append(wire, req.Method+" "+strings.TrimPrefix(req.Path, "/v1")+" "+req.Body)
 	}
 	if !split {
@@ -417,7 +437,7 @@ func joinEffects(op string, effects []string) string {
 }
 
 // requestEffects parses one recorded mutating request. It knows the API's wire format only.
-func requestEffects(t *testing.T, req hcloudemu.Request) string {
+func requestEffects(t *testing.T, req hcloudemu.Request, before *hcloud.LoadBalancer) string {
 	t.Helper()
 	decode := func(v any) {
 		if err := json.Unmarshal([]byte(req.Body), v); err != nil {
@@ -449,8 +469,14 @@ func requestEffects(t *testing.T, req hcloudemu.Request) string {
 		}
 		effects := []string{fmt.Sprintf("lb name=%s type=%s at=%s algorithm=%s public=%t network=%d labels=%s",
 			b.Name, b.LoadBalancerType.Name, at, algorithm, b.PublicInterface == nil || *b.PublicInterface, network, labelsString(labels))}
-		for _, s := range b.Services {
-			effects = append(effects, listenerEffect("+", *s.ListenPort, s.Protocol, *s.DestinationPort))
+		var hcs struct {
+			Services []struct {
+				HealthCheck wireHealthCheck `json:"health_check"`
+			} `json:"services"`
+		}
+		decode(&hcs)
+		for i, s := range b.Services {
+			effects = append(effects, listenerEffect("+", *s.ListenPort, s.Protocol, *s.DestinationPort)+" "+hcs.Services[i].HealthCheck.effect(nil))
 		}
 		for _, tg := range b.Targets {
 			if tg.Type == "ip" {
@@ -512,11 +538,19 @@ func requestEffects(t *testing.T, req hcloudemu.Request) string {
 	case "add_service":
 		var b schema.LoadBalancerActionAddServiceRequest
 		decode(&b)
-		effect = listenerEffect("+", *b.ListenPort, b.Protocol, *b.DestinationPort)
+		var hc struct {
+			HealthCheck wireHealthCheck `json:"health_check"`
+		}
+		decode(&hc)
+		effect = listenerEffect("+", *b.ListenPort, b.Protocol, *b.DestinationPort) + " " + hc.HealthCheck.effect(nil)
 	case "update_service":
 		var b schema.LoadBalancerActionUpdateServiceRequest
 		decode(&b)
-		effect = listenerEffect("~", b.ListenPort, *b.Protocol, *b.DestinationPort)
+		var hc struct {
+			HealthCheck wireHealthCheck `json:"health_check"`
+		}
+		decode(&hc)
+		effect = listenerEffect("~", b.ListenPort, *b.Protocol, *b.DestinationPort) + " " + hc.HealthCheck.effect(apiListener(before, b.ListenPort))
 	case "delete_service":
 		var b schema.LoadBalancerDeleteServiceRequest
 		decode(&b)
@@ -555,7 +589,7 @@ func decisionEffects(in policy.Input) string {
 		effects := []string{fmt.Sprintf("lb name=%s type=%s at=%s algorithm=%s public=%t network=%d labels=%s",
 			lb.Name, lb.Type, at, lb.Algorithm, lb.PublicInterface, network, labelsString(lb.Labels))}
 		for _, s := range lb.Services {
-			effects = append(effects, listenerEffect("+", s.ListenPort, s.Protocol, s.DestinationPort))
+			effects = append(effects, listenerEffect("+", s.ListenPort, s.Protocol, s.DestinationPort)+" "+healthCheckEffect(s.HealthCheck))
 		}
 		for _, tg := range lb.Targets {
 			effects = append(effects, targetEffect("+", tg))
@@ -584,9 +618,9 @@ func decisionEffects(in policy.Input) string {
 	case lbplan.OpRemoveTarget:
 		return joinEffects(in.Operation, []string{targetEffect("-", *in.Target)})
 	case lbplan.OpAddService:
-		return joinEffects(in.Operation, []string{listenerEffect("+", in.Listener.ListenPort, in.Listener.Protocol, in.Listener.DestinationPort)})
+		return joinEffects(in.Operation, []string{listenerEffect("+", in.Listener.ListenPort, in.Listener.Protocol, in.Listener.DestinationPort) + " " + healthCheckEffect(in.Listener.HealthCheck)})
 	case lbplan.OpUpdateService:
-		return joinEffects(in.Operation, []string{listenerEffect("~", in.Listener.ListenPort, in.Listener.Protocol, in.Listener.DestinationPort)})
+		return joinEffects(in.Operation, []string{listenerEffect("~", in.Listener.ListenPort, in.Listener.Protocol, in.Listener.DestinationPort) + " " + healthCheckEffect(in.Listener.HealthCheck)})
 	case lbplan.OpDeleteService:
 		return joinEffects(in.Operation, []string{fmt.Sprintf("listener- %d", in.Listener.ListenPort)})
 	case lbplan.OpCreateManagedCertificate:
@@ -600,4 +634,95 @@ func targetEffect(sign string, tg policy.LBTarget) string {
 		return ipTargetEffect(sign, tg.IP)
 	}
 	return serverTargetEffect(sign, tg.ServerID, tg.UsePrivateIP)
+}
+
+// The health check of a listener, as one effect string: "hc tcp:30080 interval=5 timeout=- ...",
+// "-" for a field that is not sent (a create or add_service leaves it to the API's default).
+
+// wireHealthCheck is a listener's health_check in a request body; nil fields were not sent.
+type wireHealthCheck struct {
+	Protocol *string `json:"protocol"`
+	Port     *int    `json:"port"`
+	Interval *int    `json:"interval"`
+	Timeout  *int    `json:"timeout"`
+	Retries  *int    `json:"retries"`
+	HTTP     *struct {
+		Domain      *string   `json:"domain"`
+		Path        *string   `json:"path"`
+		StatusCodes *[]string `json:"status_codes"`
+		TLS         *bool     `json:"tls"`
+	} `json:"http"`
+}
+
+// effect is the health check after the request: on an update_service (kept: the listener as
+// the API held it before), what the body does not send keeps the value kept has.
+func (w wireHealthCheck) effect(kept *hcloud.LoadBalancerService) string {
+	var khc hcloud.LoadBalancerServiceHealthCheck
+	if kept != nil {
+		khc = kept.HealthCheck
+	}
+	keep := func(sent *int, had int) *int {
+		if sent != nil || kept == nil {
+			return sent
+		}
+		return new(had)
+	}
+	interval, timeout, retries := keep(w.Interval, int(khc.Interval.Seconds())), keep(w.Timeout, int(khc.Timeout.Seconds())), keep(w.Retries, khc.Retries)
+	http := "-"
+	if h := w.HTTP; h != nil {
+		var kh *hcloud.LoadBalancerServiceHealthCheckHTTP
+		if kept != nil && khc.HTTP != nil {
+			kh = khc.HTTP
+		}
+		path, codes, domain, tls := h.Path, h.StatusCodes, h.Domain, h.TLS
+		if kh != nil {
+			path, domain, tls = cmpOr(path, &kh.Path), cmpOr(domain, &kh.Domain), cmpOr(tls, &kh.TLS)
+			if codes == nil {
+				codes = &kh.StatusCodes
+			}
+		}
+		var cs []string
+		if codes != nil {
+			cs = *codes
+		}
+		http = fmt.Sprintf("{domain=%s path=%s codes=%v tls=%s}", opt(domain), opt(path), cs, opt(tls))
+	}
+	return fmt.Sprintf("hc %s:%d interval=%s timeout=%s retries=%s http=%s", *w.Protocol, *w.Port, opt(interval), opt(timeout), opt(retries), http)
+}
+
+// healthCheckEffect is the health check a decision's input shows, in wireHealthCheck.effect's
+// words.
+func healthCheckEffect(hc policy.LBHealthCheck) string {
+	http := "-"
+	if h := hc.HTTP; h != nil {
+		http = fmt.Sprintf("{domain=%s path=%s codes=%v tls=%s}", opt(h.Domain), opt(h.Path), h.StatusCodes, opt(h.TLS))
+	}
+	return fmt.Sprintf("hc %s:%d interval=%s timeout=%s retries=%s http=%s", hc.Protocol, hc.Port, opt(hc.Interval), opt(hc.Timeout), opt(hc.Retries), http)
+}
+
+// apiListener is the listener on port of lb as the API held it; nil when none.
+func apiListener(lb *hcloud.LoadBalancer, port int) *hcloud.LoadBalancerService {
+	if lb == nil {
+		return nil
+	}
+	for i := range lb.Services {
+		if lb.Services[i].ListenPort == port {
+			return &lb.Services[i]
+		}
+	}
+	return nil
+}
+
+func opt[T any](p *T) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprint(*p)
+}
+
+func cmpOr[T any](sent, kept *T) *T {
+	if sent != nil {
+		return sent
+	}
+	return kept
 }

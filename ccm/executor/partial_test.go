@@ -32,7 +32,8 @@ func TestProperty_StepsFailAlone(t *testing.T) {
 		svc := faithfulService(100000 + i)
 		f.decider.decision = allow
 		f.check(t, i, "create", svc, f.randomDesired(r, svc, true), nil)
-		p, err := lbplan.Compute(f.randomDesired(r, svc, false), lbplan.NewActual(f.lbOf(t, svc)))
+		before := f.lbOf(t, svc)
+		p, err := lbplan.Compute(f.randomDesired(r, svc, false), lbplan.NewActual(before))
 		if err != nil {
 			t.Fatalf("iteration %d: plan: %v", i, err)
 		}
@@ -64,7 +65,7 @@ func TestProperty_StepsFailAlone(t *testing.T) {
 			if req.Status >= 300 {
 				t.Fatalf("%s: %s %s answered %d: a step ran without a step it needs", name, req.Method, req.Path, req.Status)
 			}
-			effects := requestEffects(t, req)
+			effects := requestEffects(t, req, before)
 			if strings.HasPrefix(effects, denied+":") {
 				t.Errorf("%s: a request of the denied operation was sent: %s", name, effects)
 			}

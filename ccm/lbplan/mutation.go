@@ -1,10 +1,12 @@
 package lbplan
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net"
 	"slices"
+	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
@@ -378,19 +380,36 @@ func (m UpdateService) Label() string {
 	return fmt.Sprintf("update_service(%d)", m.Listener.ListenPort)
 }
 
-// Apply sets the listener; the proxy protocol flag is kept when not sent, as the API does.
+// Apply sets the listener; what is not sent keeps its value, as the API does: the proxy
+// protocol flag and the health check's optional fields (interval, timeout, retries and, for an
+// http or https check, domain, path, status codes and tls).
 func (m UpdateService) Apply(a *Actual) *Actual {
 	return a.with(func(c *Actual) {
 		next := m.Listener
-		if next.Proxyprotocol == nil {
-			for _, s := range c.Services {
-				if s.ListenPort == next.ListenPort {
-					next.Proxyprotocol = s.Proxyprotocol
-				}
+		for _, s := range c.Services {
+			if s.ListenPort == next.ListenPort {
+				next = keepUnsent(next, s)
 			}
 		}
 		c.Services = setService(c.Services, next)
 	})
+}
+
+// keepUnsent is next with the optional fields it does not set taken from prev, the listener
+// the update_service changes.
+func keepUnsent(next, prev Listener) Listener {
+	if next.Proxyprotocol == nil {
+		next.Proxyprotocol = prev.Proxyprotocol
+	}
+	hc, old := &next.HealthCheck, prev.HealthCheck
+	hc.Interval, hc.Timeout, hc.Retries = cmp.Or(hc.Interval, old.Interval), cmp.Or(hc.Timeout, old.Timeout), cmp.Or(hc.Retries, old.Retries)
+	if isHTTP(hc.Protocol) {
+		hc.Domain, hc.Path, hc.TLS = cmp.Or(hc.Domain, old.Domain), cmp.Or(hc.Path, old.Path), cmp.Or(hc.TLS, old.TLS)
+		if hc.StatusCodes == nil {
+			hc.StatusCodes = slices.Clone(old.StatusCodes)
+		}
+	}
+	return next
 }
 
 // Request is the update_service action: what the official CCM sends (see updateServiceOpts).
@@ -594,7 +613,36 @@ func deleteNetwork(list []AttachedNetwork, id int64) []AttachedNetwork {
 }
 
 func policyService(s Listener) input.LBService {
-	return input.LBService{Protocol: string(s.Protocol), ListenPort: s.ListenPort, DestinationPort: s.DestinationPort, Proxyprotocol: s.Proxyprotocol != nil && *s.Proxyprotocol}
+	return input.LBService{Protocol: string(s.Protocol), ListenPort: s.ListenPort, DestinationPort: s.DestinationPort,
+		Proxyprotocol: s.Proxyprotocol != nil && *s.Proxyprotocol, HealthCheck: policyHealthCheck(s.HealthCheck)}
+}
+
+// policyHealthCheck is hc as the request bodies carry it (updateServiceOpts and hcloud-go's
+// schema conversion): durations in whole seconds, each optional field only when set (null
+// otherwise), and the http object for an http or https check only.
+func policyHealthCheck(hc HealthCheck) input.LBHealthCheck {
+	out := input.LBHealthCheck{Protocol: string(hc.Protocol), Port: hc.Port,
+		Interval: seconds(hc.Interval), Timeout: seconds(hc.Timeout), Retries: clonePtr(hc.Retries)}
+	if isHTTP(hc.Protocol) {
+		out.HTTP = &input.LBHealthCheckHTTP{Domain: clonePtr(hc.Domain), Path: clonePtr(hc.Path),
+			StatusCodes: slices.Clone(hc.StatusCodes), TLS: clonePtr(hc.TLS)}
+	}
+	return out
+}
+
+// seconds is d in whole seconds, as hcloud-go sends a duration; nil stays nil.
+func seconds(d *time.Duration) *int {
+	if d == nil {
+		return nil
+	}
+	return new(int(d.Seconds()))
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	return new(*p)
 }
 
 func policyTarget(t Target) input.LBTarget {

@@ -280,12 +280,25 @@ func clonePolicy(lb *input.LoadBalancer) *input.LoadBalancer {
 	c := *lb
 	c.Labels = maps.Clone(lb.Labels)
 	c.Services = slices.Clone(lb.Services)
+	for i, s := range c.Services {
+		c.Services[i].HealthCheck = cloneHealthCheck(s.HealthCheck)
+	}
 	c.Targets = slices.Clone(lb.Targets)
 	if lb.Network != nil {
 		n := *lb.Network
 		c.Network = &n
 	}
 	return &c
+}
+
+// cloneHealthCheck is a deep copy of hc: a step's view shares no pointer with another's.
+func cloneHealthCheck(hc input.LBHealthCheck) input.LBHealthCheck {
+	hc.Interval, hc.Timeout, hc.Retries = clonePtr(hc.Interval), clonePtr(hc.Timeout), clonePtr(hc.Retries)
+	if h := hc.HTTP; h != nil {
+		hc.HTTP = &input.LBHealthCheckHTTP{Domain: clonePtr(h.Domain), Path: clonePtr(h.Path),
+			StatusCodes: slices.Clone(h.StatusCodes), TLS: clonePtr(h.TLS)}
+	}
+	return hc
 }
 
 // Compute plans the mutations that turn actual (nil: none exists) into d. It is pure.

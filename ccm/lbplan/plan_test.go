@@ -668,9 +668,10 @@ func TestPlan_Steps(t *testing.T) {
 	if steps[1].Current.Type != "lb21" || len(steps[1].Current.Services) != 1 || len(steps[1].LoadBalancer.Services) != 2 {
 		t.Errorf("step 1: current %+v after %+v", steps[1].Current, steps[1].LoadBalancer)
 	}
-	want := input.LBService{Protocol: "tcp", ListenPort: 443, DestinationPort: 30443}
-	if got := steps[1].LoadBalancer.Services[1]; got != want {
-		t.Errorf("added service = %+v", got)
+	want := input.LBService{Protocol: "tcp", ListenPort: 443, DestinationPort: 30443,
+		HealthCheck: input.LBHealthCheck{Protocol: "tcp", Port: 30443}} // the official CCM's plain check: nothing else sent
+	if diff := cmp.Diff(want, steps[1].LoadBalancer.Services[1]); diff != "" {
+		t.Errorf("added service (-want +got):\n%s", diff)
 	}
 	if steps[1].Mutation.Action() != input.ActionLoadBalancerUpdate || steps[1].Mutation.Operation() != "add_service" {
 		t.Errorf("action/operation = %s/%s", steps[1].Mutation.Action(), steps[1].Mutation.Operation())

@@ -59,7 +59,8 @@
 //	--policy-mode        the CCM's --policy-mode, enforce (default) or dryrun
 //	--routes             the route controller on: HCLOUD_NETWORK_ROUTES_ENABLED=true,
 //	                     --configure-cloud-routes, --allocate-node-cidrs, --cluster-cidr=10.244.0.0/16;
-//	                     Robot off and no dedicated Node (the CCM refuses routes with Robot)
+//	                     Robot off and no dedicated Node (the CCM refuses routes with Robot);
+//	                     the Nodes are registered with their InternalIP, as by kubelet --node-ip
 //	--ccm-v              the CCM's --v (default: the Deployment's)
 //
 // make demo passes POLICIES, PLUGINS, MODE, ROUTES and V as these flags.
@@ -285,11 +286,19 @@ func run(r *runner, cfg config, out io.Writer) (bool, *harness.Process) {
 	r.Logf("applying %s", cfg.deployDir)
 	c.ApplyKustomize(r, cfg.deployDir)
 	var nodes []string
+	var nodeIPs map[string]string
+	if cfg.routes {
+		nodeIPs = networkIPs(emu, seed, networkName)
+	}
 	for _, s := range seed.Servers {
 		if s.Status != "" && s.Status != "running" {
 			continue
 		}
-		c.CreateNode(r, s.Name, fmt.Sprintf("%s.%d.0/24", podCIDRBase, len(nodes)+1))
+		var opts []harness.NodeOption
+		if ip := nodeIPs[s.Name]; ip != "" {
+			opts = append(opts, harness.WithInternalIP(ip))
+		}
+		c.CreateNode(r, s.Name, fmt.Sprintf("%s.%d.0/24", podCIDRBase, len(nodes)+1), opts...)
 		nodes = append(nodes, s.Name)
 	}
 	if seed.Robot != nil && !cfg.routes { // the CCM refuses routes with Robot
@@ -408,6 +417,42 @@ func describeSetup(cfg config, plugins map[string]string) string {
 		routes = "on"
 	}
 	return fmt.Sprintf("%s, --policy-mode=%s, %s, routes %s", policies, cfg.policyMode, plug, routes)
+}
+
+// networkIPs maps the name of each seeded server with an ID to its IP in the network named
+// network, as the emulator assigned it (a seeded IP, or the next free one).
+//
+// With --routes the demo registers each such Node as a kubelet started with
+// --cloud-provider=external --node-ip=<that IP> does (harness.WithInternalIP): the InternalIP is
+// in the Node's addresses from the start. The route controller creates a Node's route as soon as
+// the Node has a pod CIDR, and the gateway must be one of the route's InternalIPs
+// (routes.CreateRoute, as the official CCM's CreateRoute; docs/reference/differences.md lists no
+// difference there). Registered with its hostname only, each Node got a FailedToCreateRoute
+// "has no InternalIP yet" until the CCM initialised it: four warnings at every start of the
+// demo. A server seeded without an ID is left out; its Node still waits for the CCM.
+func networkIPs(emu *hcloudemu.Emulator, seed hcloudemu.Seed, network string) map[string]string {
+	var netID int64
+	for _, n := range seed.Networks {
+		if n.Name == network {
+			netID = n.ID
+		}
+	}
+	ips := map[string]string{}
+	if netID == 0 {
+		return ips
+	}
+	for _, s := range seed.Servers {
+		srv, ok := emu.Server(s.ID)
+		if s.ID == 0 || !ok {
+			continue
+		}
+		for _, pn := range srv.PrivateNet {
+			if pn.Network == netID && pn.IP != "" {
+				ips[s.Name] = pn.IP
+			}
+		}
+	}
+	return ips
 }
 
 // startEmulator serves the emulator seeded with seed on listen until the demo exits, with the

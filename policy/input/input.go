@@ -362,6 +362,45 @@ type LBService struct {
 	DestinationPort int `json:"destination_port"`
 	// Proxyprotocol is true when the PROXY protocol is enabled.
 	Proxyprotocol bool `json:"proxyprotocol"`
+	// HealthCheck is the listener's health check as the CCM sends it: the annotations
+	// load-balancer.hetzner.cloud/health-check-*, else the environment defaults
+	// HCLOUD_LOAD_BALANCERS_HEALTH_CHECK_INTERVAL, _TIMEOUT and _RETRIES. On a listener read from
+	// the API (current, and what a plan leaves unchanged) every field is the API's.
+	HealthCheck LBHealthCheck `json:"health_check"`
+}
+
+// LBHealthCheck is the health check of a listener. A field that is null is not sent: Hetzner
+// applies its default on create and add_service (interval 15, timeout 10, retries 3; an http
+// check's path "/" and status codes ["2??", "3??"], as internal/hcloudemu models the API), and
+// an update_service keeps the value the listener has (the input shows that value, as current
+// does).
+type LBHealthCheck struct {
+	// Protocol is "tcp", "http" or "https".
+	Protocol string `json:"protocol"`
+	// Port is the port checked on the targets: the Service's node port unless the annotation
+	// health-check-port names another.
+	Port int `json:"port"`
+	// Interval is the time between two checks, in whole seconds (as the API takes it); null
+	// when not sent.
+	Interval *int `json:"interval"`
+	// Timeout is the time a check may take, in whole seconds; null when not sent.
+	Timeout *int `json:"timeout"`
+	// Retries is the number of failed checks before a target is unhealthy; null when not sent.
+	Retries *int `json:"retries"`
+	// HTTP are the settings of an http or https check; null for a tcp check.
+	HTTP *LBHealthCheckHTTP `json:"http"`
+}
+
+// LBHealthCheckHTTP are the settings of an http or https health check.
+type LBHealthCheckHTTP struct {
+	// Domain is the Host header sent; null when not sent.
+	Domain *string `json:"domain"`
+	// Path is the request path, e.g. "/healthz"; null when not sent.
+	Path *string `json:"path"`
+	// StatusCodes are the accepted status codes, e.g. ["2??", "3??"]; null when not sent.
+	StatusCodes []string `json:"status_codes"`
+	// TLS is true when an https check validates the target's certificate; null when not sent.
+	TLS *bool `json:"tls"`
 }
 
 // LBTarget is one target of a load balancer.

@@ -21,7 +21,7 @@ import (
 // demoTimeout bounds the whole demo run (start, convergence, report, shutdown).
 const demoTimeout = 3 * time.Minute
 
-// TestDemo runs `make demo`'s runner (cmd/ccm-demo) end to end with --exit-after-report, twice:
+// TestDemo runs `make demo`'s runner (cmd/ccm-demo) end to end with --exit-after-report, three times:
 //
 //   - with the examples, it checks the report: converged, nodes initialised with plugin labels,
 //     an external IP and a plugin-made name for default/web, the policy's message for the denied
@@ -30,7 +30,9 @@ const demoTimeout = 3 * time.Minute
 //     plugins (make demo POLICIES=dir MODE=dryrun PLUGINS=none), it checks that the report says
 //     what happened: every Service has an address, default/web was denied in dry run with the
 //     policy's message and its applied plan, and nothing is called denied by policy or missing
-//     the example plugin's labels.
+//     the example plugin's labels;
+//   - with routes (make demo ROUTES=1, no plugins), that routes are added and no Node got a
+//     FailedToCreateRoute warning.
 //
 // Afterwards the demo's temporary directory must be gone.
 func TestDemo(t *testing.T) {
@@ -89,6 +91,27 @@ func TestDemo(t *testing.T) {
 			}
 		}
 		for _, unwanted := range []string{"NOT CONVERGED", ": denied by policy", "node.hcloud.example/", "kubectl label namespace shop"} {
+			if strings.Contains(report, unwanted) {
+				t.Errorf("the report has %q", unwanted)
+			}
+		}
+	})
+
+	// make demo ROUTES=1: the Nodes are registered with their InternalIP (as kubelet --node-ip
+	// does), so the route controller creates their routes without a FailedToCreateRoute "has no
+	// InternalIP yet" (issue 42: four of them at every start).
+	t.Run("routes", func(t *testing.T) {
+		report := runDemo(t, demo, "--plugins=none", "--routes")
+		for _, want := range []*regexp.Regexp{
+			regexp.MustCompile(`demo: converged`),
+			regexp.MustCompile(`routes on`),
+			regexp.MustCompile(`POST /v1/networks/\{id\}/actions/add_route`),
+		} {
+			if !want.MatchString(report) {
+				t.Errorf("the report does not match %s", want)
+			}
+		}
+		for _, unwanted := range []string{"NOT CONVERGED", "FailedToCreateRoute", "has no InternalIP"} {
 			if strings.Contains(report, unwanted) {
 				t.Errorf("the report has %q", unwanted)
 			}

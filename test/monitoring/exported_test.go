@@ -383,8 +383,8 @@ func TestDeclaredMetrics(t *testing.T) {
 		labels []string // the declared label names, when want
 	}{
 		{name: "Namespace, Subsystem and Name literals (policy)", metric: "hcloud_ccm_policy_decisions_total", want: true, labels: []string{"action", "result", "source"}},
-		{name: "a histogram's bucket series (policy)", metric: "hcloud_ccm_policy_decision_duration_seconds_bucket", want: true, labels: []string{"action", "le"}},
-		{name: "a histogram's count series (policy)", metric: "hcloud_ccm_policy_decision_duration_seconds_count", want: true, labels: []string{"action"}},
+		{name: "a histogram's bucket series (policy)", metric: "hcloud_ccm_policy_decision_duration_seconds_bucket", want: true, labels: []string{"action", "le", "source"}},
+		{name: "a histogram's count series (policy)", metric: "hcloud_ccm_policy_decision_duration_seconds_count", want: true, labels: []string{"action", "source"}},
 		{name: "a Name literal (ccm/executor)", metric: "hcloud_ccm_mutations_total", want: true, labels: []string{"action", "operation", "result"}},
 		{name: "a gauge without labels (hcloudclient)", metric: "hcloud_ccm_api_ratelimit_remaining", want: true, labels: []string{}},
 		{name: "a label name constant (compatmetrics)", metric: "cloud_controller_manager_server_cache_requests_total", want: true, labels: []string{"subsystem", "mode", "result"}},
