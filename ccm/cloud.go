@@ -6,16 +6,21 @@
 //     (ccm/annotation), provider IDs (ccm/providerid);
 //   - reads: the API connection and its read-only wrappers (ccm/hcloudclient), the server cache
 //     (ccm/servercache), the load balancer cache (ccm/lbcache), the Robot client (ccm/robot);
+//     the caches' max age, single flight and metrics are internal/cache's;
 //   - nodes: node metadata (ccm/instances, with ccm/metadata for the attached-network check) and
 //     the plugin labels kept current (ccm/nodelabels);
 //   - load balancers: the cloudprovider.LoadBalancer (ccm/loadbalancer), planned by the pure
-//     planner (ccm/lbplan), priced by the inventory (ccm/inventory); the requeue of denied and
-//     failed Services (ccm/requeue); the same planning for manifests in CI (ccm/ciplan, the
-//     `plan` command) and at admission (ccm/admission); the policy audit (ccm/audit);
+//     planner (ccm/lbplan), priced by the inventory (ccm/inventory); the Services of another
+//     LoadBalancerClass (ccm/lbclass); the requeue of denied and failed Services (ccm/requeue);
+//     the same planning for manifests in CI (ccm/ciplan, the `plan` command) and at admission
+//     (ccm/admission); the policy audit (ccm/audit);
 //   - routes: the cloudprovider.Routes (ccm/routes), planned by ccm/routeplan;
-//   - writes: the executor (ccm/executor), the only code that writes to Hetzner, which asks the
-//     policy engine (policy/) before every mutation and sends only the requests of its endpoint
-//     table (ccm/apireq);
+//   - decisions: the gate (ccm/gate, pure: the policy input of every step, the verdict, the
+//     messages), through which the executor, `plan`, the webhook and the audit all decide, with
+//     the policy engine (policy/);
+//   - writes: the executor (ccm/executor), the only code that writes to Hetzner, which decides
+//     every plan through the gate before its first request and sends only the requests of its
+//     endpoint table (ccm/apireq);
 //   - the official CCM's metric names (ccm/compatmetrics).
 //
 // Plugins (plugins/) compute node labels and load balancer names. The loops that write (group
