@@ -44,7 +44,7 @@ func (p *planner) Preview(_ context.Context, _ string, svc *corev1.Service, node
 	if p.err != nil {
 		return lbplan.Plan{}, p.err
 	}
-	d, err := lbplan.NewDesired(lbplan.Input{Service: svc, Name: "lb-" + svc.Name, Defaults: config.LoadBalancer{Location: "fsn1", Type: "lb11"}})
+	d, err := lbplan.NewDesired(lbplan.DesiredInput{Service: svc, Name: "lb-" + svc.Name, Defaults: config.LoadBalancer{Location: "fsn1", Type: "lb11"}})
 	if err != nil {
 		return lbplan.Plan{}, err
 	}

@@ -62,7 +62,7 @@ func (p *planner) AuditPlansFrom(_ context.Context, _ string, _ []*corev1.Node, 
 			out = append(out, loadbalancer.AuditPlan{Service: svc, Err: fmt.Errorf("planning %s: %w", svc.Name, loadbalancer.ErrNotRead)})
 			continue
 		}
-		d, err := lbplan.NewDesired(lbplan.Input{Service: svc, Name: svc.Name, Defaults: config.LoadBalancer{Location: "fsn1", Type: "lb11"}})
+		d, err := lbplan.NewDesired(lbplan.DesiredInput{Service: svc, Name: svc.Name, Defaults: config.LoadBalancer{Location: "fsn1", Type: "lb11"}})
 		if err != nil {
 			p.t.Fatal(err)
 		}

@@ -150,7 +150,7 @@ func memberListeners(svc *corev1.Service, members []*corev1.Service, name string
 		err := lbplan.CheckService(m, plugins.ValidateLoadBalancerName)
 		var d lbplan.Desired
 		if err == nil {
-			d, err = lbplan.NewDesired(lbplan.Input{Service: m, Name: name, Rename: true, Defaults: o.Config.LoadBalancer})
+			d, err = lbplan.NewDesired(lbplan.DesiredInput{Service: m, Name: name, Rename: true, Defaults: o.Config.LoadBalancer})
 		}
 		switch {
 		case err != nil && (i == 0 || lbplan.Key(m) == lbplan.Key(svc)):

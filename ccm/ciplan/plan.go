@@ -381,7 +381,7 @@ func compute(svc *corev1.Service, name string, rename bool, lb *hcloud.LoadBalan
 	if err := lbplan.CheckName(name, o.Cluster.Name, ""); err != nil {
 		return lbplan.Plan{}, err
 	}
-	d, err := lbplan.NewDesired(lbplan.Input{Service: svc, Name: name, Rename: rename, Defaults: o.Config.LoadBalancer})
+	d, err := lbplan.NewDesired(lbplan.DesiredInput{Service: svc, Name: name, Rename: rename, Defaults: o.Config.LoadBalancer})
 	if err != nil {
 		return lbplan.Plan{}, err
 	}

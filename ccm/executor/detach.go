@@ -178,7 +178,7 @@ func (x *Executor) RunDetached(ctx context.Context, svc *corev1.Service, plan lb
 
 // background is the part of a detached run after its first request: it awaits that request's
 // action (pending, nil when the API answered without one) and sends the rest of reqs.
-func (x *Executor) background(ctx context.Context, r *run, reqs []lbplan.Request, pending *hcloud.Action) error {
+func (x *Executor) background(ctx context.Context, r *run, reqs []lbplan.Batch, pending *hcloud.Action) error {
 	wait := x.waitShared // the first action shares the round's polls
 	if len(reqs) > 1 {
 		wait = x.waitNext // the next request waits for it

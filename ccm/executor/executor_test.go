@@ -113,7 +113,7 @@ func (ev *env) plan(t *testing.T, svc *corev1.Service, lb *hcloud.LoadBalancer) 
 	for i, id := range ev.servers {
 		nodes = append(nodes, lbplan.Node{Name: fmt.Sprintf("node-%d", i+1), ServerID: id})
 	}
-	d, err := lbplan.NewDesired(lbplan.Input{Service: svc, Name: "web", Nodes: nodes, Defaults: config.LoadBalancer{Location: "fsn1"}})
+	d, err := lbplan.NewDesired(lbplan.DesiredInput{Service: svc, Name: "web", Nodes: nodes, Defaults: config.LoadBalancer{Location: "fsn1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +292,7 @@ func TestRun_StepsFailAlone(t *testing.T) {
 			name: "a step that needs the denied one is skipped with it", deny: lbplan.OpAttachToNetwork,
 			plan: func(ev *env, t *testing.T) lbplan.Plan {
 				p := ev.plan(t, newService(), ev.bareLB(t))
-				p.Mutations = append([]lbplan.Mutation{lbplan.AttachNetwork{Network: lbplan.Network{ID: ev.network.ID, IPRange: "10.0.0.0/8"}}},
+				p.Mutations = append([]lbplan.Mutation{lbplan.AttachNetwork{Network: lbplan.Attachment{ID: ev.network.ID, IPRange: "10.0.0.0/8"}}},
 					lbplan.AddService{Listener: p.Mutations[0].(lbplan.AddService).Listener},
 					lbplan.AddTarget{Target: lbplan.Target{ServerID: ev.servers[0], UsePrivateIP: true, Node: "node-1"}},
 					lbplan.AddTarget{Target: lbplan.Target{ServerID: ev.servers[1], Node: "node-2"}})
@@ -599,10 +599,10 @@ func TestRun_ReloadsOnlyWhenTheAddressesChange(t *testing.T) {
 			return lbplan.AddTarget{Target: lbplan.Target{ServerID: ev.servers[1], Node: "node-2"}}
 		}, 0},
 		{"an attachment gets a private IP from the API: one reload", func(ev *env) lbplan.Mutation {
-			return lbplan.AttachNetwork{Network: lbplan.Network{ID: ev.network.ID}}
+			return lbplan.AttachNetwork{Network: lbplan.Attachment{ID: ev.network.ID}}
 		}, 1},
 		{"an attachment with a fixed IP is known: no reload", func(ev *env) lbplan.Mutation {
-			return lbplan.AttachNetwork{Network: lbplan.Network{ID: ev.network.ID, IP: net.ParseIP("10.0.0.50")}}
+			return lbplan.AttachNetwork{Network: lbplan.Attachment{ID: ev.network.ID, IP: net.ParseIP("10.0.0.50")}}
 		}, 0},
 	}
 	for _, tc := range tests {

@@ -180,11 +180,11 @@ func (f *faithfulEnv) randomDesired(r *rand.Rand, svc *corev1.Service, create bo
 	switch r.IntN(4) {
 	case 0: // no network
 	case 1, 2:
-		d.Network = &lbplan.Network{ID: f.netID, IPRange: "10.0.0.0/8"}
+		d.Network = &lbplan.Attachment{ID: f.netID, IPRange: "10.0.0.0/8"}
 	case 3:
 		// A fixed IP of its own: load balancers of earlier iterations keep theirs.
 		n := 2 * f.desireds
-		d.Network = &lbplan.Network{ID: f.netID, IPRange: "10.0.0.0/8", IP: net.ParseIP(fmt.Sprintf("10.0.%d.%d", 2+n/250, 1+n%250))}
+		d.Network = &lbplan.Attachment{ID: f.netID, IPRange: "10.0.0.0/8", IP: net.ParseIP(fmt.Sprintf("10.0.%d.%d", 2+n/250, 1+n%250))}
 	}
 	// The API refuses a load balancer with neither a public interface nor a network, and
 	// public targets without a public interface; an update always says what it wants, so that

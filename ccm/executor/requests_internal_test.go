@@ -116,14 +116,14 @@ func TestRequests_AreWhatHcloudGoSends(t *testing.T) {
 	_, subnet, _ := net.ParseCIDR("10.0.1.0/24")
 	algo := hcloud.LoadBalancerAlgorithmTypeLeastConnections
 	create := lbplan.Create{Name: "web", Type: "lb11", Location: "fsn1", Algorithm: &algo, Labels: map[string]string{"a": "b"},
-		PublicInterface: true, Network: &lbplan.Network{ID: 5}}
+		PublicInterface: true, Network: &lbplan.Attachment{ID: 5}}
 
 	lbTests := []struct {
 		name  string
-		req   lbplan.Request
+		req   lbplan.Batch
 		typed func(context.Context, *hcloud.Client) error
 	}{
-		{"create with what rides along", lbplan.Request{Mutation: create, Inline: []lbplan.Mutation{
+		{"create with what rides along", lbplan.Batch{Mutation: create, Inline: []lbplan.Mutation{
 			lbplan.AddService{Listener: httpsListener}, lbplan.AddService{Listener: tcpListener},
 			lbplan.AddTarget{Target: lbplan.Target{ServerID: 101, UsePrivateIP: true}}, lbplan.AddTarget{Target: lbplan.Target{ServerID: 102}},
 		}}, func(ctx context.Context, c *hcloud.Client) error {
@@ -138,101 +138,101 @@ func TestRequests_AreWhatHcloudGoSends(t *testing.T) {
 			})
 			return err
 		}},
-		{"create private, in a zone", lbplan.Request{Mutation: lbplan.Create{Name: "p", Type: "lb21", NetworkZone: "eu-central"}},
+		{"create private, in a zone", lbplan.Batch{Mutation: lbplan.Create{Name: "p", Type: "lb21", NetworkZone: "eu-central"}},
 			func(ctx context.Context, c *hcloud.Client) error {
 				_, _, err := c.LoadBalancer.Create(ctx, hcloud.LoadBalancerCreateOpts{Name: "p", LoadBalancerType: &hcloud.LoadBalancerType{Name: "lb21"},
 					NetworkZone: "eu-central", PublicInterface: new(false)})
 				return err
 			}},
-		{"update", lbplan.Request{Mutation: lbplan.Update{Name: "web2", Labels: map[string]string{"x": "y"}}}, func(ctx context.Context, c *hcloud.Client) error {
+		{"update", lbplan.Batch{Mutation: lbplan.Update{Name: "web2", Labels: map[string]string{"x": "y"}}}, func(ctx context.Context, c *hcloud.Client) error {
 			_, _, err := c.LoadBalancer.Update(ctx, ref, hcloud.LoadBalancerUpdateOpts{Name: "web2", Labels: map[string]string{"x": "y"}})
 			return err
 		}},
-		{"change_type", lbplan.Request{Mutation: lbplan.ChangeType{Type: "lb21"}}, func(ctx context.Context, c *hcloud.Client) error {
+		{"change_type", lbplan.Batch{Mutation: lbplan.ChangeType{Type: "lb21"}}, func(ctx context.Context, c *hcloud.Client) error {
 			_, _, err := c.LoadBalancer.ChangeType(ctx, ref, hcloud.LoadBalancerChangeTypeOpts{LoadBalancerType: &hcloud.LoadBalancerType{Name: "lb21"}})
 			return err
 		}},
-		{"change_algorithm", lbplan.Request{Mutation: lbplan.ChangeAlgorithm{Algorithm: algo}}, func(ctx context.Context, c *hcloud.Client) error {
+		{"change_algorithm", lbplan.Batch{Mutation: lbplan.ChangeAlgorithm{Algorithm: algo}}, func(ctx context.Context, c *hcloud.Client) error {
 			_, _, err := c.LoadBalancer.ChangeAlgorithm(ctx, ref, hcloud.LoadBalancerChangeAlgorithmOpts{Type: algo})
 			return err
 		}},
-		{"change_dns_ptr ipv4", lbplan.Request{Mutation: lbplan.ChangeDNSPtr{Ptr: "lb.example.com"}}, func(ctx context.Context, c *hcloud.Client) error {
+		{"change_dns_ptr ipv4", lbplan.Batch{Mutation: lbplan.ChangeDNSPtr{Ptr: "lb.example.com"}}, func(ctx context.Context, c *hcloud.Client) error {
 			_, _, err := c.LoadBalancer.ChangeDNSPtr(ctx, ref, "203.0.113.5", new("lb.example.com"))
 			return err
 		}},
-		{"change_dns_ptr ipv6", lbplan.Request{Mutation: lbplan.ChangeDNSPtr{IPv6: true, Ptr: "lb.example.com"}}, func(ctx context.Context, c *hcloud.Client) error {
+		{"change_dns_ptr ipv6", lbplan.Batch{Mutation: lbplan.ChangeDNSPtr{IPv6: true, Ptr: "lb.example.com"}}, func(ctx context.Context, c *hcloud.Client) error {
 			_, _, err := c.LoadBalancer.ChangeDNSPtr(ctx, ref, "2001:db8::1", new("lb.example.com"))
 			return err
 		}},
-		{"change_protection", lbplan.Request{Mutation: lbplan.ChangeProtection{Delete: true}}, func(ctx context.Context, c *hcloud.Client) error {
+		{"change_protection", lbplan.Batch{Mutation: lbplan.ChangeProtection{Delete: true}}, func(ctx context.Context, c *hcloud.Client) error {
 			_, _, err := c.LoadBalancer.ChangeProtection(ctx, ref, hcloud.LoadBalancerChangeProtectionOpts{Delete: new(true)})
 			return err
 		}},
-		{"attach_to_network fixed", lbplan.Request{Mutation: lbplan.AttachNetwork{Network: lbplan.Network{ID: 5, IP: net.ParseIP("10.0.1.9"), Subnet: subnet}}},
+		{"attach_to_network fixed", lbplan.Batch{Mutation: lbplan.AttachNetwork{Network: lbplan.Attachment{ID: 5, IP: net.ParseIP("10.0.1.9"), Subnet: subnet}}},
 			func(ctx context.Context, c *hcloud.Client) error {
 				_, _, err := c.LoadBalancer.AttachToNetwork(ctx, ref, hcloud.LoadBalancerAttachToNetworkOpts{Network: &hcloud.Network{ID: 5}, IP: net.ParseIP("10.0.1.9"), IPRange: subnet})
 				return err
 			}},
-		{"attach_to_network", lbplan.Request{Mutation: lbplan.AttachNetwork{Network: lbplan.Network{ID: 5}}}, func(ctx context.Context, c *hcloud.Client) error {
+		{"attach_to_network", lbplan.Batch{Mutation: lbplan.AttachNetwork{Network: lbplan.Attachment{ID: 5}}}, func(ctx context.Context, c *hcloud.Client) error {
 			_, _, err := c.LoadBalancer.AttachToNetwork(ctx, ref, hcloud.LoadBalancerAttachToNetworkOpts{Network: &hcloud.Network{ID: 5}})
 			return err
 		}},
-		{"detach_from_network", lbplan.Request{Mutation: lbplan.DetachNetwork{NetworkID: 5}}, func(ctx context.Context, c *hcloud.Client) error {
+		{"detach_from_network", lbplan.Batch{Mutation: lbplan.DetachNetwork{NetworkID: 5}}, func(ctx context.Context, c *hcloud.Client) error {
 			_, _, err := c.LoadBalancer.DetachFromNetwork(ctx, ref, hcloud.LoadBalancerDetachFromNetworkOpts{Network: &hcloud.Network{ID: 5}})
 			return err
 		}},
-		{"enable_public_interface", lbplan.Request{Mutation: lbplan.EnablePublicInterface{}}, func(ctx context.Context, c *hcloud.Client) error {
+		{"enable_public_interface", lbplan.Batch{Mutation: lbplan.EnablePublicInterface{}}, func(ctx context.Context, c *hcloud.Client) error {
 			_, _, err := c.LoadBalancer.EnablePublicInterface(ctx, ref)
 			return err
 		}},
-		{"disable_public_interface", lbplan.Request{Mutation: lbplan.DisablePublicInterface{}}, func(ctx context.Context, c *hcloud.Client) error {
+		{"disable_public_interface", lbplan.Batch{Mutation: lbplan.DisablePublicInterface{}}, func(ctx context.Context, c *hcloud.Client) error {
 			_, _, err := c.LoadBalancer.DisablePublicInterface(ctx, ref)
 			return err
 		}},
-		{"add_service https", lbplan.Request{Mutation: lbplan.AddService{Listener: httpsListener}}, func(ctx context.Context, c *hcloud.Client) error {
+		{"add_service https", lbplan.Batch{Mutation: lbplan.AddService{Listener: httpsListener}}, func(ctx context.Context, c *hcloud.Client) error {
 			_, _, err := c.LoadBalancer.AddService(ctx, ref, httpsAdd)
 			return err
 		}},
-		{"add_service tcp", lbplan.Request{Mutation: lbplan.AddService{Listener: tcpListener}}, func(ctx context.Context, c *hcloud.Client) error {
+		{"add_service tcp", lbplan.Batch{Mutation: lbplan.AddService{Listener: tcpListener}}, func(ctx context.Context, c *hcloud.Client) error {
 			_, _, err := c.LoadBalancer.AddService(ctx, ref, tcpAdd)
 			return err
 		}},
-		{"update_service https", lbplan.Request{Mutation: lbplan.UpdateService{Listener: httpsListener}}, func(ctx context.Context, c *hcloud.Client) error {
+		{"update_service https", lbplan.Batch{Mutation: lbplan.UpdateService{Listener: httpsListener}}, func(ctx context.Context, c *hcloud.Client) error {
 			_, _, err := c.LoadBalancer.UpdateService(ctx, ref, 443, httpsUpdate)
 			return err
 		}},
-		{"update_service tcp", lbplan.Request{Mutation: lbplan.UpdateService{Listener: tcpListener}}, func(ctx context.Context, c *hcloud.Client) error {
+		{"update_service tcp", lbplan.Batch{Mutation: lbplan.UpdateService{Listener: tcpListener}}, func(ctx context.Context, c *hcloud.Client) error {
 			_, _, err := c.LoadBalancer.UpdateService(ctx, ref, 80, tcpUpdate)
 			return err
 		}},
-		{"delete_service", lbplan.Request{Mutation: lbplan.DeleteService{ListenPort: 80}}, func(ctx context.Context, c *hcloud.Client) error {
+		{"delete_service", lbplan.Batch{Mutation: lbplan.DeleteService{ListenPort: 80}}, func(ctx context.Context, c *hcloud.Client) error {
 			_, _, err := c.LoadBalancer.DeleteService(ctx, ref, 80)
 			return err
 		}},
-		{"add_target", lbplan.Request{Mutation: lbplan.AddTarget{Target: lbplan.Target{ServerID: 101, UsePrivateIP: true}}}, func(ctx context.Context, c *hcloud.Client) error {
+		{"add_target", lbplan.Batch{Mutation: lbplan.AddTarget{Target: lbplan.Target{ServerID: 101, UsePrivateIP: true}}}, func(ctx context.Context, c *hcloud.Client) error {
 			_, _, err := c.LoadBalancer.AddServerTarget(ctx, ref, hcloud.LoadBalancerAddServerTargetOpts{Server: &hcloud.Server{ID: 101}, UsePrivateIP: new(true)})
 			return err
 		}},
-		{"remove_target", lbplan.Request{Mutation: lbplan.RemoveTarget{Target: lbplan.Target{ServerID: 101}}}, func(ctx context.Context, c *hcloud.Client) error {
+		{"remove_target", lbplan.Batch{Mutation: lbplan.RemoveTarget{Target: lbplan.Target{ServerID: 101}}}, func(ctx context.Context, c *hcloud.Client) error {
 			_, _, err := c.LoadBalancer.RemoveServerTarget(ctx, ref, &hcloud.Server{ID: 101})
 			return err
 		}},
-		{"add_target ip", lbplan.Request{Mutation: lbplan.AddIPTarget{Target: lbplan.IPTarget{IP: "198.51.100.7"}}}, func(ctx context.Context, c *hcloud.Client) error {
+		{"add_target ip", lbplan.Batch{Mutation: lbplan.AddIPTarget{Target: lbplan.IPTarget{IP: "198.51.100.7"}}}, func(ctx context.Context, c *hcloud.Client) error {
 			_, _, err := c.LoadBalancer.AddIPTarget(ctx, ref, hcloud.LoadBalancerAddIPTargetOpts{IP: net.ParseIP("198.51.100.7")})
 			return err
 		}},
-		{"remove_target ip", lbplan.Request{Mutation: lbplan.RemoveIPTarget{IP: "2001:db8:0:0::7"}}, func(ctx context.Context, c *hcloud.Client) error {
+		{"remove_target ip", lbplan.Batch{Mutation: lbplan.RemoveIPTarget{IP: "2001:db8:0:0::7"}}, func(ctx context.Context, c *hcloud.Client) error {
 			_, _, err := c.LoadBalancer.RemoveIPTarget(ctx, ref, net.ParseIP("2001:db8:0:0::7"))
 			return err
 		}},
-		{"create_managed_certificate", lbplan.Request{Mutation: lbplan.CreateManagedCertificate{Certificate: lbplan.ManagedCertificate{
+		{"create_managed_certificate", lbplan.Batch{Mutation: lbplan.CreateManagedCertificate{Certificate: lbplan.ManagedCertificate{
 			Name: "c", Domains: []string{"a.example.com", "b.example.com"}, Labels: map[string]string{"k": "v"}}}},
 			func(ctx context.Context, c *hcloud.Client) error {
 				_, _, err := c.Certificate.CreateCertificate(ctx, hcloud.CertificateCreateOpts{Name: "c", Type: hcloud.CertificateTypeManaged,
 					DomainNames: []string{"a.example.com", "b.example.com"}, Labels: map[string]string{"k": "v"}})
 				return err
 			}},
-		{"delete", lbplan.Request{Mutation: lbplan.Delete{Name: "web"}}, func(ctx context.Context, c *hcloud.Client) error {
+		{"delete", lbplan.Batch{Mutation: lbplan.Delete{Name: "web"}}, func(ctx context.Context, c *hcloud.Client) error {
 			_, _, err := c.LoadBalancer.DeleteWithResult(ctx, ref)
 			return err
 		}},

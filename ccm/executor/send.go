@@ -74,7 +74,7 @@ func newRun(svc *corev1.Service, plan lbplan.Plan) *run {
 }
 
 // target is the resource a run changes, as send sees it: the load balancer of a Service
-// (*run, R lbplan.Request) or the routes of a network (*routeRun, R routeplan.Mutation). It
+// (*run, R lbplan.Batch) or the routes of a network (*routeRun, R routeplan.Mutation). It
 // holds the state of the run; send does everything else.
 type target[R any] interface {
 	// build returns the mutations req carries (the decided one first; its label names the
@@ -157,7 +157,7 @@ func send[R any](ctx context.Context, x *Executor, t target[R], req R, wait wait
 	return false, nil
 }
 
-func (r *run) build(req lbplan.Request) ([]step, apireq.Request, error) {
+func (r *run) build(req lbplan.Batch) ([]step, apireq.Request, error) {
 	ms := req.Mutations()
 	carried := make([]step, len(ms))
 	for i, m := range ms {
@@ -179,7 +179,7 @@ func (r *run) logKeys() []any {
 
 // advance moves the run on after req's request succeeded (or its outcome was Done or
 // Skipped) and records its mutations as applied.
-func (r *run) advance(req lbplan.Request, kind apireq.Answer, then apireq.Result, ans reply) error {
+func (r *run) advance(req lbplan.Batch, kind apireq.Answer, then apireq.Result, ans reply) error {
 	m := req.Mutation
 	switch {
 	case then == apireq.Skipped:

@@ -15,7 +15,7 @@ import (
 // create its own request after the create (POST /load_balancers takes no protection).
 func TestCompute_DeleteProtection(t *testing.T) {
 	protected := func(lb *hcloud.LoadBalancer) { lb.Protection.Delete = true }
-	web := func(value string) lbplan.Input {
+	web := func(value string) lbplan.DesiredInput {
 		svc := newService("web", withPorts(80))
 		if value != "" {
 			svc.Annotations[string(annotation.LBDeleteProtection)] = value
@@ -24,7 +24,7 @@ func TestCompute_DeleteProtection(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		in     lbplan.Input
+		in     lbplan.DesiredInput
 		actual *hcloud.LoadBalancer
 		want   []string
 		// requests are the labels of the requests' mutations (Plan.Requests), one row each.

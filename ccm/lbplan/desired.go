@@ -66,8 +66,8 @@ type ClusterNetwork struct {
 	Subnets []string
 }
 
-// Input is everything NewDesired needs. The Service is read, never modified.
-type Input struct {
+// DesiredInput is everything NewDesired needs. The Service is read, never modified.
+type DesiredInput struct {
 	Service *corev1.Service
 	// Name is the load balancer name (annotation, plugin or default).
 	Name string
@@ -112,7 +112,7 @@ type Desired struct {
 	// PublicInterface is nil when disable-public-network and its default are not set.
 	PublicInterface *bool
 	// Network is the attachment wanted; nil for none.
-	Network *Network
+	Network *Attachment
 	// IPv4RDNS and IPv6RDNS are the wanted PTR records; nil leaves them alone.
 	IPv4RDNS, IPv6RDNS *string
 	// DeleteProtection is the wanted Hetzner delete protection (annotation
@@ -138,8 +138,8 @@ func (d Desired) PublicInterfaceOnCreate() bool {
 	return d.PublicInterface == nil || *d.PublicInterface
 }
 
-// Network is a wanted network attachment.
-type Network struct {
+// Attachment is a wanted network attachment.
+type Attachment struct {
 	ID      int64
 	IPRange string // the network's range, for the policy view
 	// IP is the wanted private IP; nil lets the API pick one.
@@ -212,7 +212,7 @@ type StatusOptions struct {
 // NewDesired builds the desired load balancer of in.Service from its annotations, the
 // environment defaults and the nodes. Errors are annotation errors (*annotation.InvalidError)
 // or invalid combinations naming the annotation.
-func NewDesired(in Input) (Desired, error) {
+func NewDesired(in DesiredInput) (Desired, error) {
 	svc := in.Service
 	if svc == nil {
 		return Desired{}, errors.New("service is nil")
@@ -222,7 +222,7 @@ func NewDesired(in Input) (Desired, error) {
 		Rename: in.Rename,
 		Labels: map[string]string{LabelServiceUID: string(svc.UID)},
 	}
-	steps := []func(*Desired, Input) error{
+	steps := []func(*Desired, DesiredInput) error{
 		desiredType, desiredPlacement, desiredAlgorithm, desiredNetwork, desiredRDNS,
 		desiredProtection, desiredStatus, desiredServices, desiredManagedCertificate, desiredTargets,
 	}
@@ -252,7 +252,7 @@ func isSet(err error) bool { return !errors.Is(err, annotation.ErrNotSet) }
 // TypeUnconfigured; an empty annotation counts as no type at all (DefaultType, not the
 // variable's), as with the official CCM. Names are case-sensitive (checked against the type list
 // by the caller).
-func desiredType(d *Desired, in Input) error {
+func desiredType(d *Desired, in DesiredInput) error {
 	d.Type, d.TypeSet = ConfiguredType(in.Service, in.Defaults)
 	if !d.TypeSet {
 		d.Type, d.TypeUnconfigured = DefaultType, true
@@ -276,7 +276,7 @@ func ConfiguredType(svc *corev1.Service, defaults config.LoadBalancer) (typ stri
 // environment's location) beats HCLOUD_LOAD_BALANCERS_LOCATION; the network-zone annotation
 // beats HCLOUD_LOAD_BALANCERS_NETWORK_ZONE; a location beats any network zone. Whether one is
 // needed is decided by Compute (only to create).
-func desiredPlacement(d *Desired, in Input) error {
+func desiredPlacement(d *Desired, in DesiredInput) error {
 	d.Location = in.Defaults.Location
 	if v, ok := annotation.LBLocation.Value(in.Service); ok {
 		d.Location = strings.TrimSpace(v)
@@ -293,7 +293,7 @@ func desiredPlacement(d *Desired, in Input) error {
 
 // desiredAlgorithm: the annotation (any case), else HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE, else
 // not set.
-func desiredAlgorithm(d *Desired, in Input) error {
+func desiredAlgorithm(d *Desired, in DesiredInput) error {
 	a, err := annotation.LBAlgorithmType.Algorithm(in.Service)
 	switch {
 	case err == nil:
@@ -337,7 +337,7 @@ func optionalBool(n annotation.Name, svc *corev1.Service, def *bool) (*bool, err
 // desiredNetwork: the public interface from disable-public-network (or its default) when set;
 // the cluster network's attachment with the private-ipv4 and private-subnet-ip-range wishes.
 // Without a network the private settings are ignored, as the official CCM ignores them.
-func desiredNetwork(d *Desired, in Input) error {
+func desiredNetwork(d *Desired, in DesiredInput) error {
 	disable, err := optionalBool(annotation.LBDisablePublicNetwork, in.Service, in.Defaults.DisablePublicNetwork)
 	if err != nil {
 		return err
@@ -352,7 +352,7 @@ func desiredNetwork(d *Desired, in Input) error {
 		}
 		return nil
 	}
-	d.Network = &Network{ID: in.Network.ID, IPRange: in.Network.IPRange}
+	d.Network = &Attachment{ID: in.Network.ID, IPRange: in.Network.IPRange}
 	ip, err := annotation.LBPrivateIPv4.IPv4(in.Service)
 	if d.Network.IP, err = pick(ip, err, nil); err != nil {
 		return err
@@ -375,7 +375,7 @@ func desiredNetwork(d *Desired, in Input) error {
 	return nil
 }
 
-func desiredRDNS(d *Desired, in Input) error {
+func desiredRDNS(d *Desired, in DesiredInput) error {
 	for _, x := range []struct {
 		name annotation.Name
 		dst  **string
@@ -389,13 +389,13 @@ func desiredRDNS(d *Desired, in Input) error {
 }
 
 // desiredProtection: the delete-protection annotation, else not set (no variable sets it).
-func desiredProtection(d *Desired, in Input) error {
+func desiredProtection(d *Desired, in DesiredInput) error {
 	var err error
 	d.DeleteProtection, err = optionalBool(annotation.LBDeleteProtection, in.Service, nil)
 	return err
 }
 
-func desiredStatus(d *Desired, in Input) error {
+func desiredStatus(d *Desired, in DesiredInput) error {
 	var err error
 	d.Status, err = NewStatusOptions(in.Service, in.Defaults)
 	return err
@@ -420,7 +420,7 @@ func NewStatusOptions(svc *corev1.Service, defaults config.LoadBalancer) (Status
 	return o, nil
 }
 
-func desiredTargets(d *Desired, in Input) error {
+func desiredTargets(d *Desired, in DesiredInput) error {
 	usePrivate, err := boolOr(annotation.LBUsePrivateIP, in.Service, in.Defaults.UsePrivateIP)
 	if err != nil {
 		return err

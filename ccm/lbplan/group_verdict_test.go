@@ -133,7 +133,7 @@ func TestSendOrder_IsRequestsOrder(t *testing.T) {
 		withAnnotation(annotation.LBSvcHTTPManagedCertificateDomains, "a.example.com"), withAnnotation(annotation.LBSvcHTTPManagedCertificateName, "web-cert"))
 	tests := []struct {
 		name   string
-		in     lbplan.Input
+		in     lbplan.DesiredInput
 		actual *lbplan.Actual
 		want   []string
 	}{

@@ -105,7 +105,7 @@ type Create struct {
 	Algorithm       *hcloud.LoadBalancerAlgorithmType
 	Labels          map[string]string
 	PublicInterface bool
-	Network         *Network
+	Network         *Attachment
 }
 
 func (Create) Action() string    { return input.ActionLoadBalancerCreate }
@@ -265,7 +265,7 @@ func (m ChangeAlgorithm) Request(a *Actual, _ int64) (apireq.Request, error) {
 // AttachNetwork attaches the load balancer to the network.
 type AttachNetwork struct {
 	update
-	Network Network
+	Network Attachment
 }
 
 // FieldAnnotation names the annotation of the field ip of a refusal of its request (the
@@ -604,7 +604,7 @@ func (Delete) Request(a *Actual, _ int64) (apireq.Request, error) {
 }
 
 // attachment is the attachment n gives; IP is nil when the API picks it.
-func attachment(n Network) AttachedNetwork {
+func attachment(n Attachment) AttachedNetwork {
 	return AttachedNetwork{ID: n.ID, IPRange: n.IPRange, IP: n.IP}
 }
 

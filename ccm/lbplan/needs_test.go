@@ -33,7 +33,7 @@ func listener(port int, certs ...int64) lbplan.Listener {
 	return l
 }
 
-var network5 = lbplan.Network{ID: 5, IPRange: "10.0.0.0/8", IP: net.ParseIP("10.0.0.9")}
+var network5 = lbplan.Attachment{ID: 5, IPRange: "10.0.0.0/8", IP: net.ParseIP("10.0.0.9")}
 
 // TestPlan_Runnable is the rule "steps fail alone": a denied step skips itself and the steps
 // that need it (Plan.Needs, transitively), and nothing else; a create or a delete is all or

@@ -69,7 +69,7 @@ type Plan struct {
 	Pricing *Pricing
 	// network is the cluster network; its range fills the policy view of an attachment the
 	// API reports without one.
-	network *Network
+	network *Attachment
 }
 
 // Empty reports whether the plan has no mutation.

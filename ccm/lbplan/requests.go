@@ -7,21 +7,21 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/apireq"
 )
 
-// Request is one mutating API request of a plan: Mutation, and the mutations that ride along
+// Batch is one mutating API request of a plan: Mutation, and the mutations that ride along
 // inline in its body. Only a Create carries others (POST /load_balancers takes services and
 // targets); every other request runs exactly its Mutation.
-type Request struct {
+type Batch struct {
 	Mutation Mutation
 	Inline   []Mutation
 }
 
 // Mutations returns Mutation followed by Inline.
-func (r Request) Mutations() []Mutation {
+func (r Batch) Mutations() []Mutation {
 	return append([]Mutation{r.Mutation}, r.Inline...)
 }
 
 // Labels returns the labels of Mutations, in order.
-func (r Request) Labels() []string {
+func (r Batch) Labels() []string {
 	ms := r.Mutations()
 	out := make([]string, len(ms))
 	for i, m := range ms {
@@ -32,10 +32,10 @@ func (r Request) Labels() []string {
 
 // Split returns the request as one request per mutation: Mutation alone, then each inline
 // mutation on its own. The executor falls back to it when the API rejects an inline create.
-func (r Request) Split() []Request {
-	out := []Request{{Mutation: r.Mutation}}
+func (r Batch) Split() []Batch {
+	out := []Batch{{Mutation: r.Mutation}}
 	for _, m := range r.Inline {
-		out = append(out, Request{Mutation: m})
+		out = append(out, Batch{Mutation: m})
 	}
 	return out
 }
@@ -52,31 +52,31 @@ func (r Request) Split() []Request {
 // fixed IP or subnet (the API takes only a network ID on create), rDNS records (they need the
 // new addresses), targets that need that later attachment, and disabling the public interface.
 // Any other plan is one request per mutation, in plan order.
-func (p Plan) Requests() []Request {
+func (p Plan) Requests() []Batch {
 	if p.Empty() {
 		return nil
 	}
 	c, ok := p.Mutations[0].(Create)
 	if !ok {
-		out := make([]Request, len(p.Mutations))
+		out := make([]Batch, len(p.Mutations))
 		for i, m := range p.Mutations {
-			out[i] = Request{Mutation: m}
+			out[i] = Batch{Mutation: m}
 		}
 		return out
 	}
-	create := Request{Mutation: c}
-	var before, after []Request
+	create := Batch{Mutation: c}
+	var before, after []Batch
 	for _, m := range p.Mutations[1:] {
 		switch {
 		case ridesAlong(c, m):
 			create.Inline = append(create.Inline, m)
 		case isCertificate(m):
-			before = append(before, Request{Mutation: m})
+			before = append(before, Batch{Mutation: m})
 		default:
-			after = append(after, Request{Mutation: m})
+			after = append(after, Batch{Mutation: m})
 		}
 	}
-	return slices.Concat(before, []Request{create}, after)
+	return slices.Concat(before, []Batch{create}, after)
 }
 
 func isCertificate(m Mutation) bool {

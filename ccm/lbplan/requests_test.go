@@ -21,7 +21,7 @@ func TestPlan_Requests(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		in     lbplan.Input
+		in     lbplan.DesiredInput
 		actual *hcloud.LoadBalancer
 		want   [][]string // the labels of each request: its mutation, then what rides along
 	}{

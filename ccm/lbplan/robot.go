@@ -80,7 +80,7 @@ func robotTarget(name string, n RobotNode, usePrivate bool) (string, *TargetProb
 
 // desiredIPTargets adds the IP targets of the Robot nodes among in.Nodes that sel selects
 // and that are not excluded, sorted by IP; one IP is wanted once.
-func desiredIPTargets(d *Desired, in Input, usePrivate bool, sel labels.Selector) {
+func desiredIPTargets(d *Desired, in DesiredInput, usePrivate bool, sel labels.Selector) {
 	seen := map[string]bool{}
 	for _, n := range in.Nodes {
 		if n.Robot == nil || !sel.Matches(labels.Set(n.Labels)) {

@@ -13,7 +13,7 @@ import (
 
 // withRobot adds a Robot node bm-<number> to the input.
 func withRobot(n lbplan.RobotNode, labels ...string) inputTweak {
-	return func(in *lbplan.Input) {
+	return func(in *lbplan.DesiredInput) {
 		l := map[string]string{}
 		for i := 0; i+1 < len(labels); i += 2 {
 			l[labels[i]] = labels[i+1]

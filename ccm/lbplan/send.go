@@ -37,7 +37,7 @@ const (
 // with certificateID (the managed certificate created earlier in the run, 0 for none) in the
 // listeners that use PendingCertificateID. A create carries r.Inline in its body; no other
 // kind carries anything.
-func (r Request) API(lb *Actual, certificateID int64) (apireq.Request, error) {
+func (r Batch) API(lb *Actual, certificateID int64) (apireq.Request, error) {
 	if c, ok := r.Mutation.(Create); ok {
 		return c.request(r.Inline, certificateID)
 	}

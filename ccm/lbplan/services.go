@@ -31,7 +31,7 @@ type ManagedCertificate struct {
 
 // desiredServices builds one listener per TCP Service port; other protocols are reported in
 // UnsupportedPorts (event UnsupportedProtocolConfigured), as the official CCM does.
-func desiredServices(d *Desired, in Input) error {
+func desiredServices(d *Desired, in DesiredInput) error {
 	tmpl, err := serviceTemplate(in)
 	if err != nil {
 		return err
@@ -68,7 +68,7 @@ func desiredServices(d *Desired, in Input) error {
 }
 
 // serviceTemplate reads the annotations shared by every listener.
-func serviceTemplate(in Input) (Listener, error) {
+func serviceTemplate(in DesiredInput) (Listener, error) {
 	svc, def := in.Service, in.Defaults
 	var s Listener
 	var err error
@@ -88,7 +88,7 @@ func serviceTemplate(in Input) (Listener, error) {
 
 // desiredManagedCertificate reads the managed certificate annotations of an https Service
 // with certificate-type managed.
-func desiredManagedCertificate(d *Desired, in Input) error {
+func desiredManagedCertificate(d *Desired, in DesiredInput) error {
 	svc := in.Service
 	if len(d.Services) == 0 || d.Services[0].Protocol != hcloud.LoadBalancerServiceProtocolHTTPS {
 		return nil
@@ -132,7 +132,7 @@ func optional[T any](get func(*corev1.Service) (T, error), svc *corev1.Service) 
 
 // httpSettings reads the http annotations; each one is optional. They are managed for http and
 // https listeners only.
-func httpSettings(in Input, proto hcloud.LoadBalancerServiceProtocol) (HTTP, error) {
+func httpSettings(in DesiredInput, proto hcloud.LoadBalancerServiceProtocol) (HTTP, error) {
 	svc := in.Service
 	var h HTTP
 	var err error
@@ -170,7 +170,7 @@ func httpSettings(in Input, proto hcloud.LoadBalancerServiceProtocol) (HTTP, err
 // protocol, port, interval, timeout and retries (annotation or environment) the check is tcp
 // on the node port; with one, the protocol defaults to the listener's and the http fields count
 // for an http or https check.
-func healthCheck(in Input, proto hcloud.LoadBalancerServiceProtocol) (HealthCheck, error) {
+func healthCheck(in DesiredInput, proto hcloud.LoadBalancerServiceProtocol) (HealthCheck, error) {
 	svc, def := in.Service, in.Defaults
 	hc := HealthCheck{Protocol: hcloud.LoadBalancerServiceProtocolTCP}
 	hp, err := optional(annotation.LBSvcHealthCheckProtocol.Protocol, svc)

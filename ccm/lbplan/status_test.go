@@ -66,7 +66,7 @@ func TestMutation_ApplyIsPureAndFeedsTheStatus(t *testing.T) {
 	}{
 		{"disabling the public interface leaves the private IP", lbplan.DisablePublicInterface{}, ing("10.0.0.3")},
 		{"detaching the network leaves the public IPs", lbplan.DetachNetwork{NetworkID: 5}, ing("203.0.113.10", "2001:db8::1")},
-		{"an attachment with a fixed IP shows it", lbplan.AttachNetwork{Network: lbplan.Network{ID: 6, IP: net.ParseIP("10.1.0.9")}},
+		{"an attachment with a fixed IP shows it", lbplan.AttachNetwork{Network: lbplan.Attachment{ID: 6, IP: net.ParseIP("10.1.0.9")}},
 			ing("203.0.113.10", "2001:db8::1", "10.0.0.3", "10.1.0.9")},
 		{"a new listener changes no address", lbplan.AddService{Listener: lbplan.Listener{ListenPort: 443}}, ing("203.0.113.10", "2001:db8::1", "10.0.0.3")},
 		{"nothing is left after a delete", lbplan.Delete{Name: "web-lb"}, nil},
@@ -83,7 +83,7 @@ func TestMutation_ApplyIsPureAndFeedsTheStatus(t *testing.T) {
 			}
 		})
 	}
-	if !(lbplan.AttachNetwork{Network: lbplan.Network{ID: 6}}).Apply(lbplan.NewActual(newLB())).PrivateIPUnknown() {
+	if !(lbplan.AttachNetwork{Network: lbplan.Attachment{ID: 6}}).Apply(lbplan.NewActual(newLB())).PrivateIPUnknown() {
 		t.Error("an attachment without a fixed IP must be modelled as unknown to the plan")
 	}
 }

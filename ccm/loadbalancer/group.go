@@ -189,7 +189,7 @@ func (l *LoadBalancers) memberDesired(ctx context.Context, m *corev1.Service, no
 	if err != nil {
 		return lbplan.Desired{}, err
 	}
-	in := lbplan.Input{Service: m, Name: name, Rename: true, Defaults: l.cfg, CertificateIDs: certs}
+	in := lbplan.DesiredInput{Service: m, Name: name, Rename: true, Defaults: l.cfg, CertificateIDs: certs}
 	if managed {
 		if in.ManagedCertificateID, err = l.managedCertificate(ctx, m); err != nil {
 			return lbplan.Desired{}, err

@@ -502,7 +502,7 @@ func (l *LoadBalancers) planWith(ctx context.Context, s subject, nodes []*corev1
 	if err != nil {
 		return nil, lbplan.Desired{}, err
 	}
-	in := lbplan.Input{
+	in := lbplan.DesiredInput{
 		Service: svc, Name: name, Rename: rename, Nodes: targets,
 		Defaults: l.cfg, CertificateIDs: certs, ManagedCertificateID: managed,
 	}
@@ -536,7 +536,7 @@ func (l *LoadBalancers) planWith(ctx context.Context, s subject, nodes []*corev1
 
 // desired builds the desired state; a subnet that is not in the network read at start is
 // looked up again (a subnet added since is found).
-func (l *LoadBalancers) desired(ctx context.Context, in lbplan.Input) (lbplan.Desired, error) {
+func (l *LoadBalancers) desired(ctx context.Context, in lbplan.DesiredInput) (lbplan.Desired, error) {
 	d, err := lbplan.NewDesired(in)
 	var usage *annotation.UsageError
 	if errors.As(err, &usage) && usage.Field == string(annotation.LBPrivateSubnetIPRange) {
