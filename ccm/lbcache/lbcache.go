@@ -47,6 +47,8 @@
 package lbcache
 
 import (
+	k8smetrics "k8s.io/component-base/metrics"
+
 	"context"
 	"errors"
 	"fmt"
@@ -71,9 +73,15 @@ const DefaultMaxAge = time.Minute
 const pageSize = 50
 
 // metrics are hcloud_ccm_load_balancer_cache_requests_total{result} and _refreshes_total{kind}.
-var metrics = cache.NewMetrics("hcloud_ccm_load_balancer_cache",
-	"Load balancer cache lookups (Get) by result: hit (served from the cache) or miss (needed an API read).",
-	"Load balancer cache reads from the API by kind: list (every labelled load balancer, paginated), uid (one Service's, by its UID label), group (one load balancer group's, by its labels) or groups (every load balancer group's of the cluster, paginated).")
+var metrics = cache.NewMetrics(k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+	Name:           "hcloud_ccm_load_balancer_cache_requests_total",
+	Help:           "Load balancer cache lookups (Get) by result: hit (served from the cache) or miss (needed an API read).",
+	StabilityLevel: k8smetrics.ALPHA,
+}, []string{"result"}), k8smetrics.NewCounterVec(&k8smetrics.CounterOpts{
+	Name:           "hcloud_ccm_load_balancer_cache_refreshes_total",
+	Help:           "Load balancer cache reads from the API by kind: list (every labelled load balancer, paginated), uid (one Service's, by its UID label), group (one load balancer group's, by its labels) or groups (every load balancer group's of the cluster, paginated).",
+	StabilityLevel: k8smetrics.ALPHA,
+}, []string{"kind"}))
 
 // Options configure [New].
 type Options struct {

@@ -66,9 +66,15 @@ const pageSize = 50
 // Metric names. They are part of the operator interface; do not rename them.
 var (
 	// cacheMetrics are hcloud_ccm_server_cache_requests_total{result} and _refreshes_total{kind}.
-	cacheMetrics = cache.NewMetrics("hcloud_ccm_server_cache",
-		"Server cache lookups by result: hit (served from the cache) or miss (needed an API read).",
-		"Server cache reads from the API by kind: list (all servers, paginated), id, name.")
+	cacheMetrics = cache.NewMetrics(metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "hcloud_ccm_server_cache_requests_total",
+		Help:           "Server cache lookups by result: hit (served from the cache) or miss (needed an API read).",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"}), metrics.NewCounterVec(&metrics.CounterOpts{
+		Name:           "hcloud_ccm_server_cache_refreshes_total",
+		Help:           "Server cache reads from the API by kind: list (all servers, paginated), id, name.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"kind"}))
 	budgetDeferred = metrics.NewCounter(&metrics.CounterOpts{
 		Name:           "hcloud_ccm_server_cache_budget_deferred_total",
 		Help:           "Liveness lookups answered from older data because the liveness half of HCLOUD_API_BUDGET_PER_HOUR was spent.",

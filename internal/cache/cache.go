@@ -16,8 +16,8 @@
 //   - An error changes nothing held and is not remembered: the next Get loads again.
 //   - Own writes: Update changes the value held, and the result of a load in flight, which
 //     may have read the API before the write; Invalidate makes the next Get load.
-//   - Metrics: with Options.Metrics, a Get counts <name>_requests_total{result="hit"|"miss"}
-//     and a load <name>_refreshes_total{kind=Options.Kind}; Options.Lookups sees each result.
+//   - Metrics: with Options.Metrics, a Get counts its requests series {result="hit"|"miss"}
+//     and a load its refreshes series {kind=Options.Kind}; Options.Lookups sees each result.
 //
 // Values are shared between callers and MUST NOT be modified (Update's f returns a new one).
 package cache
@@ -43,12 +43,14 @@ const (
 // part of the operator interface: do not rename them.
 type Metrics struct{ requests, refreshes *metrics.CounterVec }
 
-// NewMetrics registers (legacyregistry) and returns the series <name>_requests_total{result}
-// and <name>_refreshes_total{kind} with their help texts.
-func NewMetrics(name, requestsHelp, refreshesHelp string) *Metrics {
+// NewMetrics registers (legacyregistry) and returns a cache's two series: requests, which must
+// have the one label "result", and refreshes, the one label "kind". The caller declares them
+// (metrics.NewCounterVec with literal options and labels), so that the scan of the declared
+// metrics (test/monitoring's TestMetricsExported) finds each name and label where it is declared.
+func NewMetrics(requests, refreshes *metrics.CounterVec) *Metrics {
 	m := &Metrics{
-		requests:  metrics.NewCounterVec(&metrics.CounterOpts{Name: name + "_requests_total", Help: requestsHelp, StabilityLevel: metrics.ALPHA}, []string{"result"}),
-		refreshes: metrics.NewCounterVec(&metrics.CounterOpts{Name: name + "_refreshes_total", Help: refreshesHelp, StabilityLevel: metrics.ALPHA}, []string{"kind"}),
+		requests:  requests,
+		refreshes: refreshes,
 	}
 	legacyregistry.MustRegister(m.requests, m.refreshes)
 	return m

@@ -1,6 +1,8 @@
 package cache_test
 
 import (
+	"k8s.io/component-base/metrics"
+
 	"context"
 	"errors"
 	"fmt"
@@ -170,7 +172,7 @@ func TestHammerCache(t *testing.T) {
 }
 
 // testMetrics are registered once per test binary (go test -count=2 runs TestMetrics twice).
-var testMetrics = cache.NewMetrics("hcloud_ccm_test_cache", "Test lookups.", "Test reads.")
+var testMetrics = cache.NewMetrics(metrics.NewCounterVec(&metrics.CounterOpts{Name: "hcloud_ccm_test_cache_requests_total", Help: "Test lookups."}, []string{"result"}), metrics.NewCounterVec(&metrics.CounterOpts{Name: "hcloud_ccm_test_cache_refreshes_total", Help: "Test reads."}, []string{"kind"}))
 
 // TestMetrics: Get counts its result, a load counts its kind, Lookups sees each result.
 func TestMetrics(t *testing.T) {
