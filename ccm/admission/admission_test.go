@@ -20,6 +20,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/requeue"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
@@ -44,7 +45,7 @@ func (p *planner) Preview(_ context.Context, _ string, svc *corev1.Service, node
 	if p.err != nil {
 		return lbplan.Plan{}, p.err
 	}
-	d, err := lbplan.NewDesired(lbplan.DesiredInput{Service: svc, Name: "lb-" + svc.Name, Defaults: config.LoadBalancer{Location: "fsn1", Type: "lb11"}})
+	d, err := lbservice.NewDesired(lbservice.DesiredInput{Service: svc, Name: "lb-" + svc.Name, Defaults: config.LoadBalancer{Location: "fsn1", Type: "lb11"}})
 	if err != nil {
 		return lbplan.Plan{}, err
 	}

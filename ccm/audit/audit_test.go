@@ -27,6 +27,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
@@ -62,7 +63,7 @@ func (p *planner) AuditPlansFrom(_ context.Context, _ string, _ []*corev1.Node, 
 			out = append(out, loadbalancer.AuditPlan{Service: svc, Err: fmt.Errorf("planning %s: %w", svc.Name, loadbalancer.ErrNotRead)})
 			continue
 		}
-		d, err := lbplan.NewDesired(lbplan.DesiredInput{Service: svc, Name: svc.Name, Defaults: config.LoadBalancer{Location: "fsn1", Type: "lb11"}})
+		d, err := lbservice.NewDesired(lbservice.DesiredInput{Service: svc, Name: svc.Name, Defaults: config.LoadBalancer{Location: "fsn1", Type: "lb11"}})
 		if err != nil {
 			p.t.Fatal(err)
 		}

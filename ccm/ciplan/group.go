@@ -10,6 +10,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 )
 
@@ -54,7 +55,7 @@ func (g *groupState) plan(ctx context.Context, svc *corev1.Service, group string
 		return lbplan.Plan{}, fmt.Errorf("load balancer group %s: %s is no member", group, lbplan.Key(svc))
 	}
 	leader, cluster := members[0], o.Cluster.Name
-	name := lbplan.GroupName(leader, cluster, group)
+	name := lbservice.GroupName(leader, cluster, group)
 	res.LoadBalancer = name
 	res.group, res.groupVersion = group, g.version[group]
 	actual, err := g.actual(group, cluster, name, o.State)
@@ -68,10 +69,10 @@ func (g *groupState) plan(ctx context.Context, svc *corev1.Service, group string
 	}
 	if l := lbplan.GroupLeader(members, home); l != leader { // the home's oldest member leads
 		leader = l
-		name = lbplan.GroupName(leader, cluster, group)
+		name = lbservice.GroupName(leader, cluster, group)
 		res.LoadBalancer = name
 	}
-	if err := lbplan.CheckName(name, cluster, group); err != nil {
+	if err := lbservice.CheckName(name, cluster, group); err != nil {
 		return lbplan.Plan{}, err
 	}
 	leaderD, lists, err := memberListeners(svc, lbplan.LeaderFirst(members, leader), name, o)
@@ -147,10 +148,10 @@ func memberListeners(svc *corev1.Service, members []*corev1.Service, name string
 	var leader lbplan.Desired
 	var lists []lbplan.MemberListeners
 	for i, m := range members {
-		err := lbplan.CheckService(m, plugins.ValidateLoadBalancerName)
+		err := lbservice.CheckService(m, plugins.ValidateLoadBalancerName)
 		var d lbplan.Desired
 		if err == nil {
-			d, err = lbplan.NewDesired(lbplan.DesiredInput{Service: m, Name: name, Rename: true, Defaults: o.Config.LoadBalancer})
+			d, err = lbservice.NewDesired(lbservice.DesiredInput{Service: m, Name: name, Rename: true, Defaults: o.Config.LoadBalancer})
 		}
 		switch {
 		case err != nil && (i == 0 || lbplan.Key(m) == lbplan.Key(svc)):

@@ -251,7 +251,7 @@ func TestRun_GroupMemberPartlyApplied(t *testing.T) {
 	}
 }
 
-// TestRun_PrePlanChecks: plan refuses what the CCM refuses before it plans (lbplan.CheckService),
+// TestRun_PrePlanChecks: plan refuses what the CCM refuses before it plans (lbservice.CheckService),
 // for a Service and for a member of a group, with the error naming the annotation.
 func TestRun_PrePlanChecks(t *testing.T) {
 	single := func(a map[string]string) Manifest {

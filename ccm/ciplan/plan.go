@@ -2,7 +2,7 @@
 // and what the policies say about each step, without a cluster and without the network
 // (StateFromAPI, for --from-api, only reads).
 //
-// It runs the CCM's own code: lbplan.NewDesired and lbplan.Compute plan the load balancer,
+// It runs the CCM's own code: lbservice.NewDesired and lbplan.Compute plan the load balancer,
 // gate.Gate builds the policy inputs the gate decides, and a
 // policy.Engine loaded like the CCM's (policy.ReadDir, Engine.Load) decides them. A second
 // evaluation path would drift; TestPlanMatchesCCM runs this package and the executor's gate on
@@ -29,6 +29,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
@@ -372,16 +373,16 @@ func planService(ctx context.Context, mf Manifest, nsLabels map[string]string, o
 }
 
 // compute is the CCM's planning of svc (ccm/loadbalancer reconcile) without the API: the name
-// and node selector checks, lbplan.NewDesired with the environment's defaults and no nodes,
+// and node selector checks, lbservice.NewDesired with the environment's defaults and no nodes,
 // and lbplan.Compute against lb.
 func compute(svc *corev1.Service, name string, rename bool, lb *hcloud.LoadBalancer, o Options) (lbplan.Plan, error) {
-	if err := lbplan.CheckService(svc, plugins.ValidateLoadBalancerName); err != nil {
+	if err := lbservice.CheckService(svc, plugins.ValidateLoadBalancerName); err != nil {
 		return lbplan.Plan{}, err
 	}
-	if err := lbplan.CheckName(name, o.Cluster.Name, ""); err != nil {
+	if err := lbservice.CheckName(name, o.Cluster.Name, ""); err != nil {
 		return lbplan.Plan{}, err
 	}
-	d, err := lbplan.NewDesired(lbplan.DesiredInput{Service: svc, Name: name, Rename: rename, Defaults: o.Config.LoadBalancer})
+	d, err := lbservice.NewDesired(lbservice.DesiredInput{Service: svc, Name: name, Rename: rename, Defaults: o.Config.LoadBalancer})
 	if err != nil {
 		return lbplan.Plan{}, err
 	}
@@ -392,7 +393,7 @@ func compute(svc *corev1.Service, name string, rename bool, lb *hcloud.LoadBalan
 // the default name from the Service UID (cloudprovider.DefaultLoadBalancerName). A manifest
 // has no UID before it is applied: see PlaceholderUID.
 func lbName(svc *corev1.Service) (string, bool) {
-	if n, ok := lbplan.AnnotatedName(svc); ok {
+	if n, ok := lbservice.AnnotatedName(svc); ok {
 		return n, true
 	}
 	return cloudprovider.DefaultLoadBalancerName(svc), false

@@ -25,6 +25,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -113,7 +114,7 @@ func (ev *env) plan(t *testing.T, svc *corev1.Service, lb *hcloud.LoadBalancer) 
 	for i, id := range ev.servers {
 		nodes = append(nodes, lbplan.Node{Name: fmt.Sprintf("node-%d", i+1), ServerID: id})
 	}
-	d, err := lbplan.NewDesired(lbplan.DesiredInput{Service: svc, Name: "web", Nodes: nodes, Defaults: config.LoadBalancer{Location: "fsn1"}})
+	d, err := lbservice.NewDesired(lbservice.DesiredInput{Service: svc, Name: "web", Nodes: nodes, Defaults: config.LoadBalancer{Location: "fsn1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

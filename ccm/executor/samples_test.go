@@ -28,6 +28,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -296,7 +297,7 @@ func (s *sampleEnv) runService(t *testing.T, svc *corev1.Service) {
 	if svc.Annotations[string(annotation.LBSvcHTTPCertificateType)] == "managed" {
 		certID = lbplan.PendingCertificateID
 	}
-	d, err := lbplan.NewDesired(lbplan.DesiredInput{Service: svc, Name: cloudprovider.DefaultLoadBalancerName(svc), Nodes: nodes,
+	d, err := lbservice.NewDesired(lbservice.DesiredInput{Service: svc, Name: cloudprovider.DefaultLoadBalancerName(svc), Nodes: nodes,
 		Defaults: config.LoadBalancer{}, ManagedCertificateID: certID,
 		Network: &lbplan.ClusterNetwork{ID: s.netID, Name: "k8s", IPRange: "10.0.0.0/8"}})
 	if err != nil {
@@ -330,7 +331,7 @@ func (s *sampleEnv) runGroup(t *testing.T, group string, svc *corev1.Service, me
 	var leader lbplan.Desired
 	lists := make([]lbplan.MemberListeners, len(members))
 	for i, m := range members {
-		d, err := lbplan.NewDesired(lbplan.DesiredInput{Service: m, Name: "x", Nodes: s.nodes, Network: network})
+		d, err := lbservice.NewDesired(lbservice.DesiredInput{Service: m, Name: "x", Nodes: s.nodes, Network: network})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
@@ -61,7 +62,7 @@ func BenchmarkDecide_inventory(b *testing.B) {
 	}
 	svc.Namespace = "default"                                                                                                            // public_namespaces of the examples: the decision allows
 	svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, NodePort: 30443}) // no warning (and no log line) for port 80 alone
-	d, err := lbplan.NewDesired(lbplan.DesiredInput{Service: svc, Name: "web", Defaults: config.LoadBalancer{Location: "fsn1", Type: "lb11"},
+	d, err := lbservice.NewDesired(lbservice.DesiredInput{Service: svc, Name: "web", Defaults: config.LoadBalancer{Location: "fsn1", Type: "lb11"},
 		Nodes: []lbplan.Node{{Name: "node-1", ServerID: 1}, {Name: "node-2", ServerID: 2}}})
 	if err != nil {
 		b.Fatal(err)

@@ -1,6 +1,7 @@
 package lbplan
 
 import (
+	"cmp"
 	"maps"
 	"net"
 	"slices"
@@ -92,7 +93,7 @@ func NewActual(lb *hcloud.LoadBalancer) *Actual {
 	for _, s := range lb.Services {
 		a.Services = append(a.Services, actualService(s))
 	}
-	slices.SortFunc(a.Services, func(x, y Listener) int { return cmpInt(x.ListenPort, y.ListenPort) })
+	slices.SortFunc(a.Services, func(x, y Listener) int { return cmp.Compare(x.ListenPort, y.ListenPort) })
 	for _, t := range lb.Targets {
 		if t.Type == hcloud.LoadBalancerTargetTypeServer && t.Server != nil && t.Server.Server != nil {
 			a.Targets = append(a.Targets, Target{ServerID: t.Server.Server.ID, UsePrivateIP: t.UsePrivateIP})
@@ -105,7 +106,7 @@ func NewActual(lb *hcloud.LoadBalancer) *Actual {
 		a.OtherTargets++
 	}
 	slices.Sort(a.IPTargets)
-	slices.SortFunc(a.Targets, func(x, y Target) int { return cmpInt(x.ServerID, y.ServerID) })
+	slices.SortFunc(a.Targets, func(x, y Target) int { return cmp.Compare(x.ServerID, y.ServerID) })
 	return a
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 )
 
 // TestCompute_DeleteProtection is the planner rule of change_protection: the annotation's
@@ -15,7 +16,7 @@ import (
 // create its own request after the create (POST /load_balancers takes no protection).
 func TestCompute_DeleteProtection(t *testing.T) {
 	protected := func(lb *hcloud.LoadBalancer) { lb.Protection.Delete = true }
-	web := func(value string) lbplan.DesiredInput {
+	web := func(value string) lbservice.DesiredInput {
 		svc := newService("web", withPorts(80))
 		if value != "" {
 			svc.Annotations[string(annotation.LBDeleteProtection)] = value
@@ -24,7 +25,7 @@ func TestCompute_DeleteProtection(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		in     lbplan.DesiredInput
+		in     lbservice.DesiredInput
 		actual *hcloud.LoadBalancer
 		want   []string
 		// requests are the labels of the requests' mutations (Plan.Requests), one row each.

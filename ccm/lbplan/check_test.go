@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 )
 
 func TestCheckService(t *testing.T) {
@@ -32,7 +32,7 @@ func TestCheckService(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Annotations: tt.annotations}}
-			err := lbplan.CheckService(svc, validName)
+			err := lbservice.CheckService(svc, validName)
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatalf("CheckService: %v, want nil", err)

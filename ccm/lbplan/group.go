@@ -238,7 +238,7 @@ func AdmitGroup(members []MemberListeners, maxServices int) Admission {
 		}
 		slices.Sort(adm.Ports[m.Member])
 	}
-	slices.SortFunc(adm.Listeners, func(a, b Listener) int { return cmpInt(a.ListenPort, b.ListenPort) })
+	slices.SortFunc(adm.Listeners, func(a, b Listener) int { return cmp.Compare(a.ListenPort, b.ListenPort) })
 	return adm
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 )
 
 // denyPorts is a DeniedSteps that denies every step adding a listener on one of ports (a create
@@ -133,7 +134,7 @@ func TestSendOrder_IsRequestsOrder(t *testing.T) {
 		withAnnotation(annotation.LBSvcHTTPManagedCertificateDomains, "a.example.com"), withAnnotation(annotation.LBSvcHTTPManagedCertificateName, "web-cert"))
 	tests := []struct {
 		name   string
-		in     lbplan.DesiredInput
+		in     lbservice.DesiredInput
 		actual *lbplan.Actual
 		want   []string
 	}{

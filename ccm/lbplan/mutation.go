@@ -403,7 +403,7 @@ func keepUnsent(next, prev Listener) Listener {
 	}
 	hc, old := &next.HealthCheck, prev.HealthCheck
 	hc.Interval, hc.Timeout, hc.Retries = cmp.Or(hc.Interval, old.Interval), cmp.Or(hc.Timeout, old.Timeout), cmp.Or(hc.Retries, old.Retries)
-	if isHTTP(hc.Protocol) {
+	if IsHTTP(hc.Protocol) {
 		hc.Domain, hc.Path, hc.TLS = cmp.Or(hc.Domain, old.Domain), cmp.Or(hc.Path, old.Path), cmp.Or(hc.TLS, old.TLS)
 		if hc.StatusCodes == nil {
 			hc.StatusCodes = slices.Clone(old.StatusCodes)
@@ -623,7 +623,7 @@ func policyService(s Listener) input.LBService {
 func policyHealthCheck(hc HealthCheck) input.LBHealthCheck {
 	out := input.LBHealthCheck{Protocol: string(hc.Protocol), Port: hc.Port,
 		Interval: seconds(hc.Interval), Timeout: seconds(hc.Timeout), Retries: clonePtr(hc.Retries)}
-	if isHTTP(hc.Protocol) {
+	if IsHTTP(hc.Protocol) {
 		out.HTTP = &input.LBHealthCheckHTTP{Domain: clonePtr(hc.Domain), Path: clonePtr(hc.Path),
 			StatusCodes: slices.Clone(hc.StatusCodes), TLS: clonePtr(hc.TLS)}
 	}
@@ -653,7 +653,7 @@ func policyTarget(t Target) input.LBTarget {
 func setService(list []Listener, s Listener) []Listener {
 	list = slices.DeleteFunc(list, func(x Listener) bool { return x.ListenPort == s.ListenPort })
 	list = append(list, s)
-	slices.SortFunc(list, func(a, b Listener) int { return cmpInt(a.ListenPort, b.ListenPort) })
+	slices.SortFunc(list, func(a, b Listener) int { return cmp.Compare(a.ListenPort, b.ListenPort) })
 	return list
 }
 

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 )
 
 // TestNames: the name annotation names the load balancer of a Service and of a group (its
@@ -25,10 +25,10 @@ func TestNames(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := newService("web", tc.tweaks...)
-			if n, ok := lbplan.AnnotatedName(svc); n != tc.wantName || ok != tc.wantOK {
+			if n, ok := lbservice.AnnotatedName(svc); n != tc.wantName || ok != tc.wantOK {
 				t.Errorf("AnnotatedName = %q, %t; want %q, %t", n, ok, tc.wantName, tc.wantOK)
 			}
-			if g := lbplan.GroupName(svc, "kubernetes", "web"); g != tc.wantGroup {
+			if g := lbservice.GroupName(svc, "kubernetes", "web"); g != tc.wantGroup {
 				t.Errorf("GroupName = %q, want %q", g, tc.wantGroup)
 			}
 		})

@@ -538,7 +538,7 @@ func serviceMatches(want, have Listener) bool {
 	if want.Protocol != have.Protocol || want.DestinationPort != have.DestinationPort || !optEqual(want.Proxyprotocol, have.Proxyprotocol) {
 		return false
 	}
-	if isHTTP(want.Protocol) && !httpMatches(want.HTTP, have.HTTP) {
+	if IsHTTP(want.Protocol) && !httpMatches(want.HTTP, have.HTTP) {
 		return false
 	}
 	return healthCheckMatches(want.HealthCheck, have.HealthCheck)
@@ -550,7 +550,8 @@ func optEqual[T comparable](want, have *T) bool {
 	return want == nil || (have != nil && *want == *have)
 }
 
-func isHTTP(p hcloud.LoadBalancerServiceProtocol) bool {
+// IsHTTP reports whether p is http or https: the protocols with http settings.
+func IsHTTP(p hcloud.LoadBalancerServiceProtocol) bool {
 	return p == hcloud.LoadBalancerServiceProtocolHTTP || p == hcloud.LoadBalancerServiceProtocolHTTPS
 }
 
@@ -566,7 +567,7 @@ func healthCheckMatches(want, have HealthCheck) bool {
 		!optEqual(want.Timeout, have.Timeout) || !optEqual(want.Retries, have.Retries) {
 		return false
 	}
-	if !isHTTP(want.Protocol) {
+	if !IsHTTP(want.Protocol) {
 		return true
 	}
 	return optEqual(want.Domain, have.Domain) && optEqual(want.Path, have.Path) && optEqual(want.TLS, have.TLS) &&

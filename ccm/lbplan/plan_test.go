@@ -17,6 +17,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
@@ -48,14 +49,14 @@ func withPorts(ports ...int32) serviceTweak {
 	}
 }
 
-type inputTweak func(*lbplan.DesiredInput)
+type inputTweak func(*lbservice.DesiredInput)
 
-func withNetwork(in *lbplan.DesiredInput) {
+func withNetwork(in *lbservice.DesiredInput) {
 	in.Network = &lbplan.ClusterNetwork{ID: 5, Name: "k8s", IPRange: "10.0.0.0/8"}
 }
 
 func withNodes(ids ...int64) inputTweak {
-	return func(in *lbplan.DesiredInput) {
+	return func(in *lbservice.DesiredInput) {
 		in.Nodes = nil
 		for _, id := range ids {
 			in.Nodes = append(in.Nodes, lbplan.Node{Name: "node-" + string(rune('a'+id)), ServerID: id, Labels: map[string]string{}})
@@ -63,8 +64,8 @@ func withNodes(ids ...int64) inputTweak {
 	}
 }
 
-func newInput(svc *corev1.Service, tweaks ...inputTweak) lbplan.DesiredInput {
-	in := lbplan.DesiredInput{
+func newInput(svc *corev1.Service, tweaks ...inputTweak) lbservice.DesiredInput {
+	in := lbservice.DesiredInput{
 		Service:  svc,
 		Name:     "web-lb",
 		Defaults: config.LoadBalancer{Location: "fsn1"},
@@ -76,9 +77,9 @@ func newInput(svc *corev1.Service, tweaks ...inputTweak) lbplan.DesiredInput {
 	return in
 }
 
-func mustDesired(t *testing.T, in lbplan.DesiredInput) lbplan.Desired {
+func mustDesired(t *testing.T, in lbservice.DesiredInput) lbplan.Desired {
 	t.Helper()
-	d, err := lbplan.NewDesired(in)
+	d, err := lbservice.NewDesired(in)
 	if err != nil {
 		t.Fatalf("NewDesired: %v", err)
 	}
@@ -141,7 +142,7 @@ func TestCompute(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		in     lbplan.DesiredInput
+		in     lbservice.DesiredInput
 		actual *hcloud.LoadBalancer
 		want   []string
 	}{
@@ -185,13 +186,13 @@ func TestCompute(t *testing.T) {
 		},
 		{
 			name:   "a changed name annotation renames the same load balancer",
-			in:     newInput(web(), func(in *lbplan.DesiredInput) { in.Name, in.Rename = "shop-web", true }),
+			in:     newInput(web(), func(in *lbservice.DesiredInput) { in.Name, in.Rename = "shop-web", true }),
 			actual: newLB(),
 			want:   []string{"update(shop-web)"},
 		},
 		{
 			name:   "a changed default name does not rename",
-			in:     newInput(web(), func(in *lbplan.DesiredInput) { in.Name = "a5f0c6a1e" }),
+			in:     newInput(web(), func(in *lbservice.DesiredInput) { in.Name = "a5f0c6a1e" }),
 			actual: newLB(),
 			want:   nil,
 		},
@@ -209,7 +210,7 @@ func TestCompute(t *testing.T) {
 		},
 		{
 			name:   "HCLOUD_LOAD_BALANCERS_TYPE changes an existing load balancer (official)",
-			in:     newInput(web(), func(in *lbplan.DesiredInput) { in.Defaults.Type = "lb11" }),
+			in:     newInput(web(), func(in *lbservice.DesiredInput) { in.Defaults.Type = "lb11" }),
 			actual: newLB(func(lb *hcloud.LoadBalancer) { lb.LoadBalancerType.Name = "lb21" }),
 			want:   []string{"change_type(lb11)"},
 		},
@@ -333,7 +334,7 @@ func TestCompute(t *testing.T) {
 		},
 		{
 			name: "changed certificates update the listener",
-			in:   newInput(web(withAnnotation(annotation.LBSvcProtocol, "https")), func(in *lbplan.DesiredInput) { in.CertificateIDs = []int64{9, 8} }),
+			in:   newInput(web(withAnnotation(annotation.LBSvcProtocol, "https")), func(in *lbservice.DesiredInput) { in.CertificateIDs = []int64{9, 8} }),
 			actual: newLB(func(lb *hcloud.LoadBalancer) {
 				lb.Services[0].Protocol = hcloud.LoadBalancerServiceProtocolHTTPS
 				lb.Services[0].HTTP.Certificates = []*hcloud.Certificate{{ID: 8}}
@@ -342,7 +343,7 @@ func TestCompute(t *testing.T) {
 		},
 		{
 			name: "unchanged certificates in another order need nothing",
-			in:   newInput(web(withAnnotation(annotation.LBSvcProtocol, "https")), func(in *lbplan.DesiredInput) { in.CertificateIDs = []int64{9, 8} }),
+			in:   newInput(web(withAnnotation(annotation.LBSvcProtocol, "https")), func(in *lbservice.DesiredInput) { in.CertificateIDs = []int64{9, 8} }),
 			actual: newLB(func(lb *hcloud.LoadBalancer) {
 				lb.Services[0].Protocol = hcloud.LoadBalancerServiceProtocolHTTPS
 				lb.Services[0].HTTP.Certificates = []*hcloud.Certificate{{ID: 9}, {ID: 8}}
@@ -359,7 +360,7 @@ func TestCompute(t *testing.T) {
 		{
 			name: "an existing managed certificate in use needs nothing",
 			in: newInput(web(withAnnotation(annotation.LBSvcProtocol, "https"), withAnnotation(annotation.LBSvcHTTPCertificateType, "managed"),
-				withAnnotation(annotation.LBSvcHTTPManagedCertificateDomains, "example.com")), func(in *lbplan.DesiredInput) { in.ManagedCertificateID = 12 }),
+				withAnnotation(annotation.LBSvcHTTPManagedCertificateDomains, "example.com")), func(in *lbservice.DesiredInput) { in.ManagedCertificateID = 12 }),
 			actual: newLB(func(lb *hcloud.LoadBalancer) {
 				lb.Services[0].Protocol = hcloud.LoadBalancerServiceProtocolHTTPS
 				lb.Services[0].HTTP.Certificates = []*hcloud.Certificate{{ID: 12}}
@@ -380,13 +381,15 @@ func TestCompute(t *testing.T) {
 		},
 		{
 			name:   "nodes not matching the node selector are removed",
-			in:     newInput(web(withAnnotation(annotation.LBNodeSelector, "role=edge")), func(in *lbplan.DesiredInput) { in.Nodes[1].Labels = map[string]string{"role": "edge"} }),
+			in:     newInput(web(withAnnotation(annotation.LBNodeSelector, "role=edge")), func(in *lbservice.DesiredInput) { in.Nodes[1].Labels = map[string]string{"role": "edge"} }),
 			actual: newLB(),
 			want:   []string{"remove_target(server:1)"},
 		},
 		{
-			name:   "excluded nodes are removed",
-			in:     newInput(web(), func(in *lbplan.DesiredInput) { in.Nodes[0].Labels = map[string]string{lbplan.LabelExcludeFromLB: ""} }),
+			name: "excluded nodes are removed",
+			in: newInput(web(), func(in *lbservice.DesiredInput) {
+				in.Nodes[0].Labels = map[string]string{lbplan.LabelExcludeFromLB: ""}
+			}),
 			actual: newLB(),
 			want:   []string{"remove_target(server:1)"},
 		},
@@ -450,7 +453,7 @@ func TestCompute_Guardrails(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		in      lbplan.DesiredInput
+		in      lbservice.DesiredInput
 		tweak   func(*lbplan.Desired)
 		actual  *hcloud.LoadBalancer
 		wantErr string
@@ -464,7 +467,7 @@ func TestCompute_Guardrails(t *testing.T) {
 		},
 		{
 			name:    "a create without location or network zone is refused",
-			in:      newInput(web(), func(in *lbplan.DesiredInput) { in.Defaults.Location = "" }),
+			in:      newInput(web(), func(in *lbservice.DesiredInput) { in.Defaults.Location = "" }),
 			wantErr: `neither "load-balancer.hetzner.cloud/location" nor`,
 		},
 	}
@@ -508,24 +511,24 @@ func TestNewDesired_InvalidCombinations(t *testing.T) {
 	}
 	tests := []struct {
 		name    string
-		in      lbplan.DesiredInput
+		in      lbservice.DesiredInput
 		wantErr string
 	}{
 		{"disable-public-network without a network is refused", newInput(web(withAnnotation(annotation.LBDisablePublicNetwork, "true"))), `"load-balancer.hetzner.cloud/disable-public-network" needs a network`},
 		{"use-private-ip without a network is refused", newInput(web(withAnnotation(annotation.LBUsePrivateIP, "true"))), `"load-balancer.hetzner.cloud/use-private-ip" needs a network`},
 		{"disable-public-network with public targets is refused", newInput(web(withAnnotation(annotation.LBDisablePublicNetwork, "true")), withNetwork), `set "load-balancer.hetzner.cloud/use-private-ip" to true`},
-		{"a subnet that is not in the network is refused", newInput(web(withAnnotation(annotation.LBPrivateSubnetIPRange, "10.9.0.0/24")), withNetwork, func(in *lbplan.DesiredInput) { in.Network.Subnets = []string{"10.0.0.0/24"} }),
+		{"a subnet that is not in the network is refused", newInput(web(withAnnotation(annotation.LBPrivateSubnetIPRange, "10.9.0.0/24")), withNetwork, func(in *lbservice.DesiredInput) { in.Network.Subnets = []string{"10.0.0.0/24"} }),
 			`10.9.0.0/24 is not a subnet of network`},
 		{"a bad bool names the annotation", newInput(web(withAnnotation(annotation.LBSvcProxyProtocol, "yes"))), `invalid value for "load-balancer.hetzner.cloud/uses-proxyprotocol": "yes"`},
 		{"a bad delete protection names the annotation", newInput(web(withAnnotation(annotation.LBDeleteProtection, "on"))), `invalid value for "service.hcloud-policy-ccm.io/load-balancer-delete-protection": "on"`},
 		{"a bad selector names the annotation", newInput(web(withAnnotation(annotation.LBNodeSelector, "a b"))), `invalid value for "load-balancer.hetzner.cloud/node-selector"`},
 		{"managed certificates need domains", newInput(web(withAnnotation(annotation.LBSvcProtocol, "https"), withAnnotation(annotation.LBSvcHTTPCertificateType, "managed"))), `set "load-balancer.hetzner.cloud/http-managed-certificate-domains"`},
-		{"a bad environment algorithm names the variable", newInput(web(), func(in *lbplan.DesiredInput) { in.Defaults.AlgorithmType = "x" }), `"HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE"`},
+		{"a bad environment algorithm names the variable", newInput(web(), func(in *lbservice.DesiredInput) { in.Defaults.AlgorithmType = "x" }), `"HCLOUD_LOAD_BALANCERS_ALGORITHM_TYPE"`},
 		{"a port without node port is refused", newInput(newService("web", func(s *corev1.Service) { s.Spec.Ports = []corev1.ServicePort{{Port: 80}} })), "has no node port"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := lbplan.NewDesired(tc.in)
+			_, err := lbservice.NewDesired(tc.in)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Fatalf("err = %v, want %q", err, tc.wantErr)
 			}
@@ -541,7 +544,7 @@ func TestNewDesired_AsTheOfficial(t *testing.T) {
 	}
 	tests := []struct {
 		name  string
-		in    lbplan.DesiredInput
+		in    lbservice.DesiredInput
 		check func(*testing.T, lbplan.Desired)
 	}{
 		{"https without certificates is sent without certificates", newInput(https()), func(t *testing.T, d lbplan.Desired) {
@@ -554,7 +557,7 @@ func TestNewDesired_AsTheOfficial(t *testing.T) {
 				t.Errorf("timeout idle = %v, want 10s", got)
 			}
 		}},
-		{"certificate-type Managed (not exactly managed) means uploaded", newInput(https(withAnnotation(annotation.LBSvcHTTPCertificateType, "Managed")), func(in *lbplan.DesiredInput) { in.CertificateIDs = []int64{7} }), func(t *testing.T, d lbplan.Desired) {
+		{"certificate-type Managed (not exactly managed) means uploaded", newInput(https(withAnnotation(annotation.LBSvcHTTPCertificateType, "Managed")), func(in *lbservice.DesiredInput) { in.CertificateIDs = []int64{7} }), func(t *testing.T, d lbplan.Desired) {
 			if d.ManagedCertificate != nil || !slices.Equal(d.Services[0].HTTP.Certificates, []int64{7}) {
 				t.Errorf("managed %+v, certificates %v; want uploaded certificate 7", d.ManagedCertificate, d.Services[0].HTTP.Certificates)
 			}
@@ -586,12 +589,12 @@ func TestNewDesired_AsTheOfficial(t *testing.T) {
 				t.Errorf("status options = %+v", d.Status)
 			}
 		}},
-		{"an empty type hides HCLOUD_LOAD_BALANCERS_TYPE: lb11, unconfigured", newInput(newService("web", withPorts(80), withAnnotation(annotation.LBType, "")), func(in *lbplan.DesiredInput) { in.Defaults.Type = "lb21" }), func(t *testing.T, d lbplan.Desired) {
+		{"an empty type hides HCLOUD_LOAD_BALANCERS_TYPE: lb11, unconfigured", newInput(newService("web", withPorts(80), withAnnotation(annotation.LBType, "")), func(in *lbservice.DesiredInput) { in.Defaults.Type = "lb21" }), func(t *testing.T, d lbplan.Desired) {
 			if d.Type != lbplan.DefaultType || d.TypeSet || !d.TypeUnconfigured {
 				t.Errorf("type %q set %v unconfigured %v; want lb11, not set, unconfigured", d.Type, d.TypeSet, d.TypeUnconfigured)
 			}
 		}},
-		{"without the type annotation HCLOUD_LOAD_BALANCERS_TYPE applies", newInput(newService("web", withPorts(80)), func(in *lbplan.DesiredInput) { in.Defaults.Type = "lb21" }), func(t *testing.T, d lbplan.Desired) {
+		{"without the type annotation HCLOUD_LOAD_BALANCERS_TYPE applies", newInput(newService("web", withPorts(80)), func(in *lbservice.DesiredInput) { in.Defaults.Type = "lb21" }), func(t *testing.T, d lbplan.Desired) {
 			if d.Type != "lb21" || !d.TypeSet || d.TypeUnconfigured {
 				t.Errorf("type %q set %v unconfigured %v; want lb21, set", d.Type, d.TypeSet, d.TypeUnconfigured)
 			}
@@ -609,7 +612,7 @@ func TestNewDesired_Defaults(t *testing.T) {
 		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Protocol: corev1.ProtocolUDP, Port: 53, NodePort: 30053})
 	})
 	yes := true
-	in := newInput(svc, withNetwork, func(in *lbplan.DesiredInput) {
+	in := newInput(svc, withNetwork, func(in *lbservice.DesiredInput) {
 		in.Defaults = config.LoadBalancer{
 			NetworkZone: "eu-central", Type: "lb21", AlgorithmType: "least_connections", UsePrivateIP: true,
 			UsesProxyProtocol: &yes, HealthCheckInterval: 20 * time.Second, HealthCheckRetries: 5, PrivateSubnetIPRange: "10.0.1.0/24",
@@ -769,8 +772,8 @@ func FuzzCompute(f *testing.F) {
 		for _, n := range annotation.All {
 			svc.Annotations[string(n)] = v
 		}
-		in := newInput(svc, withNetwork, func(in *lbplan.DesiredInput) { in.CertificateIDs = []int64{1} })
-		d, err := lbplan.NewDesired(in)
+		in := newInput(svc, withNetwork, func(in *lbservice.DesiredInput) { in.CertificateIDs = []int64{1} })
+		d, err := lbservice.NewDesired(in)
 		if err != nil {
 			return
 		}

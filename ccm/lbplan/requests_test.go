@@ -9,6 +9,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 )
 
 func TestPlan_Requests(t *testing.T) {
@@ -21,7 +22,7 @@ func TestPlan_Requests(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		in     lbplan.DesiredInput
+		in     lbservice.DesiredInput
 		actual *hcloud.LoadBalancer
 		want   [][]string // the labels of each request: its mutation, then what rides along
 	}{

@@ -8,12 +8,13 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // withRobot adds a Robot node bm-<number> to the input.
 func withRobot(n lbplan.RobotNode, labels ...string) inputTweak {
-	return func(in *lbplan.DesiredInput) {
+	return func(in *lbservice.DesiredInput) {
 		l := map[string]string{}
 		for i := 0; i+1 < len(labels); i += 2 {
 			l[labels[i]] = labels[i+1]

@@ -15,6 +15,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -85,7 +86,7 @@ func (l *LoadBalancers) planGroup(ctx context.Context, s subject, nodes []*corev
 		return planned{}, fmt.Errorf("load balancer group %s: %s is no member (deleted, or not of type LoadBalancer)", group, lbplan.Key(svc))
 	}
 	gp := planned{leader: members[0]}
-	name := lbplan.GroupName(gp.leader, cluster, group)
+	name := lbservice.GroupName(gp.leader, cluster, group)
 	if err := l.checkName(ctx, svc, name, cluster, group); err != nil {
 		return gp, err
 	}
@@ -104,7 +105,7 @@ func (l *LoadBalancers) planGroup(ctx context.Context, s subject, nodes []*corev
 		return gp, err
 	}
 	if gp.leader = lbplan.GroupLeader(members, home); gp.leader != members[0] {
-		name = lbplan.GroupName(gp.leader, cluster, group)
+		name = lbservice.GroupName(gp.leader, cluster, group)
 	}
 	if err := l.checkName(ctx, svc, name, cluster, group); err != nil { // the home's leader names it
 		return gp, err
@@ -180,16 +181,16 @@ func (l *LoadBalancers) memberListeners(ctx context.Context, svc *corev1.Service
 
 // memberDesired is the desired state m asks for on its own; targets only with nodes, the managed
 // certificate looked up only with managed (the leader's). The pre-plan checks
-// (lbplan.CheckService) come before any read, as for a Service.
+// (lbservice.CheckService) come before any read, as for a Service.
 func (l *LoadBalancers) memberDesired(ctx context.Context, m *corev1.Service, nodes []*corev1.Node, name string, managed bool) (lbplan.Desired, error) {
-	if err := lbplan.CheckService(m, plugins.ValidateLoadBalancerName); err != nil {
+	if err := lbservice.CheckService(m, plugins.ValidateLoadBalancerName); err != nil {
 		return lbplan.Desired{}, err
 	}
 	certs, err := l.certificates(ctx, m)
 	if err != nil {
 		return lbplan.Desired{}, err
 	}
-	in := lbplan.DesiredInput{Service: m, Name: name, Rename: true, Defaults: l.cfg, CertificateIDs: certs}
+	in := lbservice.DesiredInput{Service: m, Name: name, Rename: true, Defaults: l.cfg, CertificateIDs: certs}
 	if managed {
 		if in.ManagedCertificateID, err = l.managedCertificate(ctx, m); err != nil {
 			return lbplan.Desired{}, err

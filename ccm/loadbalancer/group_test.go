@@ -25,6 +25,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -272,7 +273,7 @@ func TestGroup_NonMemberNamingTheLoadBalancerIsRefused(t *testing.T) {
 		g.add(s)
 		g.emu.ResetRequests()
 		_, err := g.ensure(s)
-		var reserved *lbplan.ReservedNameError
+		var reserved *lbservice.ReservedNameError
 		if !errors.As(err, &reserved) || reserved.Group != "web" {
 			t.Errorf("%s: EnsureLoadBalancer() = %v, want a ReservedNameError naming group web", s.Name, err)
 		}
@@ -301,7 +302,7 @@ func TestGroup_NameReservedBeforeTheGroupExists(t *testing.T) {
 	g.add(squatter)
 	g.emu.ResetRequests()
 	_, err := g.ensure(squatter)
-	var reserved *lbplan.ReservedNameError
+	var reserved *lbservice.ReservedNameError
 	if !errors.As(err, &reserved) || reserved.Group != "pay" {
 		t.Fatalf("EnsureLoadBalancer(squat) = %v, want a ReservedNameError naming group pay", err)
 	}
@@ -318,7 +319,7 @@ func TestGroup_NameReservedBeforeTheGroupExists(t *testing.T) {
 		t.Errorf("group pay's load balancer is %q, want kubernetes-group-pay", lb.Name)
 	}
 	for _, name := range []string{"kubernetes-group-", "kubernetes-grouppay", "other-group-pay"} {
-		if err := lbplan.CheckName(name, clusterName, ""); err != nil {
+		if err := lbservice.CheckName(name, clusterName, ""); err != nil {
 			t.Errorf("CheckName(%q) = %v, want nil", name, err)
 		}
 	}

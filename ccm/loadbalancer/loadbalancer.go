@@ -54,6 +54,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbcache"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/providerid"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/robot"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
@@ -253,7 +254,7 @@ func (l *LoadBalancers) GetLoadBalancerName(ctx context.Context, clusterName str
 // name returns the name and whether it may rename an existing load balancer (annotation or
 // plugin; a default name never renames, official behaviour).
 func (l *LoadBalancers) name(ctx context.Context, clusterName string, svc *corev1.Service) (string, bool) {
-	if n, ok := lbplan.AnnotatedName(svc); ok {
+	if n, ok := lbservice.AnnotatedName(svc); ok {
 		return n, true
 	}
 	def := cloudprovider.DefaultLoadBalancerName(svc)
@@ -445,8 +446,8 @@ func (l *LoadBalancers) planOwn(ctx context.Context, s subject, nodes []*corev1.
 	// first, so a bad one fails before any warning. A bad name is the official's create or
 	// rename failing: it comes after the lookups, and a create reads the type (and warns about
 	// it) first (nameFailure).
-	checkErr := lbplan.CheckService(s.svc, plugins.ValidateLoadBalancerName)
-	if checkErr != nil && !lbplan.IsNameError(checkErr) {
+	checkErr := lbservice.CheckService(s.svc, plugins.ValidateLoadBalancerName)
+	if checkErr != nil && !lbservice.IsNameError(checkErr) {
 		return planned{}, l.invalid(ctx, s.svc, checkErr)
 	}
 	if err := l.checkName(ctx, s.svc, s.name, s.cluster, ""); err != nil {
@@ -464,10 +465,10 @@ func (l *LoadBalancers) planOwn(ctx context.Context, s subject, nodes []*corev1.
 }
 
 // checkName refuses the load balancer name of svc's subject (group "" for its own) when it is
-// reserved for another load balancer group (lbplan.CheckName): a Warning
+// reserved for another load balancer group (lbservice.CheckName): a Warning
 // LoadBalancerNameConflict naming the group on svc, and the error; nothing is read or written.
 func (l *LoadBalancers) checkName(ctx context.Context, svc *corev1.Service, name, cluster, group string) error {
-	err := lbplan.CheckName(name, cluster, group)
+	err := lbservice.CheckName(name, cluster, group)
 	if err != nil {
 		l.warn(ctx, svc, ReasonLoadBalancerNameConflict, err.Error())
 	}
@@ -502,7 +503,7 @@ func (l *LoadBalancers) planWith(ctx context.Context, s subject, nodes []*corev1
 	if err != nil {
 		return nil, lbplan.Desired{}, err
 	}
-	in := lbplan.DesiredInput{
+	in := lbservice.DesiredInput{
 		Service: svc, Name: name, Rename: rename, Nodes: targets,
 		Defaults: l.cfg, CertificateIDs: certs, ManagedCertificateID: managed,
 	}
@@ -536,12 +537,12 @@ func (l *LoadBalancers) planWith(ctx context.Context, s subject, nodes []*corev1
 
 // desired builds the desired state; a subnet that is not in the network read at start is
 // looked up again (a subnet added since is found).
-func (l *LoadBalancers) desired(ctx context.Context, in lbplan.DesiredInput) (lbplan.Desired, error) {
-	d, err := lbplan.NewDesired(in)
+func (l *LoadBalancers) desired(ctx context.Context, in lbservice.DesiredInput) (lbplan.Desired, error) {
+	d, err := lbservice.NewDesired(in)
 	var usage *annotation.UsageError
 	if errors.As(err, &usage) && usage.Field == string(annotation.LBPrivateSubnetIPRange) {
 		if in.Network, err = l.refreshNetwork(ctx); err == nil {
-			d, err = lbplan.NewDesired(in)
+			d, err = lbservice.NewDesired(in)
 		}
 	}
 	return d, err
@@ -641,7 +642,7 @@ func (l *LoadBalancers) invalid(ctx context.Context, svc *corev1.Service, err er
 // balancer already has it (the official refuses it there too). An unknown type is left to
 // checkType.
 func (l *LoadBalancers) typeWarnings(ctx context.Context, svc *corev1.Service) error {
-	name, ok := lbplan.ConfiguredType(svc, l.cfg)
+	name, ok := lbservice.ConfiguredType(svc, l.cfg)
 	if !ok {
 		name = lbplan.DefaultType
 		l.warnf(ctx, svc, ReasonLoadBalancerTypeUnconfigured,
@@ -782,7 +783,7 @@ func (l *LoadBalancers) managedCertificate(ctx context.Context, svc *corev1.Serv
 	proto, _ := annotation.LBSvcProtocol.Protocol(svc)
 	ct, _ := annotation.LBSvcHTTPCertificateType.CertificateType(svc)
 	if proto != hcloud.LoadBalancerServiceProtocolHTTPS || ct != hcloud.CertificateTypeManaged {
-		return 0, nil // bad values are reported by lbplan.NewDesired
+		return 0, nil // bad values are reported by lbservice.NewDesired
 	}
 	sel := lbplan.LabelServiceUID + "=" + string(svc.UID)
 	certs, err := read(ctx, "certificates with "+sel, func() ([]*hcloud.Certificate, error) {

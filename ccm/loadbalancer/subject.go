@@ -11,6 +11,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
@@ -357,7 +358,7 @@ func (l *LoadBalancers) status(ctx context.Context, s subject) (*corev1.LoadBala
 // proxy protocol (withOwnProxyProtocol). A bad annotation of a Service is an InvalidAnnotation.
 func (l *LoadBalancers) statusOptions(ctx context.Context, s subject, lb *lbplan.Actual) (lbplan.StatusOptions, error) {
 	if s.group == "" {
-		opts, err := lbplan.NewStatusOptions(s.svc, l.cfg)
+		opts, err := lbservice.NewStatusOptions(s.svc, l.cfg)
 		if err != nil {
 			return opts, l.invalid(ctx, s.svc, err)
 		}
@@ -371,7 +372,7 @@ func (l *LoadBalancers) statusOptions(ctx context.Context, s subject, lb *lbplan
 	if len(members) > 0 {
 		leader = lbplan.GroupLeader(members, l.groupHome(s.group, lb, members))
 	}
-	opts, err := lbplan.NewStatusOptions(leader, l.cfg)
+	opts, err := lbservice.NewStatusOptions(leader, l.cfg)
 	if err != nil {
 		return opts, err
 	}
@@ -381,7 +382,7 @@ func (l *LoadBalancers) statusOptions(ctx context.Context, s subject, lb *lbplan
 // withOwnProxyProtocol returns opts with the proxy protocol of svc's own annotations (the ipMode
 // of a member's status is its own); opts as they are when those do not parse.
 func (l *LoadBalancers) withOwnProxyProtocol(opts lbplan.StatusOptions, svc *corev1.Service) lbplan.StatusOptions {
-	if own, err := lbplan.NewStatusOptions(svc, l.cfg); err == nil {
+	if own, err := lbservice.NewStatusOptions(svc, l.cfg); err == nil {
 		opts.ProxyProtocol = own.ProxyProtocol
 	}
 	return opts

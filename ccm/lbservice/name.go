@@ -1,9 +1,10 @@
-package lbplan
+package lbservice
 
 import (
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // AnnotatedName returns the name annotation of svc, and true when it is set and not empty:
@@ -23,5 +24,5 @@ func GroupName(leader *corev1.Service, cluster, group string) string {
 	if n, ok := AnnotatedName(leader); ok {
 		return n
 	}
-	return GroupLoadBalancerName(cluster, group)
+	return lbplan.GroupLoadBalancerName(cluster, group)
 }

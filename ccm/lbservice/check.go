@@ -1,13 +1,16 @@
-package lbplan
+package lbservice
 
 import (
 	"errors"
 	"fmt"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 )
 
 // CheckService makes the checks of svc that come before any plan, in the CCM's order: the
@@ -52,7 +55,7 @@ func (e *ReservedNameError) Error() string {
 // (ccm/loadbalancer) and `plan` (ccm/ciplan) both call it before any write.
 func CheckName(name, cluster, group string) error {
 	g, ok := strings.CutPrefix(name, cluster+"-group-")
-	if !ok || g == "" || g == group || GroupLoadBalancerName(cluster, group) == name && group != "" {
+	if !ok || g == "" || g == group || lbplan.GroupLoadBalancerName(cluster, group) == name && group != "" {
 		return nil
 	}
 	return &ReservedNameError{Name: name, Group: g}
