@@ -19,7 +19,7 @@ import (
 // allowed decision and renamed the load balancer):
 //
 //   - the compiler: each table is an unexported variable of its package; the package hands out
-//     copies (lbplan.Kinds, routeplan.Kinds, apireq.Endpoints, lbplan.GroupSettings) and only its
+//     copies (lbplan.Kinds, routeplan.Kinds, apireq.Endpoints, lbgroup.GroupSettings) and only its
 //     own inits register (lbplan's register);
 //   - TestTrustedPackagesExportNoTable: no package the gate or the executor trusts exports a
 //     variable but an error sentinel;
@@ -36,7 +36,7 @@ import (
 // trustedPackages are the packages whose tables the gate and the executor trust.
 var trustedPackages = []string{
 	modulePath + "/ccm/lbplan", modulePath + "/ccm/routeplan", modulePath + "/ccm/apireq",
-	modulePath + "/ccm/executor", modulePath + "/ccm/gate", modulePath + "/policy", modulePath + "/policy/input", modulePath + "/ccm/inventory",
+	modulePath + "/ccm/executor", modulePath + "/ccm/gate", modulePath + "/ccm/lbgroup", modulePath + "/ccm/lbservice", modulePath + "/policy", modulePath + "/policy/input", modulePath + "/ccm/inventory",
 }
 
 func TestTrustedPackagesExportNoTable(t *testing.T) {

@@ -36,6 +36,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbgroup"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/requeue"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
@@ -67,9 +68,9 @@ const maxWarning = truncate.EventMessage
 // *loadbalancer.LoadBalancers implements it (Preview, PreviewDelete).
 type Planner interface {
 	// Preview is the plan EnsureLoadBalancer would run for svc with nodes; for a member of a
-	// load balancer group, denied decides the steps as lbplan.PlanGroup asks (the CCM's sync
+	// load balancer group, denied decides the steps as lbgroup.PlanGroup asks (the CCM's sync
 	// leaves out the members the policy denies only for their listeners, and so does Preview).
-	Preview(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, denied lbplan.DeniedSteps) (lbplan.Plan, error)
+	Preview(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, denied lbgroup.DeniedSteps) (lbplan.Plan, error)
 	// PreviewDelete is the plan EnsureLoadBalancerDeleted would run for svc.
 	PreviewDelete(ctx context.Context, clusterName string, svc *corev1.Service) (lbplan.Plan, error)
 }
@@ -355,10 +356,10 @@ func stillRuns(v gate.Verdict) string {
 	return "the other steps would still run: " + strings.Join(labels, ", ")
 }
 
-// deniedSteps is the lbplan.DeniedSteps of svc: the steps the gate denies
-// (gate.Gate.DeniedSteps), for the group planner (lbplan.PlanGroup) to leave out the members
+// deniedSteps is the lbgroup.DeniedSteps of svc: the steps the gate denies
+// (gate.Gate.DeniedSteps), for the group planner (lbgroup.PlanGroup) to leave out the members
 // the policy denies, as the CCM's sync does.
-func (h *Handler) deniedSteps(ctx context.Context, svc *corev1.Service) lbplan.DeniedSteps {
+func (h *Handler) deniedSteps(ctx context.Context, svc *corev1.Service) lbgroup.DeniedSteps {
 	return func(plan lbplan.Plan) []int { return h.cfg.Gate.DeniedSteps(ctx, h.priced(plan), svc) }
 }
 

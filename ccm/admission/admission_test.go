@@ -19,6 +19,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbgroup"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/requeue"
@@ -39,7 +40,7 @@ type planner struct {
 	denied []int
 }
 
-func (p *planner) Preview(_ context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node, denied lbplan.DeniedSteps) (lbplan.Plan, error) {
+func (p *planner) Preview(_ context.Context, _ string, svc *corev1.Service, nodes []*corev1.Node, denied lbgroup.DeniedSteps) (lbplan.Plan, error) {
 	p.calls = append(p.calls, "preview "+svc.Name)
 	p.nodes = len(nodes)
 	if p.err != nil {
@@ -401,7 +402,7 @@ func TestReview_InputsAreTheGates(t *testing.T) {
 }
 
 // TestReview_GroupPlannerDecidesAsTheGate: the DeniedSteps the webhook gives Preview (for the
-// group planner, lbplan.PlanGroup) decides each step as the review does, with the Service's
+// group planner, lbgroup.PlanGroup) decides each step as the review does, with the Service's
 // namespace labels, so a group member is left out as the CCM's sync leaves it out.
 func TestReview_GroupPlannerDecidesAsTheGate(t *testing.T) {
 	p := &planner{}

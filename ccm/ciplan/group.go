@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbgroup"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
@@ -20,7 +21,7 @@ import (
 var maxServices = map[string]int{"lb11": 5, "lb21": 15, "lb31": 30}
 
 // groupState plans the members of load balancer groups (docs/shared-load-balancers.md) as the
-// CCM does: every member's sync plans the whole group with lbplan.PlanGroup, the CCM's own group
+// CCM does: every member's sync plans the whole group with lbgroup.PlanGroup, the CCM's own group
 // planner, which leaves out the members the policy denies only for their listeners. The first
 // member of a group in the input plans from the state; the later ones plan from what the last
 // allowed plan of the group leaves (a denied plan sends nothing), so the report shows each
@@ -50,7 +51,7 @@ func (g *groupState) plan(ctx context.Context, svc *corev1.Service, group string
 	if gerr != nil {
 		return lbplan.Plan{}, gerr
 	}
-	members := lbplan.GroupMembers(g.all, group)
+	members := lbgroup.GroupMembers(g.all, group)
 	if len(members) == 0 {
 		return lbplan.Plan{}, fmt.Errorf("load balancer group %s: %s is no member", group, lbplan.Key(svc))
 	}
@@ -63,11 +64,11 @@ func (g *groupState) plan(ctx context.Context, svc *corev1.Service, group string
 		return lbplan.Plan{}, err
 	}
 	res.Exists = actual != nil
-	home, known := lbplan.GroupHomeKnown(actual, members)
-	if err := lbplan.CheckGroupHome(svc, group, home, known, members, actual != nil); err != nil {
+	home, known := lbgroup.GroupHomeKnown(actual, members)
+	if err := lbgroup.CheckGroupHome(svc, group, home, known, members, actual != nil); err != nil {
 		return lbplan.Plan{}, err
 	}
-	if l := lbplan.GroupLeader(members, home); l != leader { // the home's oldest member leads
+	if l := lbgroup.GroupLeader(members, home); l != leader { // the home's oldest member leads
 		leader = l
 		name = lbservice.GroupName(leader, cluster, group)
 		res.LoadBalancer = name
@@ -75,7 +76,7 @@ func (g *groupState) plan(ctx context.Context, svc *corev1.Service, group string
 	if err := lbservice.CheckName(name, cluster, group); err != nil {
 		return lbplan.Plan{}, err
 	}
-	leaderD, lists, err := memberListeners(svc, lbplan.LeaderFirst(members, leader), name, o)
+	leaderD, lists, err := memberListeners(svc, lbgroup.LeaderFirst(members, leader), name, o)
 	if err != nil {
 		return lbplan.Plan{}, err
 	}
@@ -83,10 +84,10 @@ func (g *groupState) plan(ctx context.Context, svc *corev1.Service, group string
 	if actual != nil && !leaderD.TypeSet && actual.Type != "" {
 		typ = actual.Type
 	}
-	out, err := lbplan.PlanGroup(lbplan.GroupInput{
-		Group: group, Home: home, Name: name, Labels: lbplan.GroupDesiredLabels(group, cluster, home),
+	out, err := lbgroup.PlanGroup(lbgroup.GroupInput{
+		Group: group, Home: home, Name: name, Labels: lbgroup.GroupDesiredLabels(group, cluster, home),
 		Acting: lbplan.Key(svc), Members: members, Leader: leaderD, Lists: lists,
-		Type: lbplan.TypeLimit{Name: typ, MaxServices: maxServices[typ]}, Actual: actual,
+		Type: lbgroup.TypeLimit{Name: typ, MaxServices: maxServices[typ]}, Actual: actual,
 	}, deniedSteps(ctx, svc, o, nsLabels))
 	if err != nil {
 		return lbplan.Plan{}, err
@@ -94,9 +95,9 @@ func (g *groupState) plan(ctx context.Context, svc *corev1.Service, group string
 	return out.Plan, nil
 }
 
-// deniedSteps is the lbplan.DeniedSteps of svc's plan: the steps the CCM's gate denies
+// deniedSteps is the lbgroup.DeniedSteps of svc's plan: the steps the CCM's gate denies
 // (gate.Gate.DeniedSteps), priced with o.pricing.
-func deniedSteps(ctx context.Context, svc *corev1.Service, o Options, nsLabels map[string]string) lbplan.DeniedSteps {
+func deniedSteps(ctx context.Context, svc *corev1.Service, o Options, nsLabels map[string]string) lbgroup.DeniedSteps {
 	return func(plan lbplan.Plan) []int {
 		plan.Pricing = o.pricing
 		return o.gate(nsLabels).DeniedSteps(ctx, plan, svc)
@@ -144,9 +145,9 @@ func (g *groupState) next() int {
 // memberListeners is the leader's desired state and every member's listeners, from the
 // manifests alone (no nodes, no certificate lookups, as plan plans one Service). The errors of
 // svc and of the leader fail the plan; another member's leave it out, as in the CCM.
-func memberListeners(svc *corev1.Service, members []*corev1.Service, name string, o Options) (lbplan.Desired, []lbplan.MemberListeners, error) {
+func memberListeners(svc *corev1.Service, members []*corev1.Service, name string, o Options) (lbplan.Desired, []lbgroup.MemberListeners, error) {
 	var leader lbplan.Desired
-	var lists []lbplan.MemberListeners
+	var lists []lbgroup.MemberListeners
 	for i, m := range members {
 		err := lbservice.CheckService(m, plugins.ValidateLoadBalancerName)
 		var d lbplan.Desired
@@ -164,7 +165,7 @@ func memberListeners(svc *corev1.Service, members []*corev1.Service, name string
 		case i == 0:
 			leader = d
 		}
-		lists = append(lists, lbplan.MemberListeners{Member: lbplan.Key(m), Listeners: d.Services})
+		lists = append(lists, lbgroup.MemberListeners{Member: lbplan.Key(m), Listeners: d.Services})
 	}
 	if leader.Name == "" {
 		return leader, nil, errors.New("load balancer group without a leader")

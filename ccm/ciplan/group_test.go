@@ -64,7 +64,7 @@ func TestRun_Group(t *testing.T) {
 	want := &policy.Group{Name: "web", Namespace: "shop", Leader: policy.ServiceRef{Namespace: "shop", Name: "a"}, Members: []policy.GroupMember{
 		{Namespace: "shop", Name: "a", Ports: []int{80, 443}}, {Namespace: "shop", Name: "b", Ports: []int{8080}}, {Namespace: "shop", Name: "c", Ports: []int{}},
 	}, Capacity: policy.GroupCapacity{Type: "lb11", MaxServices: 5, Used: 3}}
-	// Two decisions: the group planner's (lbplan.PlanGroup: the create touches b's listener) and
+	// Two decisions: the group planner's (lbgroup.PlanGroup: the create touches b's listener) and
 	// the step's; both see the same group.
 	if len(seen.groups) != 2 {
 		t.Errorf("%d decisions, want 2", len(seen.groups))

@@ -27,6 +27,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbgroup"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
@@ -329,7 +330,7 @@ func (s *sampleEnv) runGroup(t *testing.T, group string, svc *corev1.Service, me
 	t.Helper()
 	network := &lbplan.ClusterNetwork{ID: s.netID, Name: "k8s", IPRange: "10.0.0.0/8"}
 	var leader lbplan.Desired
-	lists := make([]lbplan.MemberListeners, len(members))
+	lists := make([]lbgroup.MemberListeners, len(members))
 	for i, m := range members {
 		d, err := lbservice.NewDesired(lbservice.DesiredInput{Service: m, Name: "x", Nodes: s.nodes, Network: network})
 		if err != nil {
@@ -338,17 +339,17 @@ func (s *sampleEnv) runGroup(t *testing.T, group string, svc *corev1.Service, me
 		if i == 0 {
 			leader = d
 		}
-		lists[i] = lbplan.MemberListeners{Member: lbplan.Key(m), Listeners: d.Services}
+		lists[i] = lbgroup.MemberListeners{Member: lbplan.Key(m), Listeners: d.Services}
 	}
-	typ := lbplan.TypeLimit{Name: "lb11", MaxServices: 5}
-	adm := lbplan.AdmitGroup(lists, typ.MaxServices)
-	d := lbplan.GroupDesired(leader, adm, lbplan.GroupLoadBalancerName("demo", group), lbplan.GroupLabels(group, "demo"))
+	typ := lbgroup.TypeLimit{Name: "lb11", MaxServices: 5}
+	adm := lbgroup.AdmitGroup(lists, typ.MaxServices)
+	d := lbgroup.GroupDesired(leader, adm, lbplan.GroupLoadBalancerName("demo", group), lbgroup.GroupLabels(group, "demo"))
 	d.MaxTargets = 25
-	p, err := lbplan.Compute(d, lbplan.NewActual(s.lbBy(t, lbplan.GroupSelector(group, "demo"))))
+	p, err := lbplan.Compute(d, lbplan.NewActual(s.lbBy(t, lbgroup.GroupSelector(group, "demo"))))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Group = lbplan.GroupView(group, members[0].Namespace, members, adm, typ)
+	p.Group = lbgroup.GroupView(group, members[0].Namespace, members, adm, typ)
 	p.Pricing = s.pricing(t, svc)
 	s.decider.inputs = nil
 	if _, err := s.exec.Run(context.Background(), svc, p); err != nil {

@@ -93,7 +93,7 @@ func (g Gate) Decisions(ctx context.Context, plan lbplan.Plan, svc *corev1.Servi
 }
 
 // DeniedSteps returns the indices, in plan.Steps order, of the steps of plan that the decider
-// denies for svc (Decisions); nil when it allows all. The group planner (lbplan.PlanGroup) leaves
+// denies for svc (Decisions); nil when it allows all. The group planner (lbgroup.PlanGroup) leaves
 // out the members it names. It decides each step once, on the whole plan's inputs, and records
 // nothing; the decider counts and logs its decisions like any others.
 func (g Gate) DeniedSteps(ctx context.Context, plan lbplan.Plan, svc *corev1.Service) []int {

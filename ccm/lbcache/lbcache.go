@@ -24,7 +24,7 @@
 //
 // # Groups
 //
-// A group's load balancer carries the group and cluster labels (lbplan.GroupSelector), not the
+// A group's load balancer carries the group and cluster labels (lbgroup.GroupSelector), not the
 // UID label, so no list above holds it. [Cache.GetGroup] answers from the group's entry while it
 // is at most the max age old, else reads the group alone by its labels (one request,
 // [Cache.ReadGroup], which callers use where a Read is used for a Service); [Cache.PutGroup]
@@ -60,6 +60,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbgroup"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/cache"
 )
@@ -306,12 +307,12 @@ func (c *Cache) All() (lbs []*lbplan.Actual, complete bool) {
 }
 
 // GetGroup returns the load balancers carrying the labels of group in cluster
-// (lbplan.GroupSelector; more than one is the caller's error to report) and when that data was
+// (lbgroup.GroupSelector; more than one is the caller's error to report) and when that data was
 // read: from the group's entry while it is at most the max age old, else by ReadGroup.
 func (c *Cache) GetGroup(ctx context.Context, group, cluster string) ([]*lbplan.Actual, time.Time, error) {
 	if c.maxAge >= 0 {
 		c.mu.Lock()
-		e, ok := c.groups[lbplan.GroupSelector(group, cluster)]
+		e, ok := c.groups[lbgroup.GroupSelector(group, cluster)]
 		fresh := ok && e.known && c.now().Sub(e.data) <= c.maxAge
 		c.mu.Unlock()
 		if fresh {
@@ -327,18 +328,18 @@ func (c *Cache) GetGroup(ctx context.Context, group, cluster string) ([]*lbplan.
 // request), keeps the answer unless the CCM wrote the group's load balancer while it ran, and
 // returns it with the time the read started.
 func (c *Cache) ReadGroup(ctx context.Context, group, cluster string) ([]*lbplan.Actual, time.Time, error) {
-	sel := lbplan.GroupSelector(group, cluster)
+	sel := lbgroup.GroupSelector(group, cluster)
 	return c.readSelector(ctx, sel, "group", c.groups, sel)
 }
 
 // PutGroup is Put for the load balancer of group in cluster (nil: the group has none).
 func (c *Cache) PutGroup(group, cluster string, lb *lbplan.Actual, dataAt time.Time) {
-	c.put(c.groups, lbplan.GroupSelector(group, cluster), lb, dataAt)
+	c.put(c.groups, lbgroup.GroupSelector(group, cluster), lb, dataAt)
 }
 
 // ForgetGroup is Forget for the load balancer of group in cluster: the next GetGroup reads it.
 func (c *Cache) ForgetGroup(group, cluster string) {
-	c.forget(c.groups, lbplan.GroupSelector(group, cluster))
+	c.forget(c.groups, lbgroup.GroupSelector(group, cluster))
 }
 
 // ListGroups lists the load balancers of every load balancer group of cluster now (label
@@ -357,7 +358,7 @@ func (c *Cache) ListGroups(ctx context.Context, cluster string) ([]*lbplan.Actua
 	if c.maxAge >= 0 {
 		byGroup := map[string][]*lbplan.Actual{}
 		for _, a := range all {
-			sel := lbplan.GroupSelector(a.Labels[lbplan.LabelGroup], cluster)
+			sel := lbgroup.GroupSelector(a.Labels[lbplan.LabelGroup], cluster)
 			byGroup[sel] = append(byGroup[sel], a)
 		}
 		c.mu.Lock()

@@ -15,6 +15,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbcache"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbgroup"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
@@ -218,7 +219,7 @@ func TestCache(t *testing.T) {
 			e.wantRequests("no cache", "GET /v1/load_balancers?hcloud-ccm/service-uid=uid-1 page=", "GET /v1/load_balancers?hcloud-ccm/service-uid=uid-1 page=")
 		}},
 		{"a group is read alone by its labels, then served from its entry within the max age; a list never holds it", 2, maxAge, func(e *env) {
-			id, err := e.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "kubernetes-group-web", Labels: lbplan.GroupLabels("web", "kubernetes")})
+			id, err := e.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "kubernetes-group-web", Labels: lbgroup.GroupLabels("web", "kubernetes")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -261,13 +262,13 @@ func TestCache(t *testing.T) {
 			var want []string
 			for i := range 51 { // two pages
 				g := fmt.Sprintf("g%02d", i)
-				id, err := e.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "kubernetes-group-" + g, Labels: lbplan.GroupLabels(g, "kubernetes")})
+				id, err := e.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "kubernetes-group-" + g, Labels: lbgroup.GroupLabels(g, "kubernetes")})
 				if err != nil {
 					t.Fatal(err)
 				}
 				want = append(want, fmt.Sprintf("%d:kubernetes-group-%s", id, g))
 			}
-			if _, err := e.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "other-group-x", Labels: lbplan.GroupLabels("x", "other")}); err != nil {
+			if _, err := e.emu.AddLoadBalancer(hcloudemu.LoadBalancerSpec{Name: "other-group-x", Labels: lbgroup.GroupLabels("x", "other")}); err != nil {
 				t.Fatal(err)
 			}
 			e.requests()

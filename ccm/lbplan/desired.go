@@ -10,9 +10,10 @@
 // (change_dns_ptr.go, robot.go's AddIPTarget); Kinds lists them all. Plan.Requests groups a
 // plan into the API requests that run it (send.go: what rides along with a create).
 //
-// The load balancer a group of Services shares (group.go) is planned by the same Compute from
-// GroupDesired: the leader's desired state with the union of the members' listeners that
-// AdmitGroup admits (port conflicts, capacity), and GroupView is its input.group.
+// The load balancer a group of Services shares is planned by the same Compute from
+// lbgroup.GroupDesired (ccm/lbgroup); this package keeps the group's identity labels
+// (LabelGroup, LabelCluster, LabelGroupNamespace) and its reserved name (group.go), which every
+// load balancer's plan checks.
 //
 // Start with lbservice.NewDesired, NewActual and Compute; Plan.Steps gives each mutation's
 // policy view.

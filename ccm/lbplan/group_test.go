@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbgroup"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
@@ -62,7 +63,7 @@ func TestGroupMembers(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := keys(lbplan.GroupMembers(tc.in, "web")); !reflect.DeepEqual(got, tc.want) {
+			if got := keys(lbgroup.GroupMembers(tc.in, "web")); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("GroupMembers() = %v, want %v", got, tc.want)
 			}
 		})
@@ -88,35 +89,35 @@ func listenPorts(ls []lbplan.Listener) []int {
 func TestAdmitGroup(t *testing.T) {
 	tests := []struct {
 		name      string
-		members   []lbplan.MemberListeners
+		members   []lbgroup.MemberListeners
 		max       int
 		wantPorts []int
 		wantOwned map[string][]int
-		conflicts []lbplan.PortConflict
-		refused   []lbplan.CapacityRefusal
+		conflicts []lbgroup.PortConflict
+		refused   []lbgroup.CapacityRefusal
 	}{
-		{"union", []lbplan.MemberListeners{{"ns/a", listeners(80, 443)}, {"ns/b", listeners(8080)}, {"ns/c", listeners(22)}}, 5,
+		{"union", []lbgroup.MemberListeners{{Member: "ns/a", Listeners: listeners(80, 443)}, {Member: "ns/b", Listeners: listeners(8080)}, {Member: "ns/c", Listeners: listeners(22)}}, 5,
 			[]int{22, 80, 443, 8080}, map[string][]int{"ns/a": {80, 443}, "ns/b": {8080}, "ns/c": {22}}, nil, nil},
-		{"older keeps a port, other ports served", []lbplan.MemberListeners{{"ns/a", listeners(443)}, {"ns/b", listeners(443, 8443)}}, 5,
-			[]int{443, 8443}, map[string][]int{"ns/a": {443}, "ns/b": {8443}}, []lbplan.PortConflict{{Port: 443, Owner: "ns/a", Member: "ns/b"}}, nil},
-		{"all ports taken", []lbplan.MemberListeners{{"ns/a", listeners(80)}, {"ns/b", listeners(80)}}, 5,
-			[]int{80}, map[string][]int{"ns/a": {80}, "ns/b": {}}, []lbplan.PortConflict{{Port: 80, Owner: "ns/a", Member: "ns/b"}}, nil},
-		{"capacity refuses the whole member, a later one that fits is admitted", []lbplan.MemberListeners{
-			{"ns/a", listeners(1, 2, 3, 4)}, {"ns/b", listeners(5, 6)}, {"ns/c", listeners(7)}}, 5,
+		{"older keeps a port, other ports served", []lbgroup.MemberListeners{{Member: "ns/a", Listeners: listeners(443)}, {Member: "ns/b", Listeners: listeners(443, 8443)}}, 5,
+			[]int{443, 8443}, map[string][]int{"ns/a": {443}, "ns/b": {8443}}, []lbgroup.PortConflict{{Port: 443, Owner: "ns/a", Member: "ns/b"}}, nil},
+		{"all ports taken", []lbgroup.MemberListeners{{Member: "ns/a", Listeners: listeners(80)}, {Member: "ns/b", Listeners: listeners(80)}}, 5,
+			[]int{80}, map[string][]int{"ns/a": {80}, "ns/b": {}}, []lbgroup.PortConflict{{Port: 80, Owner: "ns/a", Member: "ns/b"}}, nil},
+		{"capacity refuses the whole member, a later one that fits is admitted", []lbgroup.MemberListeners{
+			{Member: "ns/a", Listeners: listeners(1, 2, 3, 4)}, {Member: "ns/b", Listeners: listeners(5, 6)}, {Member: "ns/c", Listeners: listeners(7)}}, 5,
 			[]int{1, 2, 3, 4, 7}, map[string][]int{"ns/a": {1, 2, 3, 4}, "ns/b": {}, "ns/c": {7}}, nil,
-			[]lbplan.CapacityRefusal{{Member: "ns/b", Need: 2, Total: 6}}},
-		{"exactly full", []lbplan.MemberListeners{{"ns/a", listeners(1, 2)}, {"ns/b", listeners(3)}}, 3,
+			[]lbgroup.CapacityRefusal{{Member: "ns/b", Need: 2, Total: 6}}},
+		{"exactly full", []lbgroup.MemberListeners{{Member: "ns/a", Listeners: listeners(1, 2)}, {Member: "ns/b", Listeners: listeners(3)}}, 3,
 			[]int{1, 2, 3}, map[string][]int{"ns/a": {1, 2}, "ns/b": {3}}, nil, nil},
-		{"a conflicting port does not count", []lbplan.MemberListeners{{"ns/a", listeners(1, 2)}, {"ns/b", listeners(2, 3)}}, 3,
-			[]int{1, 2, 3}, map[string][]int{"ns/a": {1, 2}, "ns/b": {3}}, []lbplan.PortConflict{{Port: 2, Owner: "ns/a", Member: "ns/b"}}, nil},
-		{"a refused member's ports are free for later ones", []lbplan.MemberListeners{{"ns/a", listeners(1)}, {"ns/b", listeners(2, 3)}, {"ns/c", listeners(2)}}, 2,
-			[]int{1, 2}, map[string][]int{"ns/a": {1}, "ns/b": {}, "ns/c": {2}}, nil, []lbplan.CapacityRefusal{{Member: "ns/b", Need: 2, Total: 3}}},
-		{"no limit", []lbplan.MemberListeners{{"ns/a", listeners(1, 2, 3)}}, 0, []int{1, 2, 3}, map[string][]int{"ns/a": {1, 2, 3}}, nil, nil},
-		{"no ports", []lbplan.MemberListeners{{"ns/a", nil}}, 1, []int{}, map[string][]int{"ns/a": {}}, nil, nil},
+		{"a conflicting port does not count", []lbgroup.MemberListeners{{Member: "ns/a", Listeners: listeners(1, 2)}, {Member: "ns/b", Listeners: listeners(2, 3)}}, 3,
+			[]int{1, 2, 3}, map[string][]int{"ns/a": {1, 2}, "ns/b": {3}}, []lbgroup.PortConflict{{Port: 2, Owner: "ns/a", Member: "ns/b"}}, nil},
+		{"a refused member's ports are free for later ones", []lbgroup.MemberListeners{{Member: "ns/a", Listeners: listeners(1)}, {Member: "ns/b", Listeners: listeners(2, 3)}, {Member: "ns/c", Listeners: listeners(2)}}, 2,
+			[]int{1, 2}, map[string][]int{"ns/a": {1}, "ns/b": {}, "ns/c": {2}}, nil, []lbgroup.CapacityRefusal{{Member: "ns/b", Need: 2, Total: 3}}},
+		{"no limit", []lbgroup.MemberListeners{{Member: "ns/a", Listeners: listeners(1, 2, 3)}}, 0, []int{1, 2, 3}, map[string][]int{"ns/a": {1, 2, 3}}, nil, nil},
+		{"no ports", []lbgroup.MemberListeners{{Member: "ns/a"}}, 1, []int{}, map[string][]int{"ns/a": {}}, nil, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			adm := lbplan.AdmitGroup(tc.members, tc.max)
+			adm := lbgroup.AdmitGroup(tc.members, tc.max)
 			if got := listenPorts(adm.Listeners); !reflect.DeepEqual(got, tc.wantPorts) {
 				t.Errorf("listeners = %v, want %v", got, tc.wantPorts)
 			}
@@ -134,34 +135,34 @@ func TestAdmitGroup(t *testing.T) {
 }
 
 func TestGroupMessages(t *testing.T) {
-	c := lbplan.PortConflict{Port: 443, Owner: "ns/older", Member: "ns/newer"}
+	c := lbgroup.PortConflict{Port: 443, Owner: "ns/older", Member: "ns/newer"}
 	if got, want := c.Message("G"), "port 443 is already served by ns/older in load balancer group G; ns/newer's other ports are served"; got != want {
 		t.Errorf("PortConflict.Message() = %q, want %q", got, want)
 	}
-	types := []lbplan.TypeLimit{{"lb31", 30}, {"lb11", 5}, {"lb21", 15}}
-	r := lbplan.CapacityRefusal{Member: "ns/svc", Need: 2, Total: 6}
-	s, ok := lbplan.SuggestType(types, r.Total)
-	got := lbplan.CapacityMessage(r, "G", lbplan.TypeLimit{"lb11", 5}, s, ok, "ns/oldest")
+	types := []lbgroup.TypeLimit{{Name: "lb31", MaxServices: 30}, {Name: "lb11", MaxServices: 5}, {Name: "lb21", MaxServices: 15}}
+	r := lbgroup.CapacityRefusal{Member: "ns/svc", Need: 2, Total: 6}
+	s, ok := lbgroup.SuggestType(types, r.Total)
+	got := lbgroup.CapacityMessage(r, "G", lbgroup.TypeLimit{Name: "lb11", MaxServices: 5}, s, ok, "ns/oldest")
 	want := "load balancer group G (type lb11) serves at most 5 listeners; ns/svc needs 2 more (6 in all). Type lb21 (15) would fit: set load-balancer.hetzner.cloud/type on the leader ns/oldest."
 	if got != want {
 		t.Errorf("CapacityMessage() =\n%s\nwant\n%s", got, want)
 	}
-	s, ok = lbplan.SuggestType(types, 31)
-	if got := lbplan.CapacityMessage(lbplan.CapacityRefusal{Member: "ns/svc", Need: 1, Total: 31}, "G", lbplan.TypeLimit{"lb31", 30}, s, ok, "ns/a"); ok ||
+	s, ok = lbgroup.SuggestType(types, 31)
+	if got := lbgroup.CapacityMessage(lbgroup.CapacityRefusal{Member: "ns/svc", Need: 1, Total: 31}, "G", lbgroup.TypeLimit{Name: "lb31", MaxServices: 30}, s, ok, "ns/a"); ok ||
 		got != "load balancer group G (type lb31) serves at most 30 listeners; ns/svc needs 1 more (31 in all). No load balancer type holds that many: split the group." {
 		t.Errorf("CapacityMessage() without a fitting type = %q (suggested %v)", got, ok)
 	}
 }
 
 func TestSuggestType(t *testing.T) {
-	types := []lbplan.TypeLimit{{"lb31", 30}, {"lb11", 5}, {"lb21", 15}, {"lb21b", 15}}
+	types := []lbgroup.TypeLimit{{Name: "lb31", MaxServices: 30}, {Name: "lb11", MaxServices: 5}, {Name: "lb21", MaxServices: 15}, {Name: "lb21b", MaxServices: 15}}
 	tests := []struct {
 		need   int
 		want   string
 		wantOK bool
 	}{{1, "lb11", true}, {5, "lb11", true}, {6, "lb21", true}, {16, "lb31", true}, {31, "", false}}
 	for _, tc := range tests {
-		got, ok := lbplan.SuggestType(types, tc.need)
+		got, ok := lbgroup.SuggestType(types, tc.need)
 		if got.Name != tc.want || ok != tc.wantOK {
 			t.Errorf("SuggestType(%d) = %v, %v; want %s, %v", tc.need, got, ok, tc.want, tc.wantOK)
 		}
@@ -174,7 +175,7 @@ func TestSettingConflicts(t *testing.T) {
 		name    string
 		leader  *corev1.Service
 		member  *corev1.Service
-		want    []lbplan.SettingConflict
+		want    []lbgroup.SettingConflict
 		message string
 	}{
 		{"agree", member("ns", "a", 0, typ, "lb11"), member("ns", "b", 1, typ, "lb11"), nil, ""},
@@ -182,10 +183,10 @@ func TestSettingConflicts(t *testing.T) {
 		{"leader itself", member("ns", "a", 0, typ, "lb11"), member("ns", "a", 0, typ, "lb21"), nil, ""},
 		{"per-port settings are no conflict", member("ns", "a", 0), member("ns", "b", 1, string(annotation.LBSvcProtocol), "http"), nil, ""},
 		{"differs", member("ns", "a", 0, typ, "lb11"), member("ns", "b", 1, typ, "lb21"),
-			[]lbplan.SettingConflict{{Annotation: annotation.LBType, Value: "lb21", LeaderValue: "lb11", LeaderSet: true}},
+			[]lbgroup.SettingConflict{{Annotation: annotation.LBType, Value: "lb21", LeaderValue: "lb11", LeaderSet: true}},
 			`load-balancer.hetzner.cloud/type: "lb21" here, "lb11" on the leader ns/a (in force)`},
 		{"two, leader unset", member("ns", "a", 0, typ, "lb11"), member("ns", "b", 1, typ, "lb21", loc, "hel1", name, "x"),
-			[]lbplan.SettingConflict{
+			[]lbgroup.SettingConflict{
 				{Annotation: annotation.LBType, Value: "lb21", LeaderValue: "lb11", LeaderSet: true},
 				{Annotation: annotation.LBLocation, Value: "hel1"},
 				{Annotation: annotation.LBName, Value: "x"},
@@ -194,11 +195,11 @@ func TestSettingConflicts(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := lbplan.SettingConflicts(tc.leader, tc.member)
+			got := lbgroup.SettingConflicts(tc.leader, tc.member)
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("SettingConflicts() = %+v, want %+v", got, tc.want)
 			}
-			if msg := lbplan.SettingConflictMessage(got, lbplan.Key(tc.leader)); msg != tc.message {
+			if msg := lbgroup.SettingConflictMessage(got, lbplan.Key(tc.leader)); msg != tc.message {
 				t.Errorf("SettingConflictMessage() =\n%s\nwant\n%s", msg, tc.message)
 			}
 		})
@@ -208,8 +209,8 @@ func TestSettingConflicts(t *testing.T) {
 func TestGroupDesiredAndView(t *testing.T) {
 	leader := lbplan.Desired{Name: "a123", Type: "lb11", Labels: map[string]string{lbplan.LabelServiceUID: "uid-a"}, Services: listeners(80)}
 	a, b := member("shop", "a", 0, grp, "web"), member("shop", "b", 1, grp, "web")
-	adm := lbplan.AdmitGroup([]lbplan.MemberListeners{{"shop/a", listeners(80)}, {"shop/b", listeners(80, 8080)}}, 5)
-	d := lbplan.GroupDesired(leader, adm, lbplan.GroupLoadBalancerName("kubernetes", "web"), lbplan.GroupLabels("web", "kubernetes"))
+	adm := lbgroup.AdmitGroup([]lbgroup.MemberListeners{{Member: "shop/a", Listeners: listeners(80)}, {Member: "shop/b", Listeners: listeners(80, 8080)}}, 5)
+	d := lbgroup.GroupDesired(leader, adm, lbplan.GroupLoadBalancerName("kubernetes", "web"), lbgroup.GroupLabels("web", "kubernetes"))
 	if d.Name != "kubernetes-group-web" || !d.Rename || d.Type != "lb11" {
 		t.Errorf("name %q rename %v type %q", d.Name, d.Rename, d.Type)
 	}
@@ -222,7 +223,7 @@ func TestGroupDesiredAndView(t *testing.T) {
 	if leader.Labels[lbplan.LabelServiceUID] != "uid-a" || len(leader.Services) != 1 {
 		t.Errorf("GroupDesired changed the leader's desired state: %+v", leader)
 	}
-	g := lbplan.GroupView("web", "shop", []*corev1.Service{a, b}, adm, lbplan.TypeLimit{Name: "lb11", MaxServices: 5})
+	g := lbgroup.GroupView("web", "shop", []*corev1.Service{a, b}, adm, lbgroup.TypeLimit{Name: "lb11", MaxServices: 5})
 	want := &input.Group{Name: "web", Namespace: "shop", Leader: input.ServiceRef{Namespace: "shop", Name: "a"},
 		Members:  []input.GroupMember{{Namespace: "shop", Name: "a", Ports: []int{80}}, {Namespace: "shop", Name: "b", Ports: []int{8080}}},
 		Capacity: input.GroupCapacity{Type: "lb11", MaxServices: 5, Used: 2}}
@@ -247,7 +248,7 @@ func TestGroupLoadBalancerName(t *testing.T) {
 			t.Errorf("GroupLoadBalancerName(%q, %q) = %q, want %q", tc.cluster, tc.group, got, tc.want)
 		}
 	}
-	if got := lbplan.GroupSelector("web", "kubernetes"); got != "hcloud-policy-ccm.io/load-balancer-group=web,hcloud-policy-ccm.io/cluster=kubernetes" {
+	if got := lbgroup.GroupSelector("web", "kubernetes"); got != "hcloud-policy-ccm.io/load-balancer-group=web,hcloud-policy-ccm.io/cluster=kubernetes" {
 		t.Errorf("GroupSelector() = %q", got)
 	}
 }
@@ -266,7 +267,7 @@ func TestComputeRemoveListeners(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := lbplan.ComputeRemoveListeners(tc.a, tc.ports).Labels()
+			got := lbgroup.ComputeRemoveListeners(tc.a, tc.ports).Labels()
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("ComputeRemoveListeners() = %v, want %v", got, tc.want)
 			}
@@ -282,7 +283,7 @@ func TestCompute_GroupIdentity(t *testing.T) {
 		wantErr string
 	}{
 		{"uid", map[string]string{lbplan.LabelServiceUID: "u"}, ""},
-		{"group", lbplan.GroupLabels("web", "k"), ""},
+		{"group", lbgroup.GroupLabels("web", "k"), ""},
 		{"group without cluster", map[string]string{lbplan.LabelGroup: "web"}, "has no hcloud-ccm/service-uid label"},
 		{"none", nil, "has no hcloud-ccm/service-uid label"},
 		{"both", map[string]string{lbplan.LabelServiceUID: "u", lbplan.LabelGroup: "web", lbplan.LabelCluster: "k"}, "has both"},
@@ -306,7 +307,7 @@ func TestGroupHomeAndLeader(t *testing.T) {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.Unix(sec, 0)}}
 	}
 	labelled := func(home string) *lbplan.Actual {
-		return &lbplan.Actual{Labels: lbplan.GroupDesiredLabels("shop", "k8s", home)}
+		return &lbplan.Actual{Labels: lbgroup.GroupDesiredLabels("shop", "k8s", home)}
 	}
 	a1, v2, w3 := at("evil", "a1", 1), at("grp", "v2", 2), at("grp", "w3", 3)
 	tests := []struct {
@@ -319,20 +320,20 @@ func TestGroupHomeAndLeader(t *testing.T) {
 		{"new group: the oldest member's namespace", nil, []*corev1.Service{v2, w3}, "grp", v2},
 		{"succession: the label keeps the home, the home's oldest leads", labelled("grp"), []*corev1.Service{a1, v2, w3}, "grp", v2},
 		{"no member left in the home: the oldest leads, the home stays", labelled("grp"), []*corev1.Service{a1}, "grp", a1},
-		{"load balancer made before the label: the oldest member's namespace", &lbplan.Actual{Labels: lbplan.GroupLabels("shop", "k8s")}, []*corev1.Service{a1, v2}, "evil", a1},
+		{"load balancer made before the label: the oldest member's namespace", &lbplan.Actual{Labels: lbgroup.GroupLabels("shop", "k8s")}, []*corev1.Service{a1, v2}, "evil", a1},
 		{"no members, no label", &lbplan.Actual{}, nil, "", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			home := lbplan.GroupHome(tt.lb, tt.members)
+			home := lbgroup.GroupHome(tt.lb, tt.members)
 			if home != tt.wantHome {
 				t.Errorf("GroupHome = %q, want %q", home, tt.wantHome)
 			}
-			if got := lbplan.GroupLeader(tt.members, home); got != tt.wantLeader {
+			if got := lbgroup.GroupLeader(tt.members, home); got != tt.wantLeader {
 				t.Errorf("GroupLeader = %v, want %v", got, tt.wantLeader)
 			}
 			if tt.wantLeader != nil {
-				if got := lbplan.LeaderFirst(tt.members, tt.wantLeader); got[0] != tt.wantLeader || len(got) != len(tt.members) {
+				if got := lbgroup.LeaderFirst(tt.members, tt.wantLeader); got[0] != tt.wantLeader || len(got) != len(tt.members) {
 					t.Errorf("LeaderFirst = %v, want %v first of %d", got, tt.wantLeader, len(tt.members))
 				}
 			}

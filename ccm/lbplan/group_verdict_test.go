@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbgroup"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 )
@@ -42,12 +43,12 @@ func TestPlanGroup(t *testing.T) {
 	a, b, c := member("shop", "a", 1, grp, "web"), member("shop", "b", 2, grp, "web"), member("shop", "c", 3, grp, "web")
 	leader := newService("a", withPorts(80))
 	ls := mustDesired(t, newInput(newService("x", withPorts(80, 81, 82)))).Services // as NewDesired makes them
-	all := []lbplan.MemberListeners{{Member: "shop/a", Listeners: ls[0:1]}, {Member: "shop/b", Listeners: ls[1:2]}, {Member: "shop/c", Listeners: ls[2:3]}}
-	existing := lbplan.NewActual(newLB(func(lb *hcloud.LoadBalancer) { lb.Labels = lbplan.GroupDesiredLabels("web", "k8s", "shop") }))
+	all := []lbgroup.MemberListeners{{Member: "shop/a", Listeners: ls[0:1]}, {Member: "shop/b", Listeners: ls[1:2]}, {Member: "shop/c", Listeners: ls[2:3]}}
+	existing := lbplan.NewActual(newLB(func(lb *hcloud.LoadBalancer) { lb.Labels = lbgroup.GroupDesiredLabels("web", "k8s", "shop") }))
 	tests := []struct {
 		name   string
 		acting string
-		lists  []lbplan.MemberListeners
+		lists  []lbgroup.MemberListeners
 		actual *lbplan.Actual
 		deny   *denyPorts // nil: no DeniedSteps
 		nodes  []int64    // the leader's targets; nil: servers 1 and 2
@@ -84,14 +85,14 @@ func TestPlanGroup(t *testing.T) {
 				in = newInput(leader, withNodes(tc.nodes...))
 			}
 			in.Name = "web-lb"
-			var denied lbplan.DeniedSteps
+			var denied lbgroup.DeniedSteps
 			if tc.deny != nil {
 				denied = tc.deny.denied
 			}
-			out, err := lbplan.PlanGroup(lbplan.GroupInput{
-				Group: "web", Home: "shop", Name: "web-lb", Labels: lbplan.GroupDesiredLabels("web", "k8s", "shop"),
+			out, err := lbgroup.PlanGroup(lbgroup.GroupInput{
+				Group: "web", Home: "shop", Name: "web-lb", Labels: lbgroup.GroupDesiredLabels("web", "k8s", "shop"),
 				Acting: tc.acting, Members: []*corev1.Service{a, b, c}, Leader: mustDesired(t, in), Lists: tc.lists,
-				Type: lbplan.TypeLimit{Name: "lb11", MaxServices: 5}, Actual: tc.actual,
+				Type: lbgroup.TypeLimit{Name: "lb11", MaxServices: 5}, Actual: tc.actual,
 			}, denied)
 			if err != nil {
 				t.Fatal(err)
@@ -120,8 +121,8 @@ func TestPlanGroup(t *testing.T) {
 func TestPlanGroup_Errors(t *testing.T) {
 	in := newInput(newService("a", withPorts(80)))
 	in.Defaults.Location = ""
-	_, err := lbplan.PlanGroup(lbplan.GroupInput{Group: "web", Name: "web-lb", Labels: lbplan.GroupDesiredLabels("web", "k8s", "shop"), Acting: "shop/a", Leader: mustDesired(t, in),
-		Lists: []lbplan.MemberListeners{{Member: "shop/a", Listeners: listeners(80)}}}, nil)
+	_, err := lbgroup.PlanGroup(lbgroup.GroupInput{Group: "web", Name: "web-lb", Labels: lbgroup.GroupDesiredLabels("web", "k8s", "shop"), Acting: "shop/a", Leader: mustDesired(t, in),
+		Lists: []lbgroup.MemberListeners{{Member: "shop/a", Listeners: listeners(80)}}}, nil)
 	if !annotation.IsUserError(err) {
 		t.Errorf("err = %v, want the missing location", err)
 	}

@@ -20,6 +20,7 @@ func TestPlannersAreLight(t *testing.T) {
 	for _, planner := range []string{
 		"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan",
 		"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice",
+		"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbgroup",
 		"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan",
 		"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory", // the input builder's pricing, shared with plan and the webhook
 	} {

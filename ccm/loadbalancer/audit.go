@@ -18,7 +18,7 @@ import (
 
 // The policy audit (ccm/audit, docs/policy.md § Audit) judges every existing load balancer as
 // the create that would build it today. AuditPlans makes those creates with the code of a real
-// reconcile (plan, planWith, planGroup with lbplan.PlanGroup): the audit's copy of LoadBalancers (audit) differs from
+// reconcile (plan, planWith, planGroup with lbgroup.PlanGroup): the audit's copy of LoadBalancers (audit) differs from
 // Preview's only in that its plans start from no load balancer (basis) and that a group's
 // "leave out a member the policy refuses" step asks the audit's StepDenier ("would deny",
 // whatever the mode) instead of the executor's gate. TestAuditPlans_EqualsCreate holds the

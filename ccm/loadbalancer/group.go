@@ -14,6 +14,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbgroup"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
@@ -25,7 +26,7 @@ import (
 // operators alert on them.
 const (
 	// ReasonLoadBalancerGroupHome: the member is not served because of the group's home
-	// namespace (lbplan.CheckGroupHome): the load balancer is missing and only a member of the
+	// namespace (lbgroup.CheckGroupHome): the load balancer is missing and only a member of the
 	// home creates it, or the home has no member left and the group's load balancer goes.
 	ReasonLoadBalancerGroupHome             = "LoadBalancerGroupHome"
 	ReasonLoadBalancerGroupPortConflict     = "LoadBalancerGroupPortConflict"
@@ -52,7 +53,7 @@ func (l *LoadBalancers) members(svc *corev1.Service, group string, include bool)
 	if include {
 		others = append(others, svc)
 	}
-	return lbplan.GroupMembers(others, group), nil
+	return lbgroup.GroupMembers(others, group), nil
 }
 
 // settleGroup waits until no detached run of svcs (the members of a group, and a leaver) is in
@@ -71,12 +72,12 @@ func (l *LoadBalancers) settleGroup(ctx context.Context, svcs ...*corev1.Service
 // it reads and records events but never writes. An Update (create false) reads the group's load
 // balancer through the cache, an Ensure (and a preview) fresh, as planOwn does for one Service.
 //
-// The plan is lbplan.PlanGroup's, the one group planner that `plan` and the admission webhook
+// The plan is lbgroup.PlanGroup's, the one group planner that `plan` and the admission webhook
 // call too. With denied (a sync: the executor's decisions, or the webhook's) a plan the policy
 // denies only for other members' listeners is made again without those members (gp.left); each
 // member's own sync still plans with it, so a denied member keeps its own PolicyDenied.
 // TestGroup_DeniedMemberDoesNotBlockTheGroup tests it.
-func (l *LoadBalancers) planGroup(ctx context.Context, s subject, nodes []*corev1.Node, create bool, denied lbplan.DeniedSteps) (planned, error) {
+func (l *LoadBalancers) planGroup(ctx context.Context, s subject, nodes []*corev1.Node, create bool, denied lbgroup.DeniedSteps) (planned, error) {
 	svc, cluster, group := s.svc, s.cluster, s.group
 	members, err := l.members(svc, group, true)
 	if err != nil {
@@ -100,17 +101,17 @@ func (l *LoadBalancers) planGroup(ctx context.Context, s subject, nodes []*corev
 	// is the oldest member there, never a member of another namespace that outlived the members
 	// of the home (issue 34 §2), and only a member there creates the load balancer (issue 40 §3).
 	home, known := l.groupHomeKnown(group, lb, members)
-	if err := lbplan.CheckGroupHome(svc, group, home, known, members, lb != nil); err != nil {
+	if err := lbgroup.CheckGroupHome(svc, group, home, known, members, lb != nil); err != nil {
 		l.warn(ctx, svc, ReasonLoadBalancerGroupHome, err.Error())
 		return gp, err
 	}
-	if gp.leader = lbplan.GroupLeader(members, home); gp.leader != members[0] {
+	if gp.leader = lbgroup.GroupLeader(members, home); gp.leader != members[0] {
 		name = lbservice.GroupName(gp.leader, cluster, group)
 	}
 	if err := l.checkName(ctx, svc, name, cluster, group); err != nil { // the home's leader names it
 		return gp, err
 	}
-	leaderD, lists, err := l.memberListeners(ctx, svc, group, lbplan.LeaderFirst(members, gp.leader), nodes, name)
+	leaderD, lists, err := l.memberListeners(ctx, svc, group, lbgroup.LeaderFirst(members, gp.leader), nodes, name)
 	if err != nil {
 		return gp, err
 	}
@@ -120,8 +121,8 @@ func (l *LoadBalancers) planGroup(ctx context.Context, s subject, nodes []*corev
 	if err := l.checkType(ctx, gp.leader, &leaderD, s.basis(lb)); err != nil {
 		return gp, err
 	}
-	out, err := lbplan.PlanGroup(lbplan.GroupInput{
-		Group: group, Home: home, Name: name, Labels: lbplan.GroupDesiredLabels(group, cluster, home),
+	out, err := lbgroup.PlanGroup(lbgroup.GroupInput{
+		Group: group, Home: home, Name: name, Labels: lbgroup.GroupDesiredLabels(group, cluster, home),
 		Acting: lbplan.Key(svc), Members: members, Leader: leaderD, Lists: lists, Type: gp.typ, Actual: s.basis(lb),
 	}, denied)
 	if err != nil {
@@ -135,16 +136,16 @@ func (l *LoadBalancers) planGroup(ctx context.Context, s subject, nodes []*corev
 	return gp, nil
 }
 
-// gateDenied is the lbplan.DeniedSteps of svc's sync: the executor's gate decisions (the
+// gateDenied is the lbgroup.DeniedSteps of svc's sync: the executor's gate decisions (the
 // audit's "would deny" on the audit's copy: deniedSteps).
-func (l *LoadBalancers) gateDenied(ctx context.Context, svc *corev1.Service) lbplan.DeniedSteps {
+func (l *LoadBalancers) gateDenied(ctx context.Context, svc *corev1.Service) lbgroup.DeniedSteps {
 	return func(plan lbplan.Plan) []int { return l.deniedSteps(ctx, svc, plan) }
 }
 
 // memberListeners builds the leader's desired state (with the nodes as targets) and every
-// member's listeners; members are the group's with the leader first (lbplan.LeaderFirst). An invalid annotation of svc or of the leader fails the reconcile; another
+// member's listeners; members are the group's with the leader first (lbgroup.LeaderFirst). An invalid annotation of svc or of the leader fails the reconcile; another
 // member's invalid annotations leave it out (its own sync reports them).
-func (l *LoadBalancers) memberListeners(ctx context.Context, svc *corev1.Service, group string, members []*corev1.Service, nodes []*corev1.Node, name string) (lbplan.Desired, []lbplan.MemberListeners, error) {
+func (l *LoadBalancers) memberListeners(ctx context.Context, svc *corev1.Service, group string, members []*corev1.Service, nodes []*corev1.Node, name string) (lbplan.Desired, []lbgroup.MemberListeners, error) {
 	leader := members[0]
 	// Another member's annotation errors are its own sync's events, not svc's: read them silently.
 	about := func(m *corev1.Service) context.Context {
@@ -160,7 +161,7 @@ func (l *LoadBalancers) memberListeners(ctx context.Context, svc *corev1.Service
 		}
 		return leaderD, nil, fmt.Errorf("load balancer group %s: the settings of its leader %s are invalid, its load balancer is left as it is: %w", group, lbplan.Key(leader), err)
 	}
-	lists := []lbplan.MemberListeners{{Member: lbplan.Key(leader), Listeners: leaderD.Services}}
+	lists := []lbgroup.MemberListeners{{Member: lbplan.Key(leader), Listeners: leaderD.Services}}
 	for _, m := range members[1:] {
 		md, err := l.memberDesired(about(m), m, nil, name, false)
 		if err == nil && md.ManagedCertificate != nil {
@@ -174,7 +175,7 @@ func (l *LoadBalancers) memberListeners(ctx context.Context, svc *corev1.Service
 			klog.InfoS("Load balancer group member left out: its annotations are invalid", "group", group, "member", lbplan.Key(m), "err", err)
 			continue
 		}
-		lists = append(lists, lbplan.MemberListeners{Member: lbplan.Key(m), Listeners: md.Services})
+		lists = append(lists, lbgroup.MemberListeners{Member: lbplan.Key(m), Listeners: md.Services})
 	}
 	return leaderD, lists, nil
 }
@@ -205,19 +206,19 @@ func (l *LoadBalancers) memberDesired(ctx context.Context, m *corev1.Service, no
 
 // typeInForce is the type of the group's load balancer after the plan, with its max_services:
 // the leader's when it sets one (or for a new load balancer), else the load balancer's own.
-func (l *LoadBalancers) typeInForce(ctx context.Context, leaderD lbplan.Desired, lb *lbplan.Actual) (lbplan.TypeLimit, error) {
+func (l *LoadBalancers) typeInForce(ctx context.Context, leaderD lbplan.Desired, lb *lbplan.Actual) (lbgroup.TypeLimit, error) {
 	name := leaderD.Type
 	if lb != nil && !leaderD.TypeSet && lb.Type != "" {
 		name = lb.Type
 	}
 	t, _, err := l.types.get(ctx, name)
 	if err != nil {
-		return lbplan.TypeLimit{}, fmt.Errorf("load balancer types: %w", err)
+		return lbgroup.TypeLimit{}, fmt.Errorf("load balancer types: %w", err)
 	}
 	if t == nil { // checkType reports an unknown type
-		return lbplan.TypeLimit{Name: name}, nil
+		return lbgroup.TypeLimit{Name: name}, nil
 	}
-	return lbplan.TypeLimit{Name: name, MaxServices: t.MaxServices}, nil
+	return lbgroup.TypeLimit{Name: name, MaxServices: t.MaxServices}, nil
 }
 
 // groupBeforeRun does, for a member s.svc of a group, what the plan of a Service of its own
@@ -309,8 +310,8 @@ func (l *LoadBalancers) groupEvents(ctx context.Context, svc *corev1.Service, gr
 			l.warn(ctx, svc, ReasonLoadBalancerGroupPortConflict, c.Message(group))
 		}
 	}
-	if cs := lbplan.SettingConflicts(gp.leader, svc); len(cs) > 0 {
-		msg := lbplan.SettingConflictMessage(cs, lbplan.Key(gp.leader))
+	if cs := lbgroup.SettingConflicts(gp.leader, svc); len(cs) > 0 {
+		msg := lbgroup.SettingConflictMessage(cs, lbplan.Key(gp.leader))
 		l.warn(ctx, svc, ReasonLoadBalancerGroupSettingConflict, truncate.String(msg, truncate.EventMessage))
 	}
 	for _, r := range gp.adm.Refused {
@@ -322,13 +323,13 @@ func (l *LoadBalancers) groupEvents(ctx context.Context, svc *corev1.Service, gr
 
 // capacityMessage is the LoadBalancerGroupCapacityExceeded message of r, with the type that
 // would fit.
-func (l *LoadBalancers) capacityMessage(ctx context.Context, r lbplan.CapacityRefusal, group string, gp planned) string {
+func (l *LoadBalancers) capacityMessage(ctx context.Context, r lbgroup.CapacityRefusal, group string, gp planned) string {
 	limits, err := l.types.limits(ctx)
 	if err != nil {
 		limits = nil
 	}
-	suggest, ok := lbplan.SuggestType(limits, r.Total)
-	return lbplan.CapacityMessage(r, group, gp.typ, suggest, ok, lbplan.Key(gp.leader))
+	suggest, ok := lbgroup.SuggestType(limits, r.Total)
+	return lbgroup.CapacityMessage(r, group, gp.typ, suggest, ok, lbplan.Key(gp.leader))
 }
 
 // servedError is the error of a member the plan does not serve: refused for capacity, or every
@@ -441,15 +442,15 @@ func (l *LoadBalancers) wroteGroup(group string, plan lbplan.Plan, err error) {
 // planShrink plans shrinkGroup: the removal of the listeners of the ports of svc that no member
 // declares, or the delete of lb (empty when it is protected: Warning DeleteProtected).
 func (l *LoadBalancers) planShrink(ctx context.Context, group string, svc *corev1.Service, members []*corev1.Service, lb *lbplan.Actual) (lbplan.Plan, error) {
-	adm := lbplan.AdmitGroup(declaredLists(members), 0)
-	plan := lbplan.ComputeRemoveListeners(lb, leftPorts(svc, adm))
-	if !lbplan.HasHomeMember(members, l.groupHome(group, lb, members)) { // none left, or only members of other namespaces
+	adm := lbgroup.AdmitGroup(declaredLists(members), 0)
+	plan := lbgroup.ComputeRemoveListeners(lb, leftPorts(svc, adm))
+	if !lbgroup.HasHomeMember(members, l.groupHome(group, lb, members)) { // none left, or only members of other namespaces
 		var err error
 		if plan, err = l.computeDelete(ctx, svc, lb); err != nil || plan.Empty() {
 			return plan, err
 		}
 	}
-	plan.Group = lbplan.GroupView(group, l.groupHome(group, lb, members), members, adm, lbplan.TypeLimit{Name: lb.Type})
+	plan.Group = lbgroup.GroupView(group, l.groupHome(group, lb, members), members, adm, lbgroup.TypeLimit{Name: lb.Type})
 	return plan, nil
 }
 
@@ -497,7 +498,7 @@ func declaredListeners(svc *corev1.Service) []lbplan.Listener {
 }
 
 // leftPorts are the listen ports of svc that no remaining member holds.
-func leftPorts(svc *corev1.Service, adm lbplan.Admission) []int {
+func leftPorts(svc *corev1.Service, adm lbgroup.Admission) []int {
 	held := map[int]bool{}
 	for _, l := range adm.Listeners {
 		held[l.ListenPort] = true

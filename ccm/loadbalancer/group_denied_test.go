@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbgroup"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
@@ -291,7 +292,7 @@ func TestGroup_PreviewLeavesOutDeniedMembers(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		denied lbplan.DeniedSteps
+		denied lbgroup.DeniedSteps
 		want   []string
 	}{
 		{"with the webhook's decisions", denied, []string{"remove_target(server:2)"}},

@@ -24,6 +24,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbgroup"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
@@ -118,7 +119,7 @@ func TestGroup_ThreeMembersShareOneLoadBalancer(t *testing.T) {
 	g.add(a, b, c)
 	stA := g.mustEnsure(a)
 	lb := g.onlyLB()
-	if lb.Name != "kubernetes-group-web" || !reflect.DeepEqual(lb.Labels, lbplan.GroupDesiredLabels("web", clusterName, "shop")) {
+	if lb.Name != "kubernetes-group-web" || !reflect.DeepEqual(lb.Labels, lbgroup.GroupDesiredLabels("web", clusterName, "shop")) {
 		t.Errorf("name %q labels %v, want the group's name and labels with its home namespace (never %s)", lb.Name, lb.Labels, lbplan.LabelServiceUID)
 	}
 	if got := listenPortsOf(lb); !reflect.DeepEqual(got, []int{22, 80, 443, 8080}) || len(lb.Targets) != 2 {
@@ -770,7 +771,7 @@ func TestGroup_SweepDeletesGroupsWithoutMembers(t *testing.T) {
 				g.mustEnsure(m)
 			}
 			for _, spec := range []hcloudemu.LoadBalancerSpec{
-				{Name: "other-group-solo", Labels: lbplan.GroupLabels("solo", "other")},
+				{Name: "other-group-solo", Labels: lbgroup.GroupLabels("solo", "other")},
 				{Name: "own", Labels: map[string]string{lbplan.LabelServiceUID: "uid-own"}},
 			} {
 				if _, err := g.emu.AddLoadBalancer(spec); err != nil {
@@ -876,7 +877,7 @@ func TestGroup_HomeNeverMovesToAnotherNamespace(t *testing.T) {
 		g.add(h)
 		g.emu.ResetRequests()
 		_, err := l.EnsureLoadBalancer(context.Background(), clusterName, e, g.nodes)
-		var homeErr *lbplan.GroupHomeError
+		var homeErr *lbgroup.GroupHomeError
 		if !errors.As(err, &homeErr) || homeErr.Home != "home" {
 			t.Fatalf("EnsureLoadBalancer(evil/e) without the load balancer = %v, want a GroupHomeError naming home", err)
 		}
@@ -914,7 +915,7 @@ func TestGroup_SweptWhenTheHomeHasNoMember(t *testing.T) {
 	}
 	g.emu.ResetRequests()
 	_, err := g.ensure(e)
-	var homeErr *lbplan.GroupHomeError
+	var homeErr *lbgroup.GroupHomeError
 	if !errors.As(err, &homeErr) || !homeErr.Empty {
 		t.Fatalf("EnsureLoadBalancer(evil/e) = %v, want a GroupHomeError for an empty home", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbgroup"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 )
 
@@ -105,7 +106,7 @@ func (l *LoadBalancers) groupLeft(ctx context.Context, synced cache.InformerSync
 	}
 	if len(members) > 0 {
 		home := l.groupHomeAfterLeave(ctx, cluster, group, leaver, members)
-		if lbplan.HasHomeMember(members, home) {
+		if lbgroup.HasHomeMember(members, home) {
 			if resync := toResync(leaver, members, home, byAnnotation); requeue != nil && len(resync) > 0 {
 				requeue(resync, fmt.Sprintf("%s left load balancer group %s", lbplan.Key(leaver), group))
 			}
@@ -132,7 +133,7 @@ func (l *LoadBalancers) groupLeft(ctx context.Context, synced cache.InformerSync
 //   - every member that claims a port the leaver held (an older claim passes to it), and every
 //     member without an address in its status (refused for capacity, every port held by older
 //     members, or denied): the leave may have made room for it;
-//   - the new leader (lbplan.GroupLeader: the oldest member in the group's home namespace
+//   - the new leader (lbgroup.GroupLeader: the oldest member in the group's home namespace
 //     home), when the leaver led and their load-balancer-wide settings differ (the leader's
 //     are in force), or when the leaver left by its annotation (its
 //     listeners are still on the group's load balancer, and any member's sync takes them off).
@@ -143,9 +144,9 @@ func (l *LoadBalancers) groupLeft(ctx context.Context, synced cache.InformerSync
 // (TestGroup_DeleteRequeuesOnlyWhatChanges, issue 33). It is pure.
 func toResync(leaver *corev1.Service, members []*corev1.Service, home string, byAnnotation bool) []*corev1.Service {
 	before := membersBefore(leaver, members)
-	led := lbplan.GroupLeader(before, home)
+	led := lbgroup.GroupLeader(before, home)
 	held := map[string]bool{} // members that claim a port the leaver held
-	for _, c := range lbplan.AdmitGroup(declaredLists(lbplan.LeaderFirst(before, led)), 0).Conflicts {
+	for _, c := range lbgroup.AdmitGroup(declaredLists(lbgroup.LeaderFirst(before, led)), 0).Conflicts {
 		if c.Owner == lbplan.Key(leaver) {
 			held[c.Member] = true
 		}
@@ -156,7 +157,7 @@ func toResync(leaver *corev1.Service, members []*corev1.Service, home string, by
 			out = append(out, m)
 		}
 	}
-	lead := lbplan.GroupLeader(members, home)
+	lead := lbgroup.GroupLeader(members, home)
 	if slices.Contains(out, lead) {
 		return out
 	}
@@ -166,7 +167,7 @@ func toResync(leaver *corev1.Service, members []*corev1.Service, home string, by
 	return out
 }
 
-// groupHomeAfterLeave returns the home namespace of group (lbplan.GroupHome) as its load
+// groupHomeAfterLeave returns the home namespace of group (lbgroup.GroupHome) as its load
 // balancer records it, read through the cache (the leaver's own sync has just stored it: no
 // request), else the namespace of its oldest member before leaver left.
 func (l *LoadBalancers) groupHomeAfterLeave(ctx context.Context, cluster, group string, leaver *corev1.Service, members []*corev1.Service) string {
@@ -185,18 +186,18 @@ type groupHomes struct {
 	homes map[string]string
 }
 
-// groupHome is the home namespace of group: lbplan.GroupHome of its load balancer lb and
+// groupHome is the home namespace of group: lbgroup.GroupHome of its load balancer lb and
 // members, except that when lb is nil (deleted by hand, or swept because its home had no member
 // left) the home this CCM last read on it wins: the home never moves to a member of another
 // namespace, whatever is deleted (issue 40 §3). After a restart without the load balancer,
-// lbplan.GroupHome's members with an address stand in for it.
+// lbgroup.GroupHome's members with an address stand in for it.
 func (l *LoadBalancers) groupHome(group string, lb *lbplan.Actual, members []*corev1.Service) string {
 	home, _ := l.groupHomeKnown(group, lb, members)
 	return home
 }
 
 // groupHomeKnown is groupHome, and whether the home is known from a load balancer the group has
-// or had (lbplan.GroupHomeKnown, or this CCM's memory of it).
+// or had (lbgroup.GroupHomeKnown, or this CCM's memory of it).
 func (l *LoadBalancers) groupHomeKnown(group string, lb *lbplan.Actual, members []*corev1.Service) (string, bool) {
 	h := l.homes
 	h.mu.Lock()
@@ -210,7 +211,7 @@ func (l *LoadBalancers) groupHomeKnown(group string, lb *lbplan.Actual, members 
 	if home, ok := h.homes[group]; ok && lb == nil {
 		return home, true
 	}
-	return lbplan.GroupHomeKnown(lb, members)
+	return lbgroup.GroupHomeKnown(lb, members)
 }
 
 // membersBefore returns the members of the group before leaver left (members and leaver, oldest
@@ -220,15 +221,15 @@ func membersBefore(leaver *corev1.Service, members []*corev1.Service) []*corev1.
 	was.DeletionTimestamp = nil
 	was.Spec.Type = corev1.ServiceTypeLoadBalancer
 	out := append(slices.Clone(members), was)
-	slices.SortStableFunc(out, lbplan.CompareAge)
+	slices.SortStableFunc(out, lbgroup.CompareAge)
 	return out
 }
 
 // leaderSettingsDiffer reports whether two leaders differ in a setting only the leader's counts:
-// a load-balancer-wide one (lbplan.GroupSettings, set on either) or the certificate type (a
+// a load-balancer-wide one (lbgroup.GroupSettings, set on either) or the certificate type (a
 // managed certificate is the leader's).
 func leaderSettingsDiffer(a, b *corev1.Service) bool {
-	for _, n := range append(lbplan.GroupSettings(), annotation.LBSvcHTTPCertificateType) {
+	for _, n := range append(lbgroup.GroupSettings(), annotation.LBSvcHTTPCertificateType) {
 		v, set := n.Value(a)
 		w, wset := n.Value(b)
 		if set != wset || v != w {
@@ -239,10 +240,10 @@ func leaderSettingsDiffer(a, b *corev1.Service) bool {
 }
 
 // declaredLists are the listen ports each of members declares (declaredListeners), in order.
-func declaredLists(members []*corev1.Service) []lbplan.MemberListeners {
-	lists := make([]lbplan.MemberListeners, len(members))
+func declaredLists(members []*corev1.Service) []lbgroup.MemberListeners {
+	lists := make([]lbgroup.MemberListeners, len(members))
 	for i, m := range members {
-		lists[i] = lbplan.MemberListeners{Member: lbplan.Key(m), Listeners: declaredListeners(m)}
+		lists[i] = lbgroup.MemberListeners{Member: lbplan.Key(m), Listeners: declaredListeners(m)}
 	}
 	return lists
 }
@@ -260,7 +261,7 @@ func (l *LoadBalancers) sweepGroup(ctx context.Context, cluster, group string, l
 	}
 	s := subject{svc: leaver, cluster: cluster, group: group}
 	lb, readAt, err := l.labelled(ctx, s, false)
-	if err != nil || lb == nil || lbplan.HasHomeMember(members, l.groupHome(group, lb, members)) {
+	if err != nil || lb == nil || lbgroup.HasHomeMember(members, l.groupHome(group, lb, members)) {
 		return err
 	}
 	return l.shrinkGroup(ctx, s, members, lb, readAt)
@@ -397,21 +398,21 @@ func (l *LoadBalancers) sweepOrphan(ctx context.Context, cluster, group string) 
 	if err != nil {
 		return false, fmt.Errorf("list the Services of load balancer group %s: %w", group, err)
 	}
-	members := lbplan.GroupMembers(slices.DeleteFunc(slices.Clone(all), func(s *corev1.Service) bool { return !l.Serves(s) }), group)
+	members := lbgroup.GroupMembers(slices.DeleteFunc(slices.Clone(all), func(s *corev1.Service) bool { return !l.Serves(s) }), group)
 	s := subject{cluster: cluster, group: group} // no Service: the last member left while no CCM ran
 	lb, readAt, err := l.labelled(ctx, s, true)
 	if err != nil || lb == nil {
 		return false, err
 	}
 	home := l.groupHome(group, lb, members)
-	if lbplan.HasHomeMember(members, home) {
+	if lbgroup.HasHomeMember(members, home) {
 		return false, nil
 	}
 	plan, err := l.computeDelete(ctx, nil, lb)
 	if err != nil || plan.Empty() {
 		return false, err
 	}
-	plan.Group = lbplan.GroupView(group, home, nil, lbplan.Admission{}, lbplan.TypeLimit{Name: lb.Type})
+	plan.Group = lbgroup.GroupView(group, home, nil, lbgroup.Admission{}, lbgroup.TypeLimit{Name: lb.Type})
 	klog.InfoS("Deleting the load balancer of a group without members in its home namespace", "group", group, "home", home, "otherMembers", len(members), "loadBalancer", lb.Name, "id", lb.ID)
 	state, err := l.exec.Run(ctx, nil, l.priced(plan))
 	l.stored(s, state, readAt, err)
@@ -423,7 +424,7 @@ func (l *LoadBalancers) sweepOrphan(ctx context.Context, cluster, group string) 
 // members that show an address of every group of the Service lister that has none of listed
 // (the groups whose load balancer the sweep's list found): the group's load balancer was
 // deleted behind the CCM's back, and a sync of a member of its home creates it again (a
-// member of another namespace never does: lbplan.CheckGroupHome). The sweep's list is the only
+// member of another namespace never does: lbgroup.CheckGroupHome). The sweep's list is the only
 // read: a lost group load balancer is repaired within one sweep interval.
 func (l *LoadBalancers) requeueLostGroups(listed []string) {
 	r, ok := l.denials.(DriftRequeuer)

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbgroup"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 )
 
@@ -14,7 +15,7 @@ import (
 // the same planning code (reconcile and Preview share plan). It is what the admission webhook
 // (ccm/admission) evaluates.
 //
-// For a member of a group, denied (nil: none) decides the steps as lbplan.PlanGroup asks for
+// For a member of a group, denied (nil: none) decides the steps as lbgroup.PlanGroup asks for
 // them: with it, members the policy denies only for their own listeners are left out as the
 // CCM's sync leaves them out, so the webhook shows the CCM's verdict. Without a group it is
 // unused.
@@ -29,7 +30,7 @@ import (
 //
 // The errors of EnsureLoadBalancer before its first write: bad annotations
 // (annotation.IsUserError), a *NameConflictError, failed reads.
-func (l *LoadBalancers) Preview(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, denied lbplan.DeniedSteps) (lbplan.Plan, error) {
+func (l *LoadBalancers) Preview(ctx context.Context, clusterName string, svc *corev1.Service, nodes []*corev1.Node, denied lbgroup.DeniedSteps) (lbplan.Plan, error) {
 	ctx = silently(ctx)
 	s, err := l.subjectOf(ctx, clusterName, svc)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbgroup"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
@@ -110,7 +111,7 @@ func (s subject) labels(l *LoadBalancers, cached bool) (key, what string, list f
 			get = l.cache.GetGroup
 		}
 		return fmt.Sprintf("load balancers of group %s in cluster %s (cached %t)", s.group, s.cluster, cached),
-			lbplan.GroupSelector(s.group, s.cluster) + ": more than one load balancer carries the group's labels",
+			lbgroup.GroupSelector(s.group, s.cluster) + ": more than one load balancer carries the group's labels",
 			func(ctx context.Context) ([]*lbplan.Actual, time.Time, error) { return get(ctx, s.group, s.cluster) }
 	}
 	get := l.cache.Read
@@ -169,8 +170,8 @@ type planned struct {
 	readAt time.Time // when the load balancer planned from was read
 	// The group's admission, type, leader and the members left out because the policy denies
 	// their listeners (the gate); unset for a Service of its own.
-	adm    lbplan.Admission
-	typ    lbplan.TypeLimit
+	adm    lbgroup.Admission
+	typ    lbgroup.TypeLimit
 	leader *corev1.Service
 	left   []string
 	// notes are the Warning events planning found, in order (notes.go); plan returns them with
@@ -182,7 +183,7 @@ type planned struct {
 // reads the API but records nothing and never writes (it has no executor call): the Warning
 // events it finds are its planned.notes (notes.go), which reconcile records. denied decides
 // the steps a group plan asks about (planGroup); a Service's own plan does not use it.
-func (l *LoadBalancers) plan(ctx context.Context, s subject, nodes []*corev1.Node, create bool, denied lbplan.DeniedSteps) (p planned, err error) {
+func (l *LoadBalancers) plan(ctx context.Context, s subject, nodes []*corev1.Node, create bool, denied lbgroup.DeniedSteps) (p planned, err error) {
 	ctx, n := collectNotes(ctx)
 	if s.group != "" {
 		p, err = l.planGroup(ctx, s, nodes, create, denied)
@@ -370,7 +371,7 @@ func (l *LoadBalancers) statusOptions(ctx context.Context, s subject, lb *lbplan
 	}
 	leader := s.svc
 	if len(members) > 0 {
-		leader = lbplan.GroupLeader(members, l.groupHome(s.group, lb, members))
+		leader = lbgroup.GroupLeader(members, l.groupHome(s.group, lb, members))
 	}
 	opts, err := lbservice.NewStatusOptions(leader, l.cfg)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/compatmetrics"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbgroup"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/cache"
 )
@@ -98,14 +99,14 @@ func (l typeList) find(name string) (*hcloud.LoadBalancerType, []string) {
 }
 
 // limits returns the max_services of every known type.
-func (c *typeCache) limits(ctx context.Context) ([]lbplan.TypeLimit, error) {
+func (c *typeCache) limits(ctx context.Context) ([]lbgroup.TypeLimit, error) {
 	if _, _, err := c.get(ctx, ""); err != nil {
 		return nil, err
 	}
 	list, _, _ := c.Held()
-	out := make([]lbplan.TypeLimit, 0, len(list.types))
+	out := make([]lbgroup.TypeLimit, 0, len(list.types))
 	for _, t := range list.types {
-		out = append(out, lbplan.TypeLimit{Name: t.Name, MaxServices: t.MaxServices})
+		out = append(out, lbgroup.TypeLimit{Name: t.Name, MaxServices: t.MaxServices})
 	}
 	return out, nil
 }

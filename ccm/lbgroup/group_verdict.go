@@ -1,10 +1,10 @@
-package lbplan
+package lbgroup
 
 import (
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
+	corev1 "k8s.io/api/core/v1"
 	"maps"
 	"slices"
-
-	corev1 "k8s.io/api/core/v1"
 )
 
 // DeniedSteps decides every step of plan as the CCM's gate decides it, for the member whose sync
@@ -13,7 +13,7 @@ import (
 // for a decision without deciding itself: the CCM passes its executor's
 // (gate.Gate.DeniedSteps), `plan` (ccm/ciplan) and the admission webhook (ccm/admission)
 // one over their decider, with the same gate.Inputs.
-type DeniedSteps func(plan Plan) []int
+type DeniedSteps func(plan lbplan.Plan) []int
 
 // GroupInput is what PlanGroup plans the load balancer of a group from.
 type GroupInput struct {
@@ -28,19 +28,19 @@ type GroupInput struct {
 	Members []*corev1.Service
 	// Leader is the leader's desired state, with the targets and every load-balancer-wide
 	// setting in force.
-	Leader Desired
+	Leader lbplan.Desired
 	// Lists are the listeners of every member with valid annotations, the leader's first
 	// (LeaderFirst).
 	Lists []MemberListeners
 	// Type is the type in force, with its max_services (0: no limit).
 	Type TypeLimit
 	// Actual is the group's load balancer; nil for a create.
-	Actual *Actual
+	Actual *lbplan.Actual
 }
 
 // GroupOutcome is the plan PlanGroup chose.
 type GroupOutcome struct {
-	Plan      Plan
+	Plan      lbplan.Plan
 	Admission Admission
 	// Left are the members left out of Plan because the policy denies their listeners, in the
 	// order they were found; empty when none was.
@@ -80,7 +80,7 @@ func PlanGroup(in GroupInput, denied DeniedSteps) (GroupOutcome, error) {
 	for round := 0; ; round++ {
 		kept := slices.DeleteFunc(slices.Clone(in.Lists), func(m MemberListeners) bool { return left[m.Member] })
 		adm := AdmitGroup(kept, in.Type.MaxServices)
-		plan, err := Compute(GroupDesired(in.Leader, adm, in.Name, maps.Clone(in.Labels)), in.Actual)
+		plan, err := lbplan.Compute(GroupDesired(in.Leader, adm, in.Name, maps.Clone(in.Labels)), in.Actual)
 		if err != nil {
 			return GroupOutcome{}, err
 		}
@@ -110,7 +110,7 @@ func PlanGroup(in GroupInput, denied DeniedSteps) (GroupOutcome, error) {
 // returns none when no step touches a listener of another member (no decision is asked for then)
 // or when the policy allows the plan, and own when a denied step touches no other member's
 // listener. A create's step touches the listeners that ride along in it.
-func blameOthers(acting string, plan Plan, adm Admission, denied DeniedSteps) (blamed []string, own bool) {
+func blameOthers(acting string, plan lbplan.Plan, adm Admission, denied DeniedSteps) (blamed []string, own bool) {
 	owner := map[int]string{}
 	for m, ports := range adm.Ports {
 		for _, p := range ports {
@@ -146,11 +146,11 @@ func blameOthers(acting string, plan Plan, adm Admission, denied DeniedSteps) (b
 
 // stepListenPorts are the listen ports of the listeners st adds, changes or removes: a create's
 // inline listeners, else its one listener.
-func stepListenPorts(st Step) []int {
-	if st.Mutation.Operation() == OpCreate {
+func stepListenPorts(st lbplan.Step) []int {
+	if st.Mutation.Operation() == lbplan.OpCreate {
 		var ports []int
 		for _, m := range st.Inline {
-			if a, ok := m.(AddService); ok {
+			if a, ok := m.(lbplan.AddService); ok {
 				ports = append(ports, a.Listener.ListenPort)
 			}
 		}
