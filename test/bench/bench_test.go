@@ -28,13 +28,16 @@
 //	              (ending in the runtime's MemStats) and the goroutines' stacks (default: none)
 //	BENCH_PPROF_CPU with BENCH_PPROF, a duration such as 90s: the bench also saves there a CPU
 //	              profile of the CCM's first BENCH_PPROF_CPU (from the moment its secure port
-//	              answers, a second or so after the start) and one of the steady window
-//	              (cpu-<size>-1-start.pb.gz, cpu-<size>-3-steady.pb.gz; default: none)
+//	              answers, a second or so after the start) and one of the steady window, or of
+//	              what is left of it after the first (cpu-<size>-1-start.pb.gz,
+//	              cpu-<size>-3-steady.pb.gz; default: none)
 //	BENCH_OFFICIAL_BIN the official hcloud-cloud-controller-manager binary (test/tools/official-ccm,
 //	              `make bench-official`): each size runs with this CCM and then with the official,
 //	              in the same scenario (the official gets the same flags less --policy-*, the same
 //	              environment), and the table adds each pair's CPU ratios (default: none, only
-//	              this CCM runs)
+//	              this CCM runs); BENCH_OFFICIAL_ONLY=1 runs the official alone
+//	BENCH_CCM_ENV more environment of this CCM (not of the official), KEY=VALUE[,KEY=VALUE...],
+//	              for example GOGC=50 to measure another GC target (default: none)
 //	CCM_BIN       the CCM binary (default: CGO_ENABLED=0 go build -trimpath -tags grpcnotrace ./cmd/hcloud-policy-ccm,
 //	              as the Makefile builds it)
 //	KUBE_BIN_DIR  kube-apiserver, etcd, kubectl (see test/e2e/harness)
@@ -232,6 +235,9 @@ func TestBench(t *testing.T) {
 			t.Fatalf("BENCH_OFFICIAL_BIN: %v", err)
 		}
 		sizes = withOfficial(sizes)
+		if os.Getenv("BENCH_OFFICIAL_ONLY") == "1" {
+			sizes = slices.DeleteFunc(sizes, func(s size) bool { return !s.official })
+		}
 	}
 	var results []result
 	for _, s := range sizes {
@@ -283,7 +289,7 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 		}
 		t.Logf("%v: the CCM binary dropped from the page cache (%.0f%% of its pages still cached)", s, 100*left)
 	}
-	ccm, port := startCCM(t, c, bin, endpoint, emu.Token(), s.policiesOff || s.official)
+	ccm, port := startCCM(t, c, bin, endpoint, emu.Token(), s.policiesOff || s.official, s.official)
 	start := time.Now()
 	peakAnon := sampleMax(ccm.Pid(), "RssAnon")
 	profile := func(phase string) {
@@ -300,24 +306,42 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 
 	var cpuProfiles sync.WaitGroup
 	defer cpuProfiles.Wait()
-	cpuProfile := func(phase string, d time.Duration) {
+	startProfiled := make(chan struct{}) // the start profile ended (or none was taken)
+	cpuProfile := func(phase string, until time.Time) {
 		dir, flag := os.Getenv("BENCH_PPROF"), os.Getenv("BENCH_PPROF_CPU")
 		if dir == "" || flag == "" {
+			if phase == "1-start" {
+				close(startProfiled)
+			}
 			return
 		}
 		if phase == "1-start" {
-			var err error
-			if d, err = time.ParseDuration(flag); err != nil {
+			d, err := time.ParseDuration(flag)
+			if err != nil {
 				t.Errorf("BENCH_PPROF_CPU=%q: %v", flag, err)
+				close(startProfiled)
 				return
 			}
+			until = time.Now().Add(d)
 		}
 		path := filepath.Join(dir, fmt.Sprintf("cpu-%s-%s.pb.gz", s.name(), phase))
 		cpuProfiles.Go(func() {
+			if phase == "1-start" {
+				defer close(startProfiled)
+			} else {
+				<-startProfiled // one CPU profile at a time: the steady one starts after the start one
+			}
 			for range 100 { // the secure port answers a moment after the start
-				if err := tryProfile(port, fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), path, d+time.Minute); err == nil {
+				d := time.Until(until)
+				if d < time.Second {
+					t.Logf("CPU profile %s: no time left to profile", path)
 					return
-				} else if !strings.Contains(err.Error(), "connection refused") {
+				}
+				err := tryProfile(port, fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), path, d+time.Minute)
+				if err == nil {
+					return
+				}
+				if !strings.Contains(err.Error(), "connection refused") {
 					t.Errorf("CPU profile %s: %v", path, err)
 					return
 				}
@@ -325,7 +349,7 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 			}
 		})
 	}
-	cpuProfile("1-start", 0)
+	cpuProfile("1-start", time.Time{})
 
 	// Phase 1: every node initialised (providerID set, taint gone) and routed.
 	waitCCM(t, ccm, 5*time.Minute+time.Duration(s.nodes)*time.Second, func() (bool, error) {
@@ -380,7 +404,7 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 
 	// Phase 3: the steady state, nothing changes.
 	t.Logf("%v: measuring the steady state for %s", s, steady)
-	cpuProfile("3-steady", steady-time.Second)
+	cpuProfile("3-steady", time.Now().Add(steady-time.Second))
 	deadline := time.Now().Add(steady)
 	for time.Now().Before(deadline) {
 		if exited, err := ccm.Exited(); exited {
@@ -584,7 +608,7 @@ func createService(t *testing.T, c *harness.Cluster, name, selector string) {
 // ServiceAccount, against the emulator at endpoint with HCLOUD_NETWORK=k8s, with
 // --policy-mode=enforce appended; policiesOff drops the --policy-* flags instead (so the official
 // CCM, which has none, starts with the same flags and environment as this one). It returns the process and its secure port.
-func startCCM(t *testing.T, c *harness.Cluster, bin, endpoint, token string, policiesOff bool) (*harness.Process, int) {
+func startCCM(t *testing.T, c *harness.Cluster, bin, endpoint, token string, policiesOff, official bool) (*harness.Process, int) {
 	var d appsv1.Deployment
 	for _, doc := range strings.Split(harness.Kustomize(t, deployDir), "\n---\n") {
 		if strings.Contains(doc, "\nkind: Deployment\n") || strings.HasPrefix(doc, "kind: Deployment\n") {
@@ -625,6 +649,9 @@ func startCCM(t *testing.T, c *harness.Cluster, bin, endpoint, token string, pol
 		"HCLOUD_METRICS_ADDRESS=127.0.0.1:" + strconv.Itoa(harness.FreePort(t)),
 		"HCLOUD_LOAD_BALANCERS_LOCATION=fsn1",
 		"HCLOUD_LOAD_BALANCERS_TYPE=lb11",
+	}
+	if extra := os.Getenv("BENCH_CCM_ENV"); extra != "" && !official {
+		env = append(env, strings.Split(extra, ",")...)
 	}
 	return harness.StartProcess(t, "ccm", bin, args, env), port
 }

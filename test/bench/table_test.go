@@ -30,8 +30,12 @@ func writeTable(t *testing.T, results []result) {
 // table renders results; see docs/performance.md for what each row means.
 func table(results []result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "<!-- make bench, %s, %d CPUs, kube binaries %s, rate limit %d/h, page cache %s -->\n\n",
-		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), harness.BinDir(), rateLimit, envOr("BENCH_PAGECACHE", "cold"))
+	extra := ""
+	if env := os.Getenv("BENCH_CCM_ENV"); env != "" {
+		extra = ", CCM environment " + env
+	}
+	fmt.Fprintf(&b, "<!-- make bench, %s, %d CPUs, kube binaries %s, rate limit %d/h, page cache %s%s -->\n\n",
+		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), harness.BinDir(), rateLimit, envOr("BENCH_PAGECACHE", "cold"), extra)
 	b.WriteString("| figure |")
 	for _, r := range results {
 		policies := ""
