@@ -29,8 +29,9 @@
 //	BENCH_PPROF_CPU with BENCH_PPROF, a duration such as 90s: the bench also saves there a CPU
 //	              profile of the CCM's first BENCH_PPROF_CPU (from the moment its secure port
 //	              answers, a second or so after the start) and one of the steady window, or of
-//	              what is left of it after the first (cpu-<size>-1-start.pb.gz,
-//	              cpu-<size>-3-steady.pb.gz; default: none)
+//	              what is left of it after the first, and of the churn phase's first 30 s
+//	              (cpu-<size>-1-start.pb.gz, cpu-<size>-3-steady.pb.gz, cpu-<size>-4-churn.pb.gz;
+//	              default: none)
 //	BENCH_OFFICIAL_BIN the official hcloud-cloud-controller-manager binary (test/tools/official-ccm,
 //	              `make bench-official`): each size runs with this CCM and then with the official,
 //	              in the same scenario (the official gets the same flags less --policy-*, the same
@@ -331,7 +332,7 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 			} else {
 				<-startProfiled // one CPU profile at a time: the steady one starts after the start one
 			}
-			for range 100 { // the secure port answers a moment after the start
+			for range 100 {
 				d := time.Until(until)
 				if d < time.Second {
 					t.Logf("CPU profile %s: no time left to profile", path)
@@ -341,7 +342,9 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 				if err == nil {
 					return
 				}
-				if !strings.Contains(err.Error(), "connection refused") {
+				// The secure port answers a moment after the start; the profile before may
+				// still be ending.
+				if !strings.Contains(err.Error(), "connection refused") && !strings.Contains(err.Error(), "already in use") {
 					t.Errorf("CPU profile %s: %v", path, err)
 					return
 				}
@@ -421,6 +424,7 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 	r.peakAnon = max(peakAnon(), r.steadyAnon)
 	profile("3-steady")
 	if s.join > 0 {
+		cpuProfile("4-churn", time.Now().Add(churnProfile))
 		before := cpuSeconds(t, ccm.Pid())
 		runChurn(t, c, ccm, emu, netID, ids, cidrs, &r)
 		r.cpuChurn = cpuSeconds(t, ccm.Pid()) - before
@@ -431,6 +435,9 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 	}
 	return r
 }
+
+// churnProfile is the length of the churn phase's CPU profile (BENCH_PPROF_CPU).
+const churnProfile = 30 * time.Second
 
 // nodeLabels are the labels of node i: its pool in a size with pools, else the load balancer
 // target label on the first lbTargets nodes and on every joining node.
