@@ -14,9 +14,9 @@ import (
 // of 12-15 MiB, 165 collections while the nodes initialised, about 40% of the CCM's CPU then
 // and half of it when idle (docs/performance.md § CPU side by side with the official CCM). The
 // percent is never below 15, so a large heap is collected as before. Measured at 500 nodes:
-// 16 MiB took the CPU to the nodes initialised from 4.4-4.5 s to 3.4 s (the official: 3.7)
-// for 0.6 MiB more peak RSS (1.9 of anonymous memory); 20 MiB saved as much and a little more
-// when idle, for 4 MiB more peak RSS.
+// 16 MiB took the CPU to the nodes initialised from 4.4-4.5 s to 3.4 s in two runs (the
+// official: 3.7) for a peak RSS of 74.9-75.6 MiB (75.0 before; 0.9-1.9 MiB more anonymous
+// memory); 20 MiB saved as much and a little more when idle, for 4 MiB more peak RSS.
 const gcFloorBytes = 16 << 20
 
 // setGC sets the garbage collector's target unless GOGC is set (the runtime's then, as
