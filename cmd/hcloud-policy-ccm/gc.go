@@ -76,5 +76,9 @@ func floorPercent(live, floor uint64, percent int) int {
 	if live == 0 || live >= floor {
 		return percent
 	}
-	return max(percent, min(1000, int((floor-live)*100/live)))
+	p := (floor - live) * 100 / live
+	if p > 1000 {
+		return max(percent, 1000)
+	}
+	return max(percent, int(p))
 }
