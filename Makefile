@@ -47,7 +47,7 @@ E2E_TIMEOUT ?= 30m
 # waiting for the CCM, so more than the number of cores pays off: on 2 cores 4 halves the phase.
 E2E_PARALLEL ?= 4
 
-.PHONY: all build release dce-check test e2e-stress unit race vet lint lint-bin fmt-check generate check-generated policy-test kube-bins helm-bin chart-test e2e e2e-versions bench bench-smoke soak demo clean
+.PHONY: all build release dce-check test e2e-stress unit race vet lint lint-bin fmt-check generate check-generated policy-test kube-bins helm-bin chart-test e2e e2e-versions bench bench-smoke bench-official official-ccm soak demo clean
 
 all: build
 
@@ -228,6 +228,25 @@ bench-smoke: kube-bins build
 	go vet -tags bench ./test/bench/
 	CCM_BIN=$(BIN)/hcloud-policy-ccm BENCH_SIZES=10x2 BENCH_STEADY=20s BENCH_OUT=$(BIN)/bench-smoke.md \
 		go test $(GO_TEST_FLAGS) -tags bench -timeout 5m -run TestBench ./test/bench/
+
+# CPU side by side with the official CCM (issue 41): the official hcloud-cloud-controller-manager,
+# pinned in test/tools/official-ccm/build.sh (v1.35.0), is built once into $(KUBE_CACHE)/official-
+# <commit>/ from OFFICIAL_CCM_GIT (a git directory or URL; default the local mirror when it exists,
+# else GitHub); then every size of BENCH_OFFICIAL_SIZES runs with this CCM and the official, one
+# after the other, and the table adds each pair's CPU ratios (docs/performance.md § CPU side by
+# side). Two pairs by default (the figures vary between runs on a shared machine); about 45
+# minutes at 500x50+10. Not part of `make test`.
+OFFICIAL_CCM_MIRROR := /work/.mirror/hetznercloud+hcloud-cloud-controller-manager/repo
+OFFICIAL_CCM_GIT ?= $(if $(wildcard $(OFFICIAL_CCM_MIRROR)),$(OFFICIAL_CCM_MIRROR),https://github.com/hetznercloud/hcloud-cloud-controller-manager.git)
+BENCH_OFFICIAL_SIZES ?= 500x50+10,500x50+10
+BENCH_OFFICIAL_STEADY ?= 3m
+official-ccm:
+	test/tools/official-ccm/build.sh $(KUBE_CACHE) $(OFFICIAL_CCM_GIT)
+bench-official: kube-bins build
+	official=$$(test/tools/official-ccm/build.sh $(KUBE_CACHE) $(OFFICIAL_CCM_GIT) | tail -n1) && \
+	CCM_BIN=$(BIN)/hcloud-policy-ccm BENCH_OFFICIAL_BIN=$$official BENCH_SIZES=$(BENCH_OFFICIAL_SIZES) \
+		BENCH_STEADY=$(BENCH_OFFICIAL_STEADY) BENCH_POLICIES=on BENCH_OUT=$(BIN)/bench-official.md \
+		go test -count=1 -v -tags bench -timeout 3h -run TestBench ./test/bench/
 
 clean:
 	rm -rf $(BIN)

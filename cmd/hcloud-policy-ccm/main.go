@@ -21,7 +21,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -59,11 +58,12 @@ import (
 // 50, 28.5-29.6 with 25 and 26.8 with 15, for 5.7, 6.2 (20) and 6.6-7.2 CPU seconds from start
 // to all Services addressed at 25, 20 and 15 (once per start; the steady state allocates
 // almost nothing); at 2,000 nodes 25 cost about 19% more CPU during initialisation than 50 for
-// 9 MiB less (docs/performance.md § Memory). GOGC in the environment (including GOGC=100) wins.
+// 9 MiB less (docs/performance.md § Memory). Below gcFloorBytes of memory the collector does
+// not run for this target (gc.go). GOGC in the environment (including GOGC=100) wins.
 const defaultGCPercent = 15
 
 func main() {
-	setGCPercent(os.LookupEnv)
+	setGC(os.LookupEnv)
 	if err := plugins.RegisterMetrics(legacyregistry.Registerer()); err != nil {
 		klog.Fatalf("register plugin metrics: %v", err)
 	}
@@ -181,13 +181,6 @@ func toolsHelp(tools *cobra.Command) string {
 	}
 	walk(tools)
 	return b.String()
-}
-
-// setGCPercent sets defaultGCPercent unless GOGC is set.
-func setGCPercent(lookup func(string) (string, bool)) {
-	if _, ok := lookup("GOGC"); !ok {
-		debug.SetGCPercent(defaultGCPercent)
-	}
 }
 
 // newCommand builds the root command: the upstream cloud-controller-manager command with our

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,24 +40,59 @@ func TestStripManagedFields(t *testing.T) {
 	}
 }
 
-func TestSetGCPercent(t *testing.T) {
+func TestSetGC(t *testing.T) {
 	prev := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	// GOGC set: left to the runtime.
+	debug.SetGCPercent(100)
+	if f := setGC(func(k string) (string, bool) { return "100", k == "GOGC" }); f != nil {
+		t.Error("GOGC set: setGC started a floor")
+	}
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GOGC set: GC percent = %d, want 100 (the runtime's)", got)
+	}
+	// GOGC unset: at least the default, and kept after each collection.
+	live := make([][]byte, 0, 32)
+	for range 32 {
+		live = append(live, make([]byte, 1<<20)) // 32 MiB live, above the floor
+	}
+	runtime.GC()
+	f := setGC(func(string) (string, bool) { return "", false })
+	t.Cleanup(func() { f.stopped.Store(true) })
+	if got := debug.SetGCPercent(100); got != defaultGCPercent {
+		t.Errorf("GOGC unset, 32 MiB live: GC percent = %d, want %d", got, defaultGCPercent)
+	}
+	current := func() int { p := debug.SetGCPercent(100); debug.SetGCPercent(p); return p }
+	debug.SetGCPercent(100)
+	deadline := time.Now().Add(5 * time.Second) // the sentinel's finalizer sets it again
+	for current() == 100 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := current(); got != defaultGCPercent {
+		t.Errorf("after a collection: GC percent = %d, want %d", got, defaultGCPercent)
+	}
+	runtime.KeepAlive(live)
+}
+
+func TestFloorPercent(t *testing.T) {
+	const mib = 1 << 20
+	const floor = 20 * mib
 	tests := []struct {
-		name string
-		env  map[string]string
+		live uint64
 		want int
 	}{
-		{"GOGC unset: the default", map[string]string{}, defaultGCPercent},
-		{"GOGC set: left to the runtime", map[string]string{"GOGC": "100"}, 100},
+		{0, defaultGCPercent},         // nothing read
+		{10 * mib, 100},               // 10 → 20 MiB
+		{16 * mib, 25},                // 16 → 20 MiB
+		{18 * mib, defaultGCPercent},  // 18 × 1.15 > 20 MiB
+		{200 * mib, defaultGCPercent}, // large heaps: as before
+		{1 * mib, 1000},               // capped
+		{floor, defaultGCPercent},     // at the floor
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			debug.SetGCPercent(100)
-			setGCPercent(func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
-			if got := debug.SetGCPercent(100); got != tt.want {
-				t.Errorf("GC percent = %d, want %d", got, tt.want)
-			}
-		})
+		if got := floorPercent(tt.live, floor, defaultGCPercent); got != tt.want {
+			t.Errorf("floorPercent(%d MiB) = %d, want %d", tt.live/mib, got, tt.want)
+		}
 	}
 }

@@ -26,6 +26,19 @@
 //	BENCH_PPROF   a directory: the CCM serves /debug/pprof on its secure port and the bench
 //	              saves there, at the end of each phase, a heap profile, the same as text
 //	              (ending in the runtime's MemStats) and the goroutines' stacks (default: none)
+//	BENCH_PPROF_CPU with BENCH_PPROF, a duration such as 90s: the bench also saves there a CPU
+//	              profile of the CCM's first BENCH_PPROF_CPU (from the moment its secure port
+//	              answers, a second or so after the start) and one of the steady window, or of
+//	              what is left of it after the first, and of the churn phase's first 30 s
+//	              (cpu-<size>-1-start.pb.gz, cpu-<size>-3-steady.pb.gz, cpu-<size>-4-churn.pb.gz;
+//	              default: none)
+//	BENCH_OFFICIAL_BIN the official hcloud-cloud-controller-manager binary (test/tools/official-ccm,
+//	              `make bench-official`): each size runs with this CCM and then with the official,
+//	              in the same scenario (the official gets the same flags less --policy-*, the same
+//	              environment), and the table adds each pair's CPU ratios (default: none, only
+//	              this CCM runs); BENCH_OFFICIAL_ONLY=1 runs the official alone
+//	BENCH_CCM_ENV more environment of this CCM (not of the official), KEY=VALUE[,KEY=VALUE...],
+//	              for example GOGC=50 to measure another GC target (default: none)
 //	CCM_BIN       the CCM binary (default: CGO_ENABLED=0 go build -trimpath -tags grpcnotrace ./cmd/hcloud-policy-ccm,
 //	              as the Makefile builds it)
 //	KUBE_BIN_DIR  kube-apiserver, etcd, kubectl (see test/e2e/harness)
@@ -88,6 +101,8 @@ type size struct {
 	// labelled nodes and every joining node.
 	pools       bool
 	policiesOff bool // no --policy-* flags: the allow-all gate
+	// official runs BENCH_OFFICIAL_BIN, the official CCM, instead of this one (no policies).
+	official bool
 }
 
 // poolCount is the number of node pools of a size with pools.
@@ -105,6 +120,9 @@ func (s size) servicesPerNode() int {
 }
 
 func (s size) String() string {
+	if s.official {
+		return fmt.Sprintf("%d nodes / %d Services%s / %s / official CCM", s.nodes, s.services, s.poolNote(), s.churn())
+	}
 	return fmt.Sprintf("%d nodes / %d Services%s / %s / policies %s", s.nodes, s.services, s.poolNote(), s.churn(), onOff(!s.policiesOff))
 }
 
@@ -135,7 +153,17 @@ func (s size) name() string {
 	if s.pools {
 		p = "p"
 	}
+	if s.official {
+		return fmt.Sprintf("%dx%d%s+%d-%d-official", s.nodes, s.services, p, s.join, s.batch)
+	}
 	return fmt.Sprintf("%dx%d%s+%d-%d-policies-%s", s.nodes, s.services, p, s.join, s.batch, onOff(!s.policiesOff))
+}
+
+// scenario is the size without the binary and policy switches: the key that pairs a run of this
+// CCM with one of the official.
+func (s size) scenario() size {
+	s.official, s.policiesOff = false, false
+	return s
 }
 
 // defaultJoin is the churn of a size without +JOIN: 10 nodes, a fifth of the nodes at smaller
@@ -169,8 +197,16 @@ type result struct {
 	peakRSS, steadyRSS      int64         // KiB
 	peakAnon, steadyAnon    int64         // KiB; peakAnon sampled once a second
 	steadyFile              int64         // KiB
+	cpuNodes                float64       // CPU seconds, start → all nodes initialised and routed
 	cpuInit, cpuSteady      float64
+	cpuChurn                float64 // CPU seconds of the churn phase
 }
+
+// cpuPerIdleMinute is the CPU seconds of the steady window per minute.
+func (r result) cpuPerIdleMinute() float64 { return r.cpuSteady / r.steady.Minutes() }
+
+// cpuTotal is the CPU seconds of all phases.
+func (r result) cpuTotal() float64 { return r.cpuInit + r.cpuSteady + r.cpuChurn }
 
 // counts are the emulator's request counters of one phase.
 type counts struct {
@@ -194,6 +230,16 @@ func TestBench(t *testing.T) {
 	}
 	pageCacheMode(t) // a bad value fails before anything starts
 	bin := ccmBinary(t)
+	official := os.Getenv("BENCH_OFFICIAL_BIN")
+	if official != "" {
+		if _, err := os.Stat(official); err != nil {
+			t.Fatalf("BENCH_OFFICIAL_BIN: %v", err)
+		}
+		sizes = withOfficial(sizes)
+		if os.Getenv("BENCH_OFFICIAL_ONLY") == "1" {
+			sizes = slices.DeleteFunc(sizes, func(s size) bool { return !s.official })
+		}
+	}
 	var results []result
 	for _, s := range sizes {
 		t.Run(s.name(), func(t *testing.T) {
@@ -201,7 +247,11 @@ func TestBench(t *testing.T) {
 			if steadyFlag == "auto" {
 				window = steadyWindow(s.nodes)
 			}
-			r := run(t, bin, s, window)
+			b := bin
+			if s.official {
+				b = official
+			}
+			r := run(t, b, s, window)
 			results = append(results, r)
 			writeTable(t, results) // after each size, so a long run leaves partial results
 		})
@@ -240,7 +290,7 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 		}
 		t.Logf("%v: the CCM binary dropped from the page cache (%.0f%% of its pages still cached)", s, 100*left)
 	}
-	ccm, port := startCCM(t, c, bin, endpoint, emu.Token(), s.policiesOff)
+	ccm, port := startCCM(t, c, bin, endpoint, emu.Token(), s.policiesOff || s.official, s.official)
 	start := time.Now()
 	peakAnon := sampleMax(ccm.Pid(), "RssAnon")
 	profile := func(phase string) {
@@ -255,6 +305,55 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 		}
 	}
 
+	var cpuProfiles sync.WaitGroup
+	defer cpuProfiles.Wait()
+	startProfiled := make(chan struct{}) // the start profile ended (or none was taken)
+	cpuProfile := func(phase string, until time.Time) {
+		dir, flag := os.Getenv("BENCH_PPROF"), os.Getenv("BENCH_PPROF_CPU")
+		if dir == "" || flag == "" {
+			if phase == "1-start" {
+				close(startProfiled)
+			}
+			return
+		}
+		if phase == "1-start" {
+			d, err := time.ParseDuration(flag)
+			if err != nil {
+				t.Errorf("BENCH_PPROF_CPU=%q: %v", flag, err)
+				close(startProfiled)
+				return
+			}
+			until = time.Now().Add(d)
+		}
+		path := filepath.Join(dir, fmt.Sprintf("cpu-%s-%s.pb.gz", s.name(), phase))
+		cpuProfiles.Go(func() {
+			if phase == "1-start" {
+				defer close(startProfiled)
+			} else {
+				<-startProfiled // one CPU profile at a time: the steady one starts after the start one
+			}
+			for range 100 {
+				d := time.Until(until)
+				if d < time.Second {
+					t.Logf("CPU profile %s: no time left to profile", path)
+					return
+				}
+				err := tryProfile(port, fmt.Sprintf("profile?seconds=%d", int(d.Seconds())), path, d+time.Minute)
+				if err == nil {
+					return
+				}
+				// The secure port answers a moment after the start; the profile before may
+				// still be ending.
+				if !strings.Contains(err.Error(), "connection refused") && !strings.Contains(err.Error(), "already in use") {
+					t.Errorf("CPU profile %s: %v", path, err)
+					return
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+	}
+	cpuProfile("1-start", time.Time{})
+
 	// Phase 1: every node initialised (providerID set, taint gone) and routed.
 	waitCCM(t, ccm, 5*time.Minute+time.Duration(s.nodes)*time.Second, func() (bool, error) {
 		if n := uninitialised(t, c, ids); n > 0 {
@@ -266,7 +365,7 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 		}
 		return true, nil
 	})
-	r := result{size: s, steady: steady, nodesTime: time.Since(start), nodesReq: take(emu)}
+	r := result{size: s, steady: steady, nodesTime: time.Since(start), nodesReq: take(emu), cpuNodes: cpuSeconds(t, ccm.Pid())}
 	// The counters must have seen the work: one add_route per node at least (more if retried).
 	if n := r.nodesReq.byRoute["POST /v1/networks/{id}/actions/add_route"]; n < s.nodes {
 		t.Errorf("%d add_route requests counted for %d routes: the emulator's counters missed requests", n, s.nodes)
@@ -283,7 +382,11 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 		}
 		createService(t, c, fmt.Sprintf("svc-%03d", i), selector)
 	}
-	waitCCM(t, ccm, 5*time.Minute+time.Duration(s.services)*5*time.Second, func() (bool, error) {
+	servicesTimeout := 5*time.Minute + time.Duration(s.services)*5*time.Second
+	if s.official {
+		servicesTimeout *= 3 // issue 11 measured 593 s for 50 Services with the official
+	}
+	waitCCM(t, ccm, servicesTimeout, func() (bool, error) {
 		list, err := c.Client().CoreV1().Services("default").List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -304,6 +407,7 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 
 	// Phase 3: the steady state, nothing changes.
 	t.Logf("%v: measuring the steady state for %s", s, steady)
+	cpuProfile("3-steady", time.Now().Add(steady-time.Second))
 	deadline := time.Now().Add(steady)
 	for time.Now().Before(deadline) {
 		if exited, err := ccm.Exited(); exited {
@@ -320,7 +424,10 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 	r.peakAnon = max(peakAnon(), r.steadyAnon)
 	profile("3-steady")
 	if s.join > 0 {
+		cpuProfile("4-churn", time.Now().Add(churnProfile))
+		before := cpuSeconds(t, ccm.Pid())
 		runChurn(t, c, ccm, emu, netID, ids, cidrs, &r)
+		r.cpuChurn = cpuSeconds(t, ccm.Pid()) - before
 		profile("4-churn")
 	}
 	if r.steadyRSS <= 0 || r.peakRSS < r.steadyRSS || r.steadyAnon <= 0 || r.steadyFile <= 0 || r.cpuInit <= 0 {
@@ -328,6 +435,9 @@ func run(t *testing.T, bin string, s size, steady time.Duration) result {
 	}
 	return r
 }
+
+// churnProfile is the length of the churn phase's CPU profile (BENCH_PPROF_CPU).
+const churnProfile = 30 * time.Second
 
 // nodeLabels are the labels of node i: its pool in a size with pools, else the load balancer
 // target label on the first lbTargets nodes and on every joining node.
@@ -503,8 +613,9 @@ func createService(t *testing.T, c *harness.Cluster, name, selector string) {
 
 // startCCM runs the CCM out of cluster with the container args of deployDir's Deployment, as its
 // ServiceAccount, against the emulator at endpoint with HCLOUD_NETWORK=k8s, with
-// --policy-mode=enforce appended; policiesOff drops the --policy-* flags instead. It returns the process and its secure port.
-func startCCM(t *testing.T, c *harness.Cluster, bin, endpoint, token string, policiesOff bool) (*harness.Process, int) {
+// --policy-mode=enforce appended; policiesOff drops the --policy-* flags instead (so the official
+// CCM, which has none, starts with the same flags and environment as this one). It returns the process and its secure port.
+func startCCM(t *testing.T, c *harness.Cluster, bin, endpoint, token string, policiesOff, official bool) (*harness.Process, int) {
 	var d appsv1.Deployment
 	for _, doc := range strings.Split(harness.Kustomize(t, deployDir), "\n---\n") {
 		if strings.Contains(doc, "\nkind: Deployment\n") || strings.HasPrefix(doc, "kind: Deployment\n") {
@@ -546,6 +657,9 @@ func startCCM(t *testing.T, c *harness.Cluster, bin, endpoint, token string, pol
 		"HCLOUD_LOAD_BALANCERS_LOCATION=fsn1",
 		"HCLOUD_LOAD_BALANCERS_TYPE=lb11",
 	}
+	if extra := os.Getenv("BENCH_CCM_ENV"); extra != "" && !official {
+		env = append(env, strings.Split(extra, ",")...)
+	}
 	return harness.StartProcess(t, "ccm", bin, args, env), port
 }
 
@@ -562,6 +676,17 @@ func steadyWindow(n int) time.Duration {
 	keep := time.Duration(pages) * 2 * time.Hour / config.DefaultAPIBudgetPerHour
 	periods := max(1, (keep+nodeStatusPeriod-1)/nodeStatusPeriod)
 	return periods * nodeStatusPeriod
+}
+
+// withOfficial returns sizes with, after each size, the same scenario run by the official CCM.
+func withOfficial(sizes []size) []size {
+	var out []size
+	for _, s := range sizes {
+		o := s.scenario()
+		o.official = true
+		out = append(out, s, o)
+	}
+	return out
 }
 
 // withPolicies returns sizes for BENCH_POLICIES: on, off, or both (each size on, then off).
@@ -587,13 +712,19 @@ func withPolicies(sizes []size, mode string) ([]size, error) {
 
 // saveProfile saves the CCM's profile GET /debug/pprof/<query> (on its secure port) to path.
 func saveProfile(t *testing.T, port int, query, path string) {
-	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+	if err := tryProfile(port, query, path, time.Minute); err != nil {
+		t.Errorf("profile %s to %s: %v", query, path, err)
+	}
+}
+
+// tryProfile saves the CCM's profile GET /debug/pprof/<query> to path, waiting up to timeout.
+func tryProfile(port int, query, path string, timeout time.Duration) error {
+	client := &http.Client{Timeout: timeout, Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true},
 	}}
 	resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/debug/pprof/%s", port, query))
 	if err != nil {
-		t.Errorf("profile %s: %v", query, err)
-		return
+		return err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -603,9 +734,7 @@ func saveProfile(t *testing.T, port int, query, path string) {
 	if err == nil {
 		err = os.WriteFile(path, b, 0o644)
 	}
-	if err != nil {
-		t.Errorf("profile %s to %s: %v", query, path, err)
-	}
+	return err
 }
 
 // waitCCM is harness.WaitFor that fails at once when ccm exits meanwhile; it polls every 100 ms,

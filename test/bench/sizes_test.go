@@ -51,3 +51,34 @@ func TestParseSizes(t *testing.T) {
 		})
 	}
 }
+
+func TestWithOfficialPairs(t *testing.T) {
+	sizes, err := parseSizes("500x50+10,50x10")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes, err = withPolicies(sizes, "both")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes = withOfficial(sizes) // 500x50 on, official, 500x50 off, official, 50x10 on, official, off, official
+	if len(sizes) != 8 || !sizes[1].official || sizes[1].policiesOff || sizes[1].scenario() != sizes[0].scenario() {
+		t.Fatalf("withOfficial: %+v", sizes)
+	}
+	results := make([]result, len(sizes))
+	for i, s := range sizes {
+		results[i] = result{size: s, cpuInit: float64(i + 1)}
+	}
+	pairs := officialPairs(results)
+	for i, want := range map[int]int{0: 1, 2: 3, 4: 5, 6: 7} {
+		if got, ok := pairs[i]; !ok || got.cpuInit != results[want].cpuInit {
+			t.Errorf("pair of run %d = %+v (%v), want run %d", i, got, ok, want)
+		}
+	}
+	if len(pairs) != 4 {
+		t.Errorf("%d pairs, want 4", len(pairs))
+	}
+	if !strings.Contains(table(results), "**CPU / the official's**") {
+		t.Error("the table has no ratio rows")
+	}
+}

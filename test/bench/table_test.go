@@ -30,12 +30,19 @@ func writeTable(t *testing.T, results []result) {
 // table renders results; see docs/performance.md for what each row means.
 func table(results []result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "<!-- make bench, %s, %d CPUs, kube binaries %s, rate limit %d/h, page cache %s -->\n\n",
-		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), harness.BinDir(), rateLimit, envOr("BENCH_PAGECACHE", "cold"))
+	extra := ""
+	if env := os.Getenv("BENCH_CCM_ENV"); env != "" {
+		extra = ", CCM environment " + env
+	}
+	fmt.Fprintf(&b, "<!-- make bench, %s, %d CPUs, kube binaries %s, rate limit %d/h, page cache %s%s -->\n\n",
+		time.Now().UTC().Format(time.RFC3339), runtime.NumCPU(), harness.BinDir(), rateLimit, envOr("BENCH_PAGECACHE", "cold"), extra)
 	b.WriteString("| figure |")
 	for _, r := range results {
 		policies := ""
-		if r.size.policiesOff {
+		switch {
+		case r.size.official:
+			policies = ", **official CCM**"
+		case r.size.policiesOff:
 			policies = ", policies off"
 		}
 		fmt.Fprintf(&b, " %d nodes, %d Services%s, %s%s |", r.size.nodes, r.size.services, r.size.poolNote(), r.size.churn(), policies)
@@ -131,9 +138,50 @@ func table(results []result) string {
 	row("&nbsp;&nbsp;peak anonymous RSS (RssAnon, sampled each second), MiB", func(r result) string { return mib(r.peakAnon) })
 	row("&nbsp;&nbsp;steady anonymous RSS (RssAnon: heap, stacks), MiB", func(r result) string { return mib(r.steadyAnon) })
 	row("&nbsp;&nbsp;steady file RSS (RssFile: mapped pages of the binary), MiB", func(r result) string { return mib(r.steadyFile) })
-	row("CPU seconds, start → all Services addressed (utime+stime)", func(r result) string { return fmt.Sprintf("%.1f", r.cpuInit) })
+	row("CPU seconds, start → all nodes initialised and routed (utime+stime)", func(r result) string { return fmt.Sprintf("%.1f", r.cpuNodes) })
+	row("CPU seconds, start → all Services addressed", func(r result) string { return fmt.Sprintf("%.1f", r.cpuInit) })
 	row("CPU seconds in the steady window", func(r result) string { return fmt.Sprintf("%.1f", r.cpuSteady) })
+	row("&nbsp;&nbsp;per idle minute", func(r result) string { return fmt.Sprintf("%.2f", r.cpuPerIdleMinute()) })
+	row("CPU seconds of the churn phase", churned(func(r result) string { return fmt.Sprintf("%.1f", r.cpuChurn) }))
+	row("CPU seconds, all phases", func(r result) string { return fmt.Sprintf("%.1f", r.cpuTotal()) })
+	if slices.ContainsFunc(results, func(r result) bool { return r.size.official }) {
+		pairs := officialPairs(results)
+		ratio := func(name string, get func(r result) float64) {
+			fmt.Fprintf(&b, "| %s |", name)
+			for i, r := range results {
+				o, ok := pairs[i]
+				if !ok || get(o) <= 0 {
+					b.WriteString(" – |")
+					continue
+				}
+				fmt.Fprintf(&b, " %.2f |", get(r)/get(o))
+			}
+			b.WriteString("\n")
+		}
+		ratio("**CPU / the official's** (its run of the same scenario after this one): start → nodes initialised", func(r result) float64 { return r.cpuNodes })
+		ratio("&nbsp;&nbsp;start → all Services addressed", func(r result) float64 { return r.cpuInit })
+		ratio("&nbsp;&nbsp;per idle minute", result.cpuPerIdleMinute)
+		ratio("&nbsp;&nbsp;all phases", result.cpuTotal)
+	}
 	return b.String()
+}
+
+// officialPairs maps the index of each run of this CCM to the official CCM's run paired with it:
+// the first official run of the same scenario after it.
+func officialPairs(results []result) map[int]result {
+	pairs := map[int]result{}
+	for i, r := range results {
+		if r.size.official {
+			continue
+		}
+		for _, x := range results[i+1:] {
+			if x.size.official && x.size.scenario() == r.size.scenario() {
+				pairs[i] = x
+				break
+			}
+		}
+	}
+	return pairs
 }
 
 func num(n int) string { return fmt.Sprintf("%d", n) }
