@@ -10,7 +10,8 @@
 //   - nodes: node metadata (ccm/instances, with ccm/metadata for the attached-network check) and
 //     the plugin labels kept current (ccm/nodelabels);
 //   - load balancers: the cloudprovider.LoadBalancer (ccm/loadbalancer), planned by the pure
-//     planner (ccm/lbplan), priced by the inventory (ccm/inventory); the Services of another
+//     planners: a Service read into its desired state (ccm/lbservice), the plan and its kinds
+//     (ccm/lbplan), groups (ccm/lbgroup); priced by the inventory (ccm/inventory); the Services of another
 //     LoadBalancerClass (ccm/lbclass); the requeue of denied and failed Services (ccm/requeue);
 //     the same planning for manifests in CI (ccm/ciplan, the `plan` command) and at admission
 //     (ccm/admission); the policy audit (ccm/audit);
