@@ -9,13 +9,13 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
-	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // admissionParts are what the admission webhook reuses of the provider, kept by build.
 type admissionParts struct {
 	exec    *executor.Executor
-	cluster policy.Cluster
+	cluster input.Cluster
 	// informers is the controller manager's factory (nil in tests without one).
 	informers   informers.SharedInformerFactory
 	clusterName string

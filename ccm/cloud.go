@@ -62,6 +62,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // ProviderName is the value of --cloud-provider.
@@ -426,10 +427,10 @@ func routesClusterCIDR(cidr string) bool {
 }
 
 // clusterView is the cluster as policies see it.
-func clusterView(d Deps, network *hcloud.Network) policy.Cluster {
-	cl := policy.Cluster{Name: d.ClusterName, ClusterCIDR: d.ClusterCIDR}
+func clusterView(d Deps, network *hcloud.Network) input.Cluster {
+	cl := input.Cluster{Name: d.ClusterName, ClusterCIDR: d.ClusterCIDR}
 	if network != nil {
-		cl.Network = &policy.Network{ID: network.ID, Name: network.Name}
+		cl.Network = &input.Network{ID: network.ID, Name: network.Name}
 		if network.IPRange != nil {
 			cl.Network.IPRange = network.IPRange.String()
 		}

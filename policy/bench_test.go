@@ -8,9 +8,10 @@ import (
 	"time"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
-func benchEngine(b *testing.B) (*policy.Engine, policy.Input) {
+func benchEngine(b *testing.B) (*policy.Engine, input.Input) {
 	b.Helper()
 	e := policy.NewEngine(policy.Options{})
 	if err := policy.WatchDir(b.Context(), e, examplesDir); err != nil {

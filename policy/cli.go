@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 	"io"
 	"io/fs"
 	"os"
@@ -38,8 +39,8 @@ type EvalResult struct {
 // sample inputs in examples/policies/inputs use that form so that `opa test` can load them all
 // into data.inputs without conflicts (inputs/lb_create_default.json holds
 // {"lb_create_default": {...}}).
-func ReadInputFile(path string) (Input, error) {
-	var in Input
+func ReadInputFile(path string) (input.Input, error) {
+	var in input.Input
 	var b []byte
 	var err error
 	if path == "-" {
@@ -106,13 +107,13 @@ func EvalFile(ctx context.Context, policyDir, inputFile string, w io.Writer, o O
 // Decide), a create or delete is all or nothing, and a route plan runs whole or not at all.
 func DenialScope(action string) string {
 	switch action {
-	case ActionLoadBalancerUpdate:
+	case input.ActionLoadBalancerUpdate:
 		return "the CCM skips this step and the steps that need it, and runs the plan's other steps (hcloud-policy-ccm plan lists them)"
-	case ActionLoadBalancerCreate:
+	case input.ActionLoadBalancerCreate:
 		return "a create is all or nothing: the CCM creates no load balancer"
-	case ActionLoadBalancerDelete:
+	case input.ActionLoadBalancerDelete:
 		return "the CCM keeps the load balancer"
-	case ActionRouteCreate, ActionRouteDelete:
+	case input.ActionRouteCreate, input.ActionRouteDelete:
 		return "the CCM changes none of the node's routes"
 	}
 	return "the CCM runs nothing of this plan"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 	"runtime"
 	"time"
 
@@ -35,7 +36,7 @@ import (
 // deny messages in hcloud_ccm_policy_denials_total{action,code,enforced,source} (enforced
 // "true" only when it blocked a mutation: never for the audit), and the decision is logged with its
 // revision: allowed ones at verbosity 2, the others at 0.
-func (e *Engine) Decide(ctx context.Context, in Input) Decision {
+func (e *Engine) Decide(ctx context.Context, in input.Input) Decision {
 	return e.decide(ctx, in, nil)
 }
 
@@ -44,7 +45,7 @@ var _ InputFailer = (*Engine)(nil)
 // DecideFailed implements [InputFailer]: the decision of an input the CCM could not complete
 // (inputErr names the field and why) is a failed evaluation, resolved by the failure mode, and
 // counted and logged like one. Without a revision in force it is allowed, as in Decide.
-func (e *Engine) DecideFailed(ctx context.Context, in Input, inputErr error) Decision {
+func (e *Engine) DecideFailed(ctx context.Context, in input.Input, inputErr error) Decision {
 	if inputErr == nil {
 		inputErr = errors.New("incomplete input")
 	}
@@ -52,7 +53,7 @@ func (e *Engine) DecideFailed(ctx context.Context, in Input, inputErr error) Dec
 }
 
 // decide is Decide; a non-nil inputErr fails the decision without evaluating.
-func (e *Engine) decide(ctx context.Context, in Input, inputErr error) Decision {
+func (e *Engine) decide(ctx context.Context, in input.Input, inputErr error) Decision {
 	start := time.Now()
 	var d Decision
 	c := e.active.Load()
@@ -91,7 +92,7 @@ func (e *Engine) decide(ctx context.Context, in Input, inputErr error) Decision 
 // their stacks cost megabytes at start; an evaluation goroutine returns its stack when it ends.
 // The deadline of Options.Timeout starts when the evaluation does, not while it waits for a
 // slot; ctx bounds both. A panic in the evaluator is a failed evaluation, not a crash.
-func (e *Engine) evalOnOwnStack(ctx context.Context, c *compiled, in Input) Decision {
+func (e *Engine) evalOnOwnStack(ctx context.Context, c *compiled, in input.Input) Decision {
 	done := make(chan Decision, 1)
 	go func() {
 		var d Decision
@@ -115,7 +116,7 @@ func (e *Engine) evalOnOwnStack(ctx context.Context, c *compiled, in Input) Deci
 
 // failed is the decision for an evaluation of revision c that failed with err: no messages,
 // allowed as resolveFailure says.
-func (e *Engine) failed(c *compiled, in Input, err error) Decision {
+func (e *Engine) failed(c *compiled, in input.Input, err error) Decision {
 	return e.resolveFailure(Decision{
 		Revision: c.revision,
 		Err:      fmt.Errorf("policy revision %s: decide %s: %w", c.revision, in.Action, err),
@@ -138,7 +139,7 @@ func (e *Engine) resolveFailure(d Decision) Decision {
 // newEvalSlots returns the semaphore of evalOnOwnStack: GOMAXPROCS slots.
 func newEvalSlots() chan struct{} { return make(chan struct{}, max(1, runtime.GOMAXPROCS(0))) }
 
-func (e *Engine) eval(ctx context.Context, c *compiled, in Input) Decision {
+func (e *Engine) eval(ctx context.Context, c *compiled, in input.Input) Decision {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
 	defer cancel()
 	deny, warn, warnErr, err := evalQuery(ctx, c, in)
@@ -163,7 +164,7 @@ func (e *Engine) eval(ctx context.Context, c *compiled, in Input) Decision {
 // evalQuery runs the gate query of c and decodes its messages. err is a failure of the whole
 // decision or of deny; warnErr a failure of warn alone, found by evaluating deny on its own
 // (c.pqDeny) after the gate query failed: deny and warn are then deny's messages and none.
-func evalQuery(ctx context.Context, c *compiled, in Input) (deny, warn []Message, warnErr, err error) {
+func evalQuery(ctx context.Context, c *compiled, in input.Input) (deny, warn []Message, warnErr, err error) {
 	v, err := inputValue(in)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("encode input: %w", err)
@@ -277,7 +278,7 @@ func resultOf(d Decision) string {
 }
 
 // subject names what a decision is about, for logs.
-func subject(in Input) string {
+func subject(in input.Input) string {
 	switch {
 	case in.Service != nil:
 		return "service " + in.Service.Namespace + "/" + in.Service.Name
@@ -291,7 +292,7 @@ func subject(in Input) string {
 	return ""
 }
 
-func logDecision(in Input, d Decision, result string, elapsed time.Duration) {
+func logDecision(in input.Input, d Decision, result string, elapsed time.Duration) {
 	kv := []any{"action", in.Action, "operation", in.Operation, "subject", subject(in),
 		"revision", d.Revision, "result", result, "duration", elapsed}
 	if in.Audit { // the policy audit's decision: nothing is sent either way

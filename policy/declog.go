@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 	"io"
 	"os"
 	"regexp"
@@ -112,7 +113,7 @@ func (l *DecisionLog) wants(result string) bool {
 
 // write logs one decision. A failure to write is returned; the caller logs it (a decision
 // never fails because its log line could not be written).
-func (l *DecisionLog) write(in Input, d Decision, at time.Time, elapsed time.Duration) error {
+func (l *DecisionLog) write(in input.Input, d Decision, at time.Time, elapsed time.Duration) error {
 	raw, masked, erased, err := boundedInput(in)
 	if err != nil {
 		return fmt.Errorf("decision log: encode input: %w", err)
@@ -146,7 +147,7 @@ func (l *DecisionLog) write(in Input, d Decision, at time.Time, elapsed time.Dur
 // boundedInput is the JSON of in as a decision log holds it: sensitive annotation and label
 // values redacted, long annotation values cut, beyond MaxLoggedInput the inventory's list of
 // load balancers left out (its totals stay), and the whole replaced by a stub if still beyond. masked and erased are JSON pointers into the line ("/input/...").
-func boundedInput(in Input) (raw json.RawMessage, masked, erased []string, err error) {
+func boundedInput(in input.Input) (raw json.RawMessage, masked, erased []string, err error) {
 	if in.Service != nil {
 		s := *in.Service
 		s.Annotations, masked = boundMap(s.Annotations, "/input/service/annotations/", MaxLoggedAnnotationValue, masked)
@@ -274,7 +275,7 @@ func ReplayDecisionLogLine(ctx context.Context, policyDir, lineFile string, w io
 	if len(line.Erased) > 0 {
 		return fmt.Errorf("replay decision %s: its input was cut from the log (erased %v, beyond %d bytes): it cannot be replayed", line.DecisionID, line.Erased, MaxLoggedInput)
 	}
-	var in Input
+	var in input.Input
 	dec := json.NewDecoder(bytes.NewReader(*line.Input))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 const denyCreate = `package ccm
@@ -30,10 +31,10 @@ func declogEngine(t *testing.T, level string, buf *bytes.Buffer) *policy.Engine 
 	return e
 }
 
-func declogInput(typ string, annotations map[string]string) policy.Input {
-	return policy.Input{Version: "v1", Action: "load_balancer", Operation: "create",
-		Service:      &policy.Service{Namespace: "default", Name: "web", Annotations: annotations},
-		LoadBalancer: &policy.LoadBalancer{Name: "web", Type: typ}}
+func declogInput(typ string, annotations map[string]string) input.Input {
+	return input.Input{Version: "v1", Action: "load_balancer", Operation: "create",
+		Service:      &input.Service{Namespace: "default", Name: "web", Annotations: annotations},
+		LoadBalancer: &input.LoadBalancer{Name: "web", Type: typ}}
 }
 
 func TestDecisionLog_levels(t *testing.T) {
@@ -154,10 +155,10 @@ func TestDecisionLog_largeInventory(t *testing.T) {
 	var buf bytes.Buffer
 	e := declogEngine(t, policy.DecisionLogAll, &buf)
 	in := declogInput("lb21", nil)
-	inv := policy.Inventory{Currency: "EUR", Namespaces: map[string]policy.Totals{"shop": {LoadBalancers: 200}}, Cluster: policy.Totals{LoadBalancers: 200}}
+	inv := input.Inventory{Currency: "EUR", Namespaces: map[string]input.Totals{"shop": {LoadBalancers: 200}}, Cluster: input.Totals{LoadBalancers: 200}}
 	for i := range 200 {
-		inv.LoadBalancers = append(inv.LoadBalancers, policy.InventoryLoadBalancer{ID: int64(i + 1), Name: fmt.Sprintf("lb-%03d", i), Type: "lb11", Location: "fsn1",
-			Owner: policy.Owner{Kind: "service", Namespace: "shop", Name: fmt.Sprintf("svc-%03d", i)}})
+		inv.LoadBalancers = append(inv.LoadBalancers, input.InventoryLoadBalancer{ID: int64(i + 1), Name: fmt.Sprintf("lb-%03d", i), Type: "lb11", Location: "fsn1",
+			Owner: input.Owner{Kind: "service", Namespace: "shop", Name: fmt.Sprintf("svc-%03d", i)}})
 	}
 	in.Inventory = &inv
 	e.Decide(context.Background(), in)
@@ -168,7 +169,7 @@ func TestDecisionLog_largeInventory(t *testing.T) {
 	if strings.Join(got.Erased, ",") != "/input/inventory/load_balancers" {
 		t.Errorf("erased = %v, want the inventory's list only", got.Erased)
 	}
-	var logged policy.Input
+	var logged input.Input
 	if err := json.Unmarshal(*got.Input, &logged); err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // teamAInput is the sample create in namespace team-a, which owns owned lb11 at 5 EUR net (a
 // whole number) a month each, with the budget label when budget is set.
-func teamAInput(t *testing.T, owned int, budget string, audit bool) policy.Input {
+func teamAInput(t *testing.T, owned int, budget string, audit bool) input.Input {
 	t.Helper()
 	in, err := policy.ReadInputFile(filepath.Join(examplesDir, "inputs", "lb_create_default.json"))
 	if err != nil {
@@ -97,7 +97,7 @@ func teamAInput(t *testing.T, owned int, budget string, audit bool) policy.Input
 
 // decideWithLimit decides in with the example policies under max_load_balancers_per_namespace
 // limit (the example's tests left out: they assume the example's limit).
-func decideWithLimit(ctx context.Context, t *testing.T, in policy.Input, limit int) policy.Decision {
+func decideWithLimit(ctx context.Context, t *testing.T, in input.Input, limit int) policy.Decision {
 	t.Helper()
 	dir := t.TempDir()
 	entries, err := os.ReadDir(examplesDir)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // files builds a revision from name/content pairs.
@@ -44,13 +45,13 @@ deny contains {"msg": sprintf("type %s is not allowed", [input.load_balancer.typ
 warn contains "lb21 is expensive" if input.load_balancer.type == "lb21"
 `
 
-func lbInput(typ string) policy.Input {
-	return policy.Input{
-		Version:      policy.InputVersion,
-		Action:       policy.ActionLoadBalancerCreate,
+func lbInput(typ string) input.Input {
+	return input.Input{
+		Version:      input.InputVersion,
+		Action:       input.ActionLoadBalancerCreate,
 		Operation:    "create",
-		Service:      &policy.Service{Namespace: "default", Name: "web"},
-		LoadBalancer: &policy.LoadBalancer{Name: "web", Type: typ, Location: "fsn1"},
+		Service:      &input.Service{Namespace: "default", Name: "web"},
+		LoadBalancer: &input.LoadBalancer{Name: "web", Type: typ, Location: "fsn1"},
 	}
 }
 

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"errors"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -31,11 +32,11 @@ warn contains msg if {
 }
 `
 
-func stackInput() Input {
-	return Input{Action: ActionLoadBalancerCreate, LoadBalancer: &LoadBalancer{
+func stackInput() input.Input {
+	return input.Input{Action: input.ActionLoadBalancerCreate, LoadBalancer: &input.LoadBalancer{
 		Type:     "lb11",
 		Labels:   map[string]string{"a": "1"},
-		Services: []LBService{{ListenPort: 8443}, {ListenPort: 8080}},
+		Services: []input.LBService{{ListenPort: 8443}, {ListenPort: 8080}},
 	}}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // This example loads a one-rule policy and decides two load balancer creations.
@@ -27,12 +28,12 @@ deny contains {"msg": msg, "code": "lb_type"} if {
 		return
 	}
 	for _, typ := range []string{"lb11", "lb31"} {
-		d := e.Decide(ctx, policy.Input{
-			Version:      policy.InputVersion,
-			Action:       policy.ActionLoadBalancerCreate,
+		d := e.Decide(ctx, input.Input{
+			Version:      input.InputVersion,
+			Action:       input.ActionLoadBalancerCreate,
 			Operation:    "create",
-			Service:      &policy.Service{Namespace: "default", Name: "web"},
-			LoadBalancer: &policy.LoadBalancer{Type: typ, Location: "fsn1"},
+			Service:      &input.Service{Namespace: "default", Name: "web"},
+			LoadBalancer: &input.LoadBalancer{Type: typ, Location: "fsn1"},
 		})
 		fmt.Println(typ, "allowed:", d.Allowed)
 		for _, m := range d.Deny {

@@ -18,6 +18,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/tester"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 const examplesDir = "../examples/policies"
@@ -57,7 +58,7 @@ func TestExamplePolicies(t *testing.T) {
 }
 
 // TestExamplePolicies_sampleInputs decides every sample input with the engine, as the CCM does,
-// after decoding it strictly into policy.Input.
+// after decoding it strictly into input.Input.
 func TestExamplePolicies_sampleInputs(t *testing.T) {
 	ctx := context.Background()
 	e := policy.NewEngine(policy.Options{})
@@ -94,8 +95,8 @@ func TestExamplePolicies_sampleInputs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if in.Version != policy.InputVersion {
-				t.Errorf("version = %q, want %q", in.Version, policy.InputVersion)
+			if in.Version != input.InputVersion {
+				t.Errorf("version = %q, want %q", in.Version, input.InputVersion)
 			}
 			d := e.Decide(ctx, in)
 			if d.Err != nil || d.Allowed != tc.wantAllow {
@@ -375,11 +376,11 @@ func readSample(path string) (any, error) {
 // needs it on an existing load balancer (steps fail alone), everything for a create or delete.
 func TestDenialScope(t *testing.T) {
 	for action, want := range map[string]string{
-		policy.ActionLoadBalancerUpdate: "the plan's other steps",
-		policy.ActionLoadBalancerCreate: "all or nothing",
-		policy.ActionLoadBalancerDelete: "keeps the load balancer",
-		policy.ActionRouteCreate:        "none of the node's routes",
-		"something.else":                "nothing of this plan",
+		input.ActionLoadBalancerUpdate: "the plan's other steps",
+		input.ActionLoadBalancerCreate: "all or nothing",
+		input.ActionLoadBalancerDelete: "keeps the load balancer",
+		input.ActionRouteCreate:        "none of the node's routes",
+		"something.else":               "nothing of this plan",
 	} {
 		if got := policy.DenialScope(action); !strings.Contains(got, want) {
 			t.Errorf("DenialScope(%s) = %q, want it to contain %q", action, got, want)

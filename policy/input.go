@@ -12,74 +12,9 @@ import (
 var ErrDenied = errors.New("denied by policy")
 
 // The policy input schema lives in the leaf package policy/input, which the pure planners
-// (ccm/lbplan, ccm/routeplan) import without linking the engine. The names below are aliases, so
-// policy.Input and input.Input are one type and policy keeps its API.
-
-// InputVersion is the version of the Input schema (input.InputVersion).
-//
-// It MUST not change for additive changes: operators' policies match on it.
-const InputVersion = input.InputVersion
-
-// Actions: the stable names of mutation kinds (input.Action*).
-const (
-	ActionLoadBalancerCreate = input.ActionLoadBalancerCreate
-	ActionLoadBalancerUpdate = input.ActionLoadBalancerUpdate
-	ActionLoadBalancerDelete = input.ActionLoadBalancerDelete
-	ActionRouteCreate        = input.ActionRouteCreate
-	ActionRouteDelete        = input.ActionRouteDelete
-)
-
-// The input types are aliases of those of policy/input, where each field is documented.
-type (
-	// Input is input.Input, the document a policy decides on (one mutation of Hetzner Cloud).
-	Input = input.Input
-	// Group is input.Group, a load balancer group (the Services that share one load balancer).
-	Group = input.Group
-	// ServiceRef is input.ServiceRef, which names a Service.
-	ServiceRef = input.ServiceRef
-	// GroupMember is input.GroupMember, one Service of a load balancer group.
-	GroupMember = input.GroupMember
-	// GroupCapacity is input.GroupCapacity, the listener capacity of a group's load balancer.
-	GroupCapacity = input.GroupCapacity
-	// Certificate is input.Certificate, a Hetzner certificate the CCM creates for an https listener.
-	Certificate = input.Certificate
-	// Cluster is input.Cluster, which describes the cluster.
-	Cluster = input.Cluster
-	// Network is input.Network, the cluster's private Hetzner network.
-	Network = input.Network
-	// Service is input.Service, the Kubernetes Service behind a load balancer.
-	Service = input.Service
-	// ServicePort is input.ServicePort, one port of a Service.
-	ServicePort = input.ServicePort
-	// LoadBalancer is input.LoadBalancer, a Hetzner load balancer as policies see it.
-	LoadBalancer = input.LoadBalancer
-	// LBNetwork is input.LBNetwork, the load balancer's attachment to the private network.
-	LBNetwork = input.LBNetwork
-	// LBService is input.LBService, one listener of a load balancer.
-	LBService = input.LBService
-	// LBHealthCheck is input.LBHealthCheck, the health check of a listener.
-	LBHealthCheck = input.LBHealthCheck
-	// LBHealthCheckHTTP is input.LBHealthCheckHTTP, the http settings of a health check.
-	LBHealthCheckHTTP = input.LBHealthCheckHTTP
-	// LBTarget is input.LBTarget, one target of a load balancer.
-	LBTarget = input.LBTarget
-	// Route is input.Route, a route of the private network.
-	Route = input.Route
-	// Inventory is input.Inventory, the load balancers this cluster manages, with prices and totals.
-	Inventory = input.Inventory
-	// InventoryLoadBalancer is input.InventoryLoadBalancer, one managed load balancer.
-	InventoryLoadBalancer = input.InventoryLoadBalancer
-	// Owner is input.Owner, what a managed load balancer belongs to.
-	Owner = input.Owner
-	// Price is input.Price, the monthly price of one load balancer.
-	Price = input.Price
-	// Totals is input.Totals, a count of load balancers and the sum of their prices.
-	Totals = input.Totals
-	// Cost is input.Cost, the monthly price of one step's load balancer before and after it.
-	Cost = input.Cost
-	// Amount is input.Amount, a monthly price, net and gross.
-	Amount = input.Amount
-)
+// (ccm/lbplan, ccm/lbservice, ccm/lbgroup, ccm/routeplan) import without linking the engine:
+// input.Input and its parts have that one name everywhere (issue 41: they had a second one
+// here, as aliases).
 
 // Message is one message of a decision: a deny reason or a warning.
 type Message struct {
@@ -182,14 +117,14 @@ func (d Decision) NotEnforced() []Message {
 // Decide never returns an error: evaluation failures are reported in Decision.Err and resolved to
 // allow or deny by the configured failure mode.
 type Decider interface {
-	Decide(ctx context.Context, in Input) Decision
+	Decide(ctx context.Context, in input.Input) Decision
 }
 
 // DecideFunc is a Decider of one function, as http.HandlerFunc is a Handler.
-type DecideFunc func(ctx context.Context, in Input) Decision
+type DecideFunc func(ctx context.Context, in input.Input) Decision
 
 // Decide calls f.
-func (f DecideFunc) Decide(ctx context.Context, in Input) Decision { return f(ctx, in) }
+func (f DecideFunc) Decide(ctx context.Context, in input.Input) Decision { return f(ctx, in) }
 
 // InputFailer is implemented by deciders that can resolve a decision whose input the CCM could
 // not complete (a field it could not read, such as the labels of the Service's namespace). The
@@ -200,11 +135,11 @@ type InputFailer interface {
 	// like an evaluation error: by the failure mode (closed: denied; open: allowed), with Err
 	// set, counted as result "error" and logged. Without a policy revision in force it allows,
 	// as Decide does.
-	DecideFailed(ctx context.Context, in Input, err error) Decision
+	DecideFailed(ctx context.Context, in input.Input, err error) Decision
 }
 
 // AllowAll is the Decider used when no policy is configured: every mutation is allowed.
 type AllowAll struct{}
 
 // Decide allows in.
-func (AllowAll) Decide(context.Context, Input) Decision { return Decision{Allowed: true} }
+func (AllowAll) Decide(context.Context, input.Input) Decision { return Decision{Allowed: true} }

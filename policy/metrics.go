@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 	"strconv"
 	"sync"
 
@@ -77,7 +78,7 @@ const (
 )
 
 // sourceOf is the source label of a decision on in.
-func sourceOf(in Input) string {
+func sourceOf(in input.Input) string {
 	if in.Audit {
 		return sourceAudit
 	}
@@ -101,7 +102,7 @@ const noCode = "none"
 // when it blocks a mutation (never for the audit's decisions, which send nothing whatever the
 // mode), both labelled with the decision's source. The codes come from the operator's
 // policies, so the label's values are as many as the codes those use.
-func countDecision(in Input, d Decision, result string) {
+func countDecision(in input.Input, d Decision, result string) {
 	source := sourceOf(in)
 	decisionsTotal.WithLabelValues(in.Action, result, source).Inc()
 	for _, m := range d.Deny {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 	"testing"
 
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -43,11 +44,11 @@ warn contains "hm" if input.load_balancer.type == "lb21"
 
 deny contains 1 if input.load_balancer.type == "bad"
 `
-	in := func(typ string) Input {
-		return Input{Action: ActionLoadBalancerUpdate, LoadBalancer: &LoadBalancer{Type: typ}}
+	in := func(typ string) input.Input {
+		return input.Input{Action: input.ActionLoadBalancerUpdate, LoadBalancer: &input.LoadBalancer{Type: typ}}
 	}
-	const a = ActionLoadBalancerUpdate
-	auditDenyBefore := decisionsOf(sourceAudit, ActionLoadBalancerUpdate, resultDeny)
+	const a = input.ActionLoadBalancerUpdate
+	auditDenyBefore := decisionsOf(sourceAudit, input.ActionLoadBalancerUpdate, resultDeny)
 	before := map[string]float64{}
 	for _, r := range []string{resultAllow, resultDeny, resultWarn, resultDryRunDeny, resultError} {
 		before[r] = decisions(a, r)
@@ -104,7 +105,7 @@ deny contains 1 if input.load_balancer.type == "bad"
 }
 
 func TestMetrics_servedByTheLegacyRegistry(t *testing.T) {
-	NewEngine(Options{}).Decide(context.Background(), Input{Action: ActionRouteCreate})
+	NewEngine(Options{}).Decide(context.Background(), input.Input{Action: input.ActionRouteCreate})
 	families, err := legacyregistry.DefaultGatherer.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +133,7 @@ deny contains "no code" if input.load_balancer.type == "lb31"
 
 deny contains {"msg": "soon", "code": "rollout", "enforcement": "dryrun"} if input.load_balancer.type == "lb31"
 `
-	const a = ActionLoadBalancerUpdate
+	const a = input.ActionLoadBalancerUpdate
 	type key struct{ code, enforced, source string }
 	var keys []key
 	for _, code := range []string{"lb_type", noCode, "rollout"} {
@@ -176,7 +177,7 @@ deny contains {"msg": "soon", "code": "rollout", "enforcement": "dryrun"} if inp
 				t.Fatal(err)
 			}
 			before := denials()
-			e.Decide(ctx, Input{Action: a, LoadBalancer: &LoadBalancer{Type: tc.typ}, Audit: tc.audit})
+			e.Decide(ctx, input.Input{Action: a, LoadBalancer: &input.LoadBalancer{Type: tc.typ}, Audit: tc.audit})
 			after := denials()
 			for _, k := range keys {
 				if got := after[k] - before[k]; got != tc.want[k] {

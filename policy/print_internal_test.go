@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 	"io"
 	"strings"
 	"testing"
@@ -31,7 +32,7 @@ func TestPrint_goesToTheLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Decide(context.Background(), Input{Action: ActionLoadBalancerCreate, LoadBalancer: &LoadBalancer{Type: "lb21"}})
+	e.Decide(context.Background(), input.Input{Action: input.ActionLoadBalancerCreate, LoadBalancer: &input.LoadBalancer{Type: "lb21"}})
 	klog.Flush()
 	want := `"Rego print" location="lb.rego:4" revision="` + rev + `" msg="type is lb21"`
 	if !strings.Contains(buf.String(), want) {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 	"sync"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -10,7 +11,7 @@ import (
 // of in (field names are the json tags of input/input.go; nil pointers, maps and slices are null;
 // omitempty fields are left out when zero), built directly: a JSON round trip would cost about
 // a third of a decision. TestInputValue keeps the two in step.
-func inputValue(in Input) (ast.Value, error) {
+func inputValue(in input.Input) (ast.Value, error) {
 	items := [][2]*ast.Term{
 		ast.Item(ast.InternedTerm("version"), ast.StringTerm(in.Version)),
 		ast.Item(ast.InternedTerm("action"), ast.StringTerm(in.Action)),
@@ -58,7 +59,7 @@ func item(k string, v *ast.Term) [2]*ast.Term { return ast.Item(ast.InternedTerm
 
 func intTerm[T int | int32 | int64](v T) *ast.Term { return ast.IntNumberTerm(int(v)) }
 
-func clusterTerm(c Cluster) *ast.Term {
+func clusterTerm(c input.Cluster) *ast.Term {
 	var network *ast.Term
 	if c.Network == nil {
 		network = ast.NullTerm()
@@ -76,7 +77,7 @@ func clusterTerm(c Cluster) *ast.Term {
 	)
 }
 
-func serviceTerm(s *Service) *ast.Term {
+func serviceTerm(s *input.Service) *ast.Term {
 	if s == nil {
 		return ast.NullTerm()
 	}
@@ -109,7 +110,7 @@ func serviceTerm(s *Service) *ast.Term {
 	)
 }
 
-func loadBalancerTerm(lb *LoadBalancer) *ast.Term {
+func loadBalancerTerm(lb *input.LoadBalancer) *ast.Term {
 	if lb == nil {
 		return ast.NullTerm()
 	}
@@ -161,7 +162,7 @@ func loadBalancerTerm(lb *LoadBalancer) *ast.Term {
 }
 
 // listenerTerm is one LBService.
-func listenerTerm(s LBService) *ast.Term {
+func listenerTerm(s input.LBService) *ast.Term {
 	return ast.ObjectTerm(
 		item("protocol", ast.StringTerm(s.Protocol)),
 		item("listen_port", intTerm(s.ListenPort)),
@@ -172,7 +173,7 @@ func listenerTerm(s LBService) *ast.Term {
 }
 
 // healthCheckTerm is one LBHealthCheck; unset optional fields are null.
-func healthCheckTerm(hc LBHealthCheck) *ast.Term {
+func healthCheckTerm(hc input.LBHealthCheck) *ast.Term {
 	http := ast.NullTerm()
 	if h := hc.HTTP; h != nil {
 		http = ast.ObjectTerm(
@@ -214,7 +215,7 @@ func boolPtrTerm(p *bool) *ast.Term {
 }
 
 // targetTerm is one LBTarget; server_id and ip are omitempty.
-func targetTerm(t LBTarget) *ast.Term {
+func targetTerm(t input.LBTarget) *ast.Term {
 	kv := [][2]*ast.Term{item("type", ast.StringTerm(t.Type))}
 	if t.ServerID != 0 {
 		kv = append(kv, item("server_id", intTerm(t.ServerID)))
@@ -226,7 +227,7 @@ func targetTerm(t LBTarget) *ast.Term {
 	return ast.ObjectTerm(kv...)
 }
 
-func groupTerm(g *Group) *ast.Term {
+func groupTerm(g *input.Group) *ast.Term {
 	if g == nil {
 		return ast.NullTerm()
 	}
@@ -260,7 +261,7 @@ func groupTerm(g *Group) *ast.Term {
 	)
 }
 
-func inventoryTerm(inv Inventory) *ast.Term {
+func inventoryTerm(inv input.Inventory) *ast.Term {
 	lbs := ast.NullTerm()
 	if inv.LoadBalancers != nil {
 		ts := make([]*ast.Term, len(inv.LoadBalancers))
@@ -293,14 +294,14 @@ const maxLBTerms = 4096
 // decision; the entry type is comparable, so a changed entry is another key. It is emptied
 // when full. Terms are shared between evaluations as OPA's interned terms are: the evaluator
 // never modifies the input (BenchmarkDecide_inventory in ccm/executor measures the effect).
-var lbTerms = termCache{m: map[InventoryLoadBalancer]*ast.Term{}}
+var lbTerms = termCache{m: map[input.InventoryLoadBalancer]*ast.Term{}}
 
 type termCache struct {
 	mu sync.Mutex
-	m  map[InventoryLoadBalancer]*ast.Term
+	m  map[input.InventoryLoadBalancer]*ast.Term
 }
 
-func (c *termCache) get(lb InventoryLoadBalancer) *ast.Term {
+func (c *termCache) get(lb input.InventoryLoadBalancer) *ast.Term {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if t, ok := c.m[lb]; ok {
@@ -315,7 +316,7 @@ func (c *termCache) get(lb InventoryLoadBalancer) *ast.Term {
 }
 
 // inventoryLBTerm is one InventoryLoadBalancer; id is omitempty.
-func inventoryLBTerm(lb InventoryLoadBalancer) *ast.Term {
+func inventoryLBTerm(lb input.InventoryLoadBalancer) *ast.Term {
 	kv := make([][2]*ast.Term, 0, 10)
 	if lb.ID != 0 { // omitempty
 		kv = append(kv, item("id", intTerm(lb.ID)))
@@ -341,7 +342,7 @@ func inventoryLBTerm(lb InventoryLoadBalancer) *ast.Term {
 	)...)
 }
 
-func totalsTerm(t Totals) *ast.Term {
+func totalsTerm(t input.Totals) *ast.Term {
 	byType := ast.NullTerm()
 	if t.ByType != nil {
 		kv := make([][2]*ast.Term, 0, len(t.ByType))
@@ -358,7 +359,7 @@ func totalsTerm(t Totals) *ast.Term {
 	)
 }
 
-func amountTerm(a Amount) *ast.Term {
+func amountTerm(a input.Amount) *ast.Term {
 	return ast.ObjectTerm(
 		item("monthly_net", ast.FloatNumberTerm(a.MonthlyNet)),
 		item("monthly_gross", ast.FloatNumberTerm(a.MonthlyGross)),
@@ -376,7 +377,7 @@ func intsTerm(vs []int) *ast.Term {
 	return ast.ArrayTerm(ts...)
 }
 
-func routeTerm(r *Route) *ast.Term {
+func routeTerm(r *input.Route) *ast.Term {
 	if r == nil {
 		return ast.NullTerm()
 	}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -46,7 +47,7 @@ func fill(v reflect.Value, n *int) {
 }
 
 func TestInputValue(t *testing.T) {
-	var full Input
+	var full input.Input
 	n := 0
 	fill(reflect.ValueOf(&full).Elem(), &n)
 	sample, err := ReadInputFile(filepath.Join("..", "examples", "policies", "inputs", "lb_update_change_type.json"))
@@ -55,14 +56,14 @@ func TestInputValue(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		in   Input
+		in   input.Input
 	}{
-		{name: "The zero input encodes like JSON", in: Input{}},
+		{name: "The zero input encodes like JSON", in: input.Input{}},
 		{name: "An input with every field set encodes like JSON", in: full},
 		{name: "The same input again, its inventory entries from the term cache (lbTerms)", in: full},
-		{name: "An input with empty collections encodes like JSON", in: Input{
-			Service:      &Service{Labels: map[string]string{}, Ports: []ServicePort{}, LoadBalancerSourceRanges: []string{}},
-			LoadBalancer: &LoadBalancer{Services: []LBService{}, Targets: []LBTarget{{Type: "ip", IP: "10.0.0.1"}}},
+		{name: "An input with empty collections encodes like JSON", in: input.Input{
+			Service:      &input.Service{Labels: map[string]string{}, Ports: []input.ServicePort{}, LoadBalancerSourceRanges: []string{}},
+			LoadBalancer: &input.LoadBalancer{Services: []input.LBService{}, Targets: []input.LBTarget{{Type: "ip", IP: "10.0.0.1"}}},
 		}},
 		{name: "A sample input encodes like JSON", in: sample},
 	}

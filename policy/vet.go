@@ -6,6 +6,7 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 	"path"
 	"slices"
 	"strings"
@@ -33,12 +34,12 @@ const testTimeout = 5 * time.Second
 // # Errors
 //
 // None for the shipped files (a test proves they decode); the error is for completeness.
-func SampleInputs() (map[string]Input, error) {
+func SampleInputs() (map[string]input.Input, error) {
 	entries, err := samples.ReadDir("samples")
 	if err != nil {
 		return nil, fmt.Errorf("read sample inputs: %w", err)
 	}
-	out := make(map[string]Input, len(entries))
+	out := make(map[string]input.Input, len(entries))
 	for _, ent := range entries {
 		name := strings.TrimSuffix(ent.Name(), ".json")
 		b, err := samples.ReadFile("samples/" + ent.Name())
@@ -51,7 +52,7 @@ func SampleInputs() (map[string]Input, error) {
 		}
 		dec := json.NewDecoder(bytes.NewReader(wrapped[name]))
 		dec.DisallowUnknownFields()
-		var in Input
+		var in input.Input
 		if err := dec.Decode(&in); err != nil {
 			return nil, fmt.Errorf("read sample input %s: %w", name, err)
 		}

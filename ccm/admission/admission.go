@@ -41,6 +41,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/requeue"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // Name is the webhook's name for --webhooks (k8s.io/cloud-provider's webhook server) and
@@ -386,10 +387,10 @@ func costWarning(v gate.Verdict, p *lbplan.Pricing) string {
 		return ""
 	}
 	before, after := first.Current, last.LoadBalancer
-	if first.Action == policy.ActionLoadBalancerCreate {
+	if first.Action == input.ActionLoadBalancerCreate {
 		before = nil
 	}
-	if last.Action == policy.ActionLoadBalancerDelete {
+	if last.Action == input.ActionLoadBalancerDelete {
 		after = nil
 	}
 	if !p.Prices.Knows(before) || !p.Prices.Knows(after) {
@@ -403,7 +404,7 @@ func costWarning(v gate.Verdict, p *lbplan.Pricing) string {
 // changesPrice reports whether a step may change what the load balancer costs: a create, a
 // delete, a change_type.
 func changesPrice(s gate.StepVerdict) bool {
-	return s.Input.Action == policy.ActionLoadBalancerCreate || s.Input.Action == policy.ActionLoadBalancerDelete || s.Input.Operation == lbplan.OpChangeType
+	return s.Input.Action == input.ActionLoadBalancerCreate || s.Input.Action == input.ActionLoadBalancerDelete || s.Input.Operation == lbplan.OpChangeType
 }
 
 // groups collects messages by text, keeping the order of first appearance, and the labels of

@@ -24,6 +24,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/requeue"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 const ccmUser = "system:serviceaccount:kube-system:hcloud-cloud-controller-manager"
@@ -70,11 +71,11 @@ func (p *planner) PreviewDelete(_ context.Context, _ string, svc *corev1.Service
 type decider struct {
 	deny, warn map[string]string
 	dryRun     bool
-	inputs     []policy.Input
+	inputs     []input.Input
 	failed     []error
 }
 
-func (d *decider) Decide(_ context.Context, in policy.Input) policy.Decision {
+func (d *decider) Decide(_ context.Context, in input.Input) policy.Decision {
 	d.inputs = append(d.inputs, in)
 	out := policy.Decision{ID: "id-" + in.Operation, Allowed: true, Revision: "r1"}
 	if m, ok := d.warn[in.Operation]; ok {
@@ -88,7 +89,7 @@ func (d *decider) Decide(_ context.Context, in policy.Input) policy.Decision {
 	return out
 }
 
-func (d *decider) DecideFailed(_ context.Context, in policy.Input, err error) policy.Decision {
+func (d *decider) DecideFailed(_ context.Context, in input.Input, err error) policy.Decision {
 	d.inputs = append(d.inputs, in)
 	d.failed = append(d.failed, err)
 	return policy.Decision{ID: "id-failed", Allowed: false, Err: err}
@@ -314,7 +315,7 @@ func TestReview(t *testing.T) {
 			d := &decider{deny: tc.deny, warn: tc.warn, dryRun: tc.dryRun}
 			h, err := admission.New(admission.Config{
 				Planner: p, ClusterName: "k",
-				Gate: gate.Gate{Decider: d, Cluster: policy.Cluster{Name: "k"}, NamespaceLabels: func(ns string) (map[string]string, error) {
+				Gate: gate.Gate{Decider: d, Cluster: input.Cluster{Name: "k"}, NamespaceLabels: func(ns string) (map[string]string, error) {
 					return map[string]string{"team": "shop"}, tc.nsErr
 				}},
 				Nodes: func() ([]*corev1.Node, error) {
@@ -377,7 +378,7 @@ func TestReview_InputsAreTheGates(t *testing.T) {
 	p := &planner{}
 	d := &decider{}
 	gone := metav1.Now()
-	h, err := admission.New(admission.Config{Planner: p, Gate: gate.Gate{Decider: d, Cluster: policy.Cluster{Name: "k"}},
+	h, err := admission.New(admission.Config{Planner: p, Gate: gate.Gate{Decider: d, Cluster: input.Cluster{Name: "k"}},
 		Nodes: func() ([]*corev1.Node, error) {
 			return []*corev1.Node{
 				{ObjectMeta: metav1.ObjectMeta{Name: "n1"}},
@@ -522,7 +523,7 @@ func TestReview_loadBalancerClass(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p, d := &planner{}, &decider{deny: map[string]string{"create": "no"}}
 			h, err := admission.New(admission.Config{
-				Planner: p, Gate: gate.Gate{Decider: d, Cluster: policy.Cluster{Name: "k"}}, ClusterName: "k",
+				Planner: p, Gate: gate.Gate{Decider: d, Cluster: input.Cluster{Name: "k"}}, ClusterName: "k",
 				Nodes:  func() ([]*corev1.Node, error) { return nil, nil },
 				Serves: serves(tc.classOnly),
 			})

@@ -22,6 +22,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // benchHandler is the webhook as the CCM wires it: the load balancer implementation over the
@@ -51,7 +52,7 @@ func benchHandler(b *testing.B) (*admission.Handler, *loadbalancer.LoadBalancers
 	if err := policy.WatchDir(b.Context(), engine, "../../examples/policies"); err != nil {
 		b.Fatal(err)
 	}
-	cluster := policy.Cluster{Name: "kubernetes", ClusterCIDR: "10.244.0.0/16"}
+	cluster := input.Cluster{Name: "kubernetes", ClusterCIDR: "10.244.0.0/16"}
 	exec, err := executor.New(executor.Options{Conn: conn, Decider: engine, Cluster: cluster})
 	if err != nil {
 		b.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
-	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
@@ -80,7 +79,7 @@ func TestReview_Cost(t *testing.T) {
 				p.existing = lbplan.NewActual(lbFixture())
 			}
 			d := &decider{deny: tc.deny}
-			cfg := admission.Config{Planner: p, Gate: gate.Gate{Decider: d, Cluster: policy.Cluster{Name: "k"}}, ClusterName: "k"}
+			cfg := admission.Config{Planner: p, Gate: gate.Gate{Decider: d, Cluster: input.Cluster{Name: "k"}}, ClusterName: "k"}
 			if tc.pricing != nil {
 				cfg.Pricing = func() *lbplan.Pricing { return tc.pricing }
 			}

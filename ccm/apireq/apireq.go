@@ -178,7 +178,7 @@ type Endpoint struct {
 	// stay those of the official CCM.
 	Pattern string
 	// Action and Operation are what a request to it is as the policy input names it
-	// (policy.Input's action and operation).
+	// (input.Input's action and operation).
 	Action, Operation string
 }
 

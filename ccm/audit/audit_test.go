@@ -32,6 +32,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // planner is a LoadBalancerPlanner over fixed Services: each one's create (lbplan, as the CCM
@@ -106,7 +107,7 @@ type rules struct {
 	noAudit int
 }
 
-func (r *rules) Decide(_ context.Context, in policy.Input) policy.Decision {
+func (r *rules) Decide(_ context.Context, in input.Input) policy.Decision {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !in.Audit {
@@ -165,7 +166,7 @@ func newEnvDebounced(t *testing.T, debounce time.Duration, svcs ...*corev1.Servi
 	e := &env{p: &planner{t: t, svcs: svcs}, rules: &rules{}, recorder: record.NewFakeRecorder(100), dyn: newFakeDynamic()}
 	var err error
 	e.a, err = audit.New(audit.Options{
-		LoadBalancers: e.p, Routes: fixedRoutes{"10.244.1.0/24", "192.168.0.0/24"}, Gate: gate.Gate{Decider: e.rules, Cluster: policy.Cluster{Name: "k"}},
+		LoadBalancers: e.p, Routes: fixedRoutes{"10.244.1.0/24", "192.168.0.0/24"}, Gate: gate.Gate{Decider: e.rules, Cluster: input.Cluster{Name: "k"}},
 		ClusterName: "k", Recorder: e.recorder, Reports: audit.Reports{Client: e.dyn},
 		Debounce: debounce,
 	})

@@ -24,6 +24,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/servercache"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // Sizes of BenchmarkAudit (docs/performance.md, "Policy audit").
@@ -146,7 +147,7 @@ func (s *auditScale) auditor(b *testing.B) *audit.Auditor {
 	}
 	a, err := audit.New(audit.Options{
 		LoadBalancers: s.loadBalancers(b), Routes: r, ClusterName: "kubernetes",
-		Gate: gate.Gate{Decider: s.engine, Cluster: policy.Cluster{Name: "kubernetes", ClusterCIDR: "10.244.0.0/14"},
+		Gate: gate.Gate{Decider: s.engine, Cluster: input.Cluster{Name: "kubernetes", ClusterCIDR: "10.244.0.0/14"},
 			NamespaceLabels: func(string) (map[string]string, error) { return map[string]string{}, nil }},
 		Nodes: func() ([]*corev1.Node, error) { return s.nodes, nil },
 	})

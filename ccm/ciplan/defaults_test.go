@@ -13,6 +13,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // TestWithAPIDefaults (issue 29 item 3): a manifest reads as the API server stores it
@@ -103,9 +104,9 @@ func TestRun_PolicySeesDefaults(t *testing.T) {
 }
 
 // inputsSeen records input.service of every decision and allows it.
-type inputsSeen struct{ services []*policy.Service }
+type inputsSeen struct{ services []*input.Service }
 
-func (s *inputsSeen) Decide(_ context.Context, in policy.Input) policy.Decision {
+func (s *inputsSeen) Decide(_ context.Context, in input.Input) policy.Decision {
 	s.services = append(s.services, in.Service)
 	return policy.Decision{Allowed: true}
 }

@@ -18,12 +18,13 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // groupsSeen records the input.group of every decision.
-type groupsSeen struct{ groups []*policy.Group }
+type groupsSeen struct{ groups []*input.Group }
 
-func (g *groupsSeen) Decide(_ context.Context, in policy.Input) policy.Decision {
+func (g *groupsSeen) Decide(_ context.Context, in input.Input) policy.Decision {
 	g.groups = append(g.groups, in.Group)
 	return policy.Decision{Allowed: true}
 }
@@ -46,7 +47,7 @@ func TestRun_Group(t *testing.T) {
 	}}
 	seen := &groupsSeen{}
 	r := Run(context.Background(), m, Options{Config: config.Config{LoadBalancer: config.LoadBalancer{Location: "fsn1", Type: "lb11"}},
-		Cluster: policy.Cluster{Name: "k8s"}, Decider: seen})
+		Cluster: input.Cluster{Name: "k8s"}, Decider: seen})
 	if len(r.Services) != 3 || r.Services[0].Error != "" {
 		t.Fatalf("report %+v", r)
 	}
@@ -61,9 +62,9 @@ func TestRun_Group(t *testing.T) {
 	if !reflect.DeepEqual(ports, []int{80, 443, 8080}) {
 		t.Errorf("listeners %v, want the union of a's and b's (c is over lb11's 5)", ports)
 	}
-	want := &policy.Group{Name: "web", Namespace: "shop", Leader: policy.ServiceRef{Namespace: "shop", Name: "a"}, Members: []policy.GroupMember{
+	want := &input.Group{Name: "web", Namespace: "shop", Leader: input.ServiceRef{Namespace: "shop", Name: "a"}, Members: []input.GroupMember{
 		{Namespace: "shop", Name: "a", Ports: []int{80, 443}}, {Namespace: "shop", Name: "b", Ports: []int{8080}}, {Namespace: "shop", Name: "c", Ports: []int{}},
-	}, Capacity: policy.GroupCapacity{Type: "lb11", MaxServices: 5, Used: 3}}
+	}, Capacity: input.GroupCapacity{Type: "lb11", MaxServices: 5, Used: 3}}
 	// Two decisions: the group planner's (lbgroup.PlanGroup: the create touches b's listener) and
 	// the step's; both see the same group.
 	if len(seen.groups) != 2 {
@@ -85,7 +86,7 @@ func TestRun_GroupNeverAdoptsByName(t *testing.T) {
 	m := Manifests{Services: []Manifest{groupManifest("a", 1, "web", 80)}}
 	st := State{LoadBalancers: []*hcloud.LoadBalancer{{ID: 7, Name: "k8s-group-web", Labels: map[string]string{lbplan.LabelServiceUID: "x"}}}}
 	r := Run(context.Background(), m, Options{Config: config.Config{LoadBalancer: config.LoadBalancer{Location: "fsn1"}},
-		Cluster: policy.Cluster{Name: "k8s"}, Decider: &groupsSeen{}, State: st})
+		Cluster: input.Cluster{Name: "k8s"}, Decider: &groupsSeen{}, State: st})
 	if len(r.Services) != 1 || r.Services[0].Error == "" || r.ExitCode() != ExitBadInput {
 		t.Errorf("report %+v, want the name conflict as an error", r.Services)
 	}
@@ -156,7 +157,7 @@ func TestRun_GroupMemberOverLimit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := Run(context.Background(), Manifests{Services: tt.order}, Options{Config: config.Config{LoadBalancer: config.LoadBalancer{Location: "fsn1", Type: "lb11"}},
-				Cluster: policy.Cluster{Name: "k8s"}, Decider: e})
+				Cluster: input.Cluster{Name: "k8s"}, Decider: e})
 			got := map[string]string{}
 			for _, s := range r.Services {
 				if s.Error != "" {
@@ -181,7 +182,7 @@ func TestRun_GroupMemberOverLimit(t *testing.T) {
 // tcpOnly denies every step of a Service with a port that is not TCP.
 type tcpOnly struct{}
 
-func (tcpOnly) Decide(_ context.Context, in policy.Input) policy.Decision {
+func (tcpOnly) Decide(_ context.Context, in input.Input) policy.Decision {
 	for _, p := range in.Service.Ports {
 		if p.Protocol != "TCP" {
 			return policy.Decision{Deny: []policy.Message{{Msg: "TCP only"}}}
@@ -198,7 +199,7 @@ func TestRun_GroupMemberRetried(t *testing.T) {
 	a, b := groupManifest("a", 1, "web"), groupManifest("b", 2, "web", 80)
 	a.Service.Spec.Ports = []corev1.ServicePort{{Protocol: corev1.ProtocolUDP, Port: 53}}
 	r := Run(context.Background(), Manifests{Services: []Manifest{a, b}}, Options{Config: config.Config{LoadBalancer: config.LoadBalancer{Location: "fsn1", Type: "lb11"}},
-		Cluster: policy.Cluster{Name: "k8s"}, Decider: tcpOnly{}})
+		Cluster: input.Cluster{Name: "k8s"}, Decider: tcpOnly{}})
 	if !r.Allowed || len(r.Services) != 2 {
 		t.Fatalf("report %+v, want both allowed", r)
 	}
@@ -216,10 +217,10 @@ func TestRun_GroupMemberRetried(t *testing.T) {
 // port8443Reserved denies every step that adds a listener on 8443.
 type port8443Reserved struct{}
 
-func (port8443Reserved) Decide(_ context.Context, in policy.Input) policy.Decision {
+func (port8443Reserved) Decide(_ context.Context, in input.Input) policy.Decision {
 	adds := in.Listener != nil && in.Listener.ListenPort == 8443
 	if in.Operation == lbplan.OpCreate && in.LoadBalancer != nil {
-		adds = slices.ContainsFunc(in.LoadBalancer.Services, func(s policy.LBService) bool { return s.ListenPort == 8443 })
+		adds = slices.ContainsFunc(in.LoadBalancer.Services, func(s input.LBService) bool { return s.ListenPort == 8443 })
 	}
 	if adds {
 		return policy.Decision{Deny: []policy.Message{{Msg: "port 8443 reserved"}}}
@@ -235,7 +236,7 @@ func (port8443Reserved) Decide(_ context.Context, in policy.Input) policy.Decisi
 func TestRun_GroupMemberPartlyApplied(t *testing.T) {
 	a, b := groupManifest("a", 1, "api", 443, 8443), groupManifest("b", 2, "api", 8080, 9090)
 	r := Run(context.Background(), Manifests{Services: []Manifest{a, b}}, Options{Config: config.Config{LoadBalancer: config.LoadBalancer{Location: "fsn1", Type: "lb11"}},
-		Cluster: policy.Cluster{Name: "k8s"}, Decider: port8443Reserved{}})
+		Cluster: input.Cluster{Name: "k8s"}, Decider: port8443Reserved{}})
 	var got []string
 	for _, s := range r.Services {
 		for _, st := range s.Steps {
@@ -278,7 +279,7 @@ func TestRun_PrePlanChecks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := Run(context.Background(), Manifests{Services: []Manifest{tt.m}}, Options{Config: config.Config{LoadBalancer: config.LoadBalancer{Location: "fsn1", Type: "lb11"}},
-				Cluster: policy.Cluster{Name: "k8s"}, Decider: &groupsSeen{}})
+				Cluster: input.Cluster{Name: "k8s"}, Decider: &groupsSeen{}})
 			if len(r.Services) != 1 {
 				t.Fatalf("report %+v, want one Service", r)
 			}

@@ -32,6 +32,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // Exit statuses of the plan command.
@@ -88,7 +89,7 @@ type Options struct {
 	// Config is the CCM's environment (config.Read); only its load balancer defaults are used.
 	Config config.Config
 	// Cluster is the cluster of the policy input (--cluster-name, --cluster-cidr).
-	Cluster policy.Cluster
+	Cluster input.Cluster
 	// Decider decides each step; the CCM's is a *policy.Engine.
 	Decider policy.Decider
 	// State is the current state; empty means every Service is a create.
@@ -135,7 +136,7 @@ type ServiceResult struct {
 	Steps   []Step `json:"steps"`
 	// Final is the load balancer after every step, in the policy input's shape; null when the
 	// Service has an error.
-	Final *policy.LoadBalancer `json:"final"`
+	Final *input.LoadBalancer `json:"final"`
 	// Cost is the monthly price of the Service's load balancer before and after its plan
 	// (after: as the plan asks, also when a step is denied); null when the Service has an error.
 	Cost *Cost `json:"cost"`
@@ -407,7 +408,7 @@ func nonNil(m []policy.Message) []policy.Message {
 }
 
 // policyOf is a in the policy input's shape; nil for nil.
-func policyOf(a *lbplan.Actual, ipv6 bool) *policy.LoadBalancer {
+func policyOf(a *lbplan.Actual, ipv6 bool) *input.LoadBalancer {
 	if a == nil {
 		return nil
 	}

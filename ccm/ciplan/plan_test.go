@@ -25,6 +25,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/hcloudclient"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of TestGoldenExamples")
@@ -70,7 +71,7 @@ var decisionIDRE = regexp.MustCompile(`(decision |"decision_id": ")[0-9a-f]{8}-[
 // them). The policy revision is masked: it changes with every edit of the example policies;
 // so are the decision IDs, random UUIDs.
 func TestGoldenExamples(t *testing.T) {
-	r := Run(context.Background(), readExamples(t), Options{Config: config.Default(), Cluster: policy.Cluster{Name: "kubernetes"}, Decider: exampleEngine(t)})
+	r := Run(context.Background(), readExamples(t), Options{Config: config.Default(), Cluster: input.Cluster{Name: "kubernetes"}, Decider: exampleEngine(t)})
 	if got, want := r.ExitCode(), ExitDenied; got != want {
 		t.Errorf("exit code %d, want %d", got, want)
 	}
@@ -197,7 +198,7 @@ func (n namespaces) Get(name string) (*corev1.Namespace, error) {
 func TestPlanMatchesCCM(t *testing.T) {
 	m := readExamples(t)
 	e := exampleEngine(t)
-	cluster := policy.Cluster{Name: "kubernetes"}
+	cluster := input.Cluster{Name: "kubernetes"}
 	r := Run(context.Background(), m, Options{Config: config.Default(), Cluster: cluster, Decider: e})
 	if len(r.Services) != 4 {
 		t.Fatalf("planned %d Services, want the 4 of examples/manifests", len(r.Services))
@@ -264,7 +265,7 @@ func TestPlanMatchesCCM(t *testing.T) {
 }
 
 // assertSameLB compares what the CCM created with plan's final load balancer.
-func assertSameLB(t *testing.T, got schema.LoadBalancer, want *policy.LoadBalancer) {
+func assertSameLB(t *testing.T, got schema.LoadBalancer, want *input.LoadBalancer) {
 	t.Helper()
 	if want == nil {
 		t.Fatal("plan has no final load balancer")

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 var decisionIDs = regexp.MustCompile(`\(decision ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\)`)
@@ -40,7 +41,7 @@ func TestDecisionLog_denialTracesFromEventToLogAndReplays(t *testing.T) {
 	if _, err := eng.Load(context.Background(), files, policy.DirSource(dir)); err != nil {
 		t.Fatal(err)
 	}
-	ev := newEnv(t, func(in policy.Input) policy.Decision { return eng.Decide(context.Background(), in) })
+	ev := newEnv(t, func(in input.Input) policy.Decision { return eng.Decide(context.Background(), in) })
 	svc := newService()
 	svc.Namespace = "analytics"
 	if _, err := ev.exec.Run(context.Background(), svc, ev.plan(t, svc, nil)); !errors.Is(err, policy.ErrDenied) {

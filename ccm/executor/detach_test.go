@@ -17,6 +17,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // failures records the errors RunDetached hands to its failure callback.
@@ -94,7 +95,7 @@ func TestRunDetached(t *testing.T) {
 	addFirst := func(ev *env) []lbplan.Mutation { return addBoth(ev)[:1] }
 	tests := []struct {
 		name      string
-		decide    func(policy.Input) policy.Decision
+		decide    func(input.Input) policy.Decision
 		fault     *hcloudemu.Fault
 		mutations func(ev *env) []lbplan.Mutation
 		// wantErr is the start of RunDetached's error; "" for none.

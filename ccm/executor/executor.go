@@ -52,6 +52,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/truncate"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // Event reasons. They MUST not change: operators alert on them.
@@ -90,7 +91,7 @@ type Options struct {
 	// Recorder receives the events; nil drops them.
 	Recorder record.EventRecorder
 	// Cluster is the cluster as policies see it.
-	Cluster policy.Cluster
+	Cluster input.Cluster
 	// Namespaces, if not nil, makes policy inputs carry the labels of the Service's namespace.
 	Namespaces corelisters.NamespaceLister
 	// ActionPollInterval is the first wait before the actions of route writes and of detached
@@ -247,9 +248,9 @@ func (x *Executor) reportApplied(svc *corev1.Service, applied []lbplan.Mutation)
 	for i, m := range applied {
 		labels[i] = m.Label()
 		switch m.Action() {
-		case policy.ActionLoadBalancerCreate:
+		case input.ActionLoadBalancerCreate:
 			reason = ReasonLoadBalancerCreated
-		case policy.ActionLoadBalancerDelete:
+		case input.ActionLoadBalancerDelete:
 			reason = ReasonLoadBalancerDeleted
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 const uid = "0b7e7a52-6f1c-4a55-8a9e-2c3d4e5f6a7b"
@@ -36,20 +37,20 @@ const uid = "0b7e7a52-6f1c-4a55-8a9e-2c3d4e5f6a7b"
 // decider returns a fixed decision and records the inputs.
 type decider struct {
 	mu       sync.Mutex
-	decision func(policy.Input) policy.Decision
-	inputs   []policy.Input
+	decision func(input.Input) policy.Decision
+	inputs   []input.Input
 }
 
-func (d *decider) Decide(_ context.Context, in policy.Input) policy.Decision {
+func (d *decider) Decide(_ context.Context, in input.Input) policy.Decision {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.inputs = append(d.inputs, in)
 	return d.decision(in)
 }
 
-func allow(policy.Input) policy.Decision { return policy.Decision{Allowed: true} }
+func allow(input.Input) policy.Decision { return policy.Decision{Allowed: true} }
 
-func denyAll(policy.Input) policy.Decision {
+func denyAll(input.Input) policy.Decision {
 	return policy.Decision{Deny: []policy.Message{{Msg: "frozen", Code: "F1"}}}
 }
 
@@ -64,7 +65,7 @@ type env struct {
 	servers  []int64
 }
 
-func newEnv(t *testing.T, decide func(policy.Input) policy.Decision, opts ...func(*executor.Options)) *env {
+func newEnv(t *testing.T, decide func(input.Input) policy.Decision, opts ...func(*executor.Options)) *env {
 	t.Helper()
 	emu, endpoint := hcloudemu.NewTestServer(t)
 	clientOpts := []hcloud.ClientOption{
@@ -87,7 +88,7 @@ func newEnv(t *testing.T, decide func(policy.Input) policy.Decision, opts ...fun
 		}
 		ev.servers = append(ev.servers, id)
 	}
-	cluster := policy.Cluster{Name: "prod", ClusterCIDR: "10.244.0.0/16", Network: &policy.Network{ID: netID, Name: "k8s", IPRange: "10.0.0.0/8"}}
+	cluster := input.Cluster{Name: "prod", ClusterCIDR: "10.244.0.0/16", Network: &input.Network{ID: netID, Name: "k8s", IPRange: "10.0.0.0/8"}}
 	o := executor.Options{Conn: conn, Decider: ev.decider, Recorder: ev.recorder, Cluster: cluster}
 	for _, opt := range opts {
 		opt(&o)
@@ -194,7 +195,7 @@ func TestRun_InputsDescribeEveryMutation(t *testing.T) {
 		t.Fatalf("%d decisions for the create of %d mutations, want 1", len(ins), len(p.Mutations))
 	}
 	first := ins[0]
-	if first.Version != policy.InputVersion || first.Action != policy.ActionLoadBalancerCreate || first.Operation != "create" || first.Current != nil {
+	if first.Version != input.InputVersion || first.Action != input.ActionLoadBalancerCreate || first.Operation != "create" || first.Current != nil {
 		t.Errorf("create input = %+v", first)
 	}
 	if lbv := first.LoadBalancer; len(lbv.Services) != 1 || lbv.Services[0].ListenPort != 80 || len(lbv.Targets) != 2 || first.Final == nil || len(first.Final.Targets) != 2 {
@@ -212,7 +213,7 @@ func TestRun_InputsDescribeEveryMutation(t *testing.T) {
 // TestRun_WarningsAndDryRunProceed: warnings and dry-run denials do not block; their events
 // (PolicyWarning, PolicyDryRunDenied) each name the decision IDs, as PolicyDenied does.
 func TestRun_WarningsAndDryRunProceed(t *testing.T) {
-	ev := newEnv(t, func(in policy.Input) policy.Decision {
+	ev := newEnv(t, func(in input.Input) policy.Decision {
 		return policy.Decision{ID: "id-" + in.Operation, Allowed: true, DryRun: true, Deny: []policy.Message{{Msg: "would deny " + in.Operation}}, Warn: []policy.Message{{Msg: "careful"}}}
 	})
 	svc := newService()
@@ -234,7 +235,7 @@ func TestRun_WarningsAndDryRunProceed(t *testing.T) {
 }
 
 func TestRun_FailOpenEvaluationErrorWarns(t *testing.T) {
-	ev := newEnv(t, func(policy.Input) policy.Decision {
+	ev := newEnv(t, func(input.Input) policy.Decision {
 		return policy.Decision{Allowed: true, Err: errors.New("rego: undefined function")}
 	})
 	svc := newService()
@@ -248,7 +249,7 @@ func TestRun_FailOpenEvaluationErrorWarns(t *testing.T) {
 }
 
 func TestRun_FailClosedEvaluationErrorDenies(t *testing.T) {
-	ev := newEnv(t, func(policy.Input) policy.Decision { return policy.Decision{Err: errors.New("timeout")} })
+	ev := newEnv(t, func(input.Input) policy.Decision { return policy.Decision{Err: errors.New("timeout")} })
 	svc := newService()
 	_, err := ev.exec.Run(context.Background(), svc, ev.plan(t, svc, nil))
 	if !errors.Is(err, policy.ErrDenied) || !strings.Contains(err.Error(), "policy evaluation failed: timeout") || ev.emu.MutatingRequests() != 0 {
@@ -262,8 +263,8 @@ func TestRun_FailClosedEvaluationErrorDenies(t *testing.T) {
 // the returned state is what the API holds. A create is all or nothing.
 func TestRun_StepsFailAlone(t *testing.T) {
 	t.Parallel()
-	denyOp := func(op string) func(policy.Input) policy.Decision {
-		return func(in policy.Input) policy.Decision {
+	denyOp := func(op string) func(input.Input) policy.Decision {
+		return func(in input.Input) policy.Decision {
 			if in.Operation == op {
 				return policy.Decision{ID: "d-1", Deny: []policy.Message{{Msg: "not today", Code: "T1"}}}
 			}
@@ -372,7 +373,7 @@ func TestRun_StepsFailAlone(t *testing.T) {
 
 // withAPIDefaults is the view returned with each health check field that the requests did not
 // send (null) taken from api: the API fills in its defaults, which the CCM does not model.
-func withAPIDefaults(returned, api *policy.LoadBalancer) *policy.LoadBalancer {
+func withAPIDefaults(returned, api *input.LoadBalancer) *input.LoadBalancer {
 	for i := range returned.Services {
 		for _, a := range api.Services {
 			if a.ListenPort != returned.Services[i].ListenPort {
@@ -450,7 +451,7 @@ func TestRoutes(t *testing.T) {
 		t.Fatalf("routes = %+v", n.Routes)
 	}
 	in := ev.decider.inputs[0]
-	if in.Action != policy.ActionRouteCreate || in.Operation != "add_route" || in.Route == nil || in.Route.Node != "node-1" || in.Service != nil {
+	if in.Action != input.ActionRouteCreate || in.Operation != "add_route" || in.Route == nil || in.Route.Node != "node-1" || in.Service != nil {
 		t.Errorf("input = %+v", in)
 	}
 	if err := ev.exec.DeleteRoute(ctx, ev.network, r, "node-1"); err != nil {
@@ -459,7 +460,7 @@ func TestRoutes(t *testing.T) {
 	if n, _ := ev.emu.Network(ev.network.ID); len(n.Routes) != 0 {
 		t.Errorf("route not deleted: %+v", n.Routes)
 	}
-	if ev.decider.inputs[1].Action != policy.ActionRouteDelete || ev.decider.inputs[1].Operation != "delete_route" {
+	if ev.decider.inputs[1].Action != input.ActionRouteDelete || ev.decider.inputs[1].Operation != "delete_route" {
 		t.Errorf("input = %+v", ev.decider.inputs[1])
 	}
 	ev.emu.AddFault(hcloudemu.Fault{Method: "POST", Pattern: "/v1/networks/*/actions/add_route", Times: 1, Code: "locked"})
@@ -651,7 +652,7 @@ func (ev *env) events() []string { return testutil.Events(ev.recorder) }
 // them, and a huge deny message does not become a huge event or error.
 func TestRun_DenyMessagesAreGroupedAndBounded(t *testing.T) {
 	huge := strings.Repeat("x", 1<<20)
-	ev := newEnv(t, func(in policy.Input) policy.Decision {
+	ev := newEnv(t, func(in input.Input) policy.Decision {
 		return policy.Decision{Deny: []policy.Message{{Msg: "no changes today", Code: "C1"}, {Msg: huge}}}
 	})
 	svc := newService()
@@ -675,7 +676,7 @@ func TestRun_DenyMessagesAreGroupedAndBounded(t *testing.T) {
 func TestRun_WithoutService(t *testing.T) {
 	tests := []struct {
 		name       string
-		decide     func(policy.Input) policy.Decision
+		decide     func(input.Input) policy.Decision
 		wantDenied bool
 	}{
 		{name: "allowed: the load balancer is deleted", decide: allow},
@@ -693,7 +694,7 @@ func TestRun_WithoutService(t *testing.T) {
 			if denied := errors.Is(err, policy.ErrDenied); denied != tc.wantDenied || err != nil && !denied {
 				t.Fatalf("Run = %v, want denied %v", err, tc.wantDenied)
 			}
-			if len(ev.decider.inputs) != 1 || ev.decider.inputs[0].Service != nil || ev.decider.inputs[0].Action != policy.ActionLoadBalancerDelete {
+			if len(ev.decider.inputs) != 1 || ev.decider.inputs[0].Service != nil || ev.decider.inputs[0].Action != input.ActionLoadBalancerDelete {
 				t.Errorf("inputs %+v, want one delete with service null", ev.decider.inputs)
 			}
 			if n := ev.emu.MutatingRequests(); (n == 0) != tc.wantDenied {

@@ -22,7 +22,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
-	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // faithfulSeed makes the random plans of TestProperty_DecisionsSeeWhatRequestsDo reproducible;
@@ -125,7 +125,7 @@ func newFaithfulEnv(t *testing.T) *faithfulEnv {
 		}
 		f.servers = append(f.servers, id)
 	}
-	cluster := policy.Cluster{Name: "prop", ClusterCIDR: "10.244.0.0/16", Network: &policy.Network{ID: netID, Name: "k8s", IPRange: "10.0.0.0/8"}}
+	cluster := input.Cluster{Name: "prop", ClusterCIDR: "10.244.0.0/16", Network: &input.Network{ID: netID, Name: "k8s", IPRange: "10.0.0.0/8"}}
 	// events are not checked here
 	f.exec = newExecutor(t, executor.Options{Conn: testConn(t, endpoint, emu.Token(), clientOpts...), Decider: f.decider, Cluster: cluster})
 	return f
@@ -574,7 +574,7 @@ func requestEffects(t *testing.T, req hcloudemu.Request, before *hcloud.LoadBala
 // every listener and target it has; for a change, what differs between current and
 // load_balancer, or the listener, target or certificate the input names. It reads nothing but
 // the input.
-func decisionEffects(in policy.Input) string {
+func decisionEffects(in input.Input) string {
 	lb, cur := in.LoadBalancer, in.Current
 	switch in.Operation {
 	case lbplan.OpCreate:
@@ -629,7 +629,7 @@ func decisionEffects(in policy.Input) string {
 	return joinEffects(in.Operation, []string{"unknown operation"})
 }
 
-func targetEffect(sign string, tg policy.LBTarget) string {
+func targetEffect(sign string, tg input.LBTarget) string {
 	if tg.Type == "ip" {
 		return ipTargetEffect(sign, tg.IP)
 	}
@@ -692,7 +692,7 @@ func (w wireHealthCheck) effect(kept *hcloud.LoadBalancerService) string {
 
 // healthCheckEffect is the health check a decision's input shows, in wireHealthCheck.effect's
 // words.
-func healthCheckEffect(hc policy.LBHealthCheck) string {
+func healthCheckEffect(hc input.LBHealthCheck) string {
 	http := "-"
 	if h := hc.HTTP; h != nil {
 		http = fmt.Sprintf("{domain=%s path=%s codes=%v tls=%s}", opt(h.Domain), opt(h.Path), h.StatusCodes, opt(h.TLS))

@@ -18,6 +18,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // The gate with the real policy engine: what the CCM cannot read fails the decision, a warn
@@ -111,7 +112,7 @@ func TestRun_NamespaceLabelsUnreadable(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := newEnv(t, allow, withNamespaces(tc.lister))
 			e := engine(t, tc.failure, frozen)
-			x := newExecutor(t, executor.Options{Conn: ev.conn, Decider: e, Recorder: ev.recorder, Cluster: policy.Cluster{Name: "prod"}, Namespaces: tc.lister})
+			x := newExecutor(t, executor.Options{Conn: ev.conn, Decider: e, Recorder: ev.recorder, Cluster: input.Cluster{Name: "prod"}, Namespaces: tc.lister})
 			svc := newService()
 			_, err := x.Run(context.Background(), svc, ev.plan(t, svc, nil))
 			if denied := errors.Is(err, policy.ErrDenied); denied != tc.wantDenied {
@@ -159,7 +160,7 @@ func TestRun_RuleErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := newEnv(t, allow)
-			x := newExecutor(t, executor.Options{Conn: ev.conn, Decider: engine(t, policy.FailClosed, tc.rules), Recorder: ev.recorder, Cluster: policy.Cluster{Name: "prod"}})
+			x := newExecutor(t, executor.Options{Conn: ev.conn, Decider: engine(t, policy.FailClosed, tc.rules), Recorder: ev.recorder, Cluster: input.Cluster{Name: "prod"}})
 			svc := newService()
 			_, err := x.Run(context.Background(), svc, ev.plan(t, svc, nil))
 			if denied := errors.Is(err, policy.ErrDenied); denied != tc.wantDenied {
@@ -217,7 +218,7 @@ func TestRun_PerRuleDryRun(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := newEnv(t, allow)
-			x := newExecutor(t, executor.Options{Conn: ev.conn, Decider: engine(t, policy.FailClosed, tc.rules), Recorder: ev.recorder, Cluster: policy.Cluster{Name: "prod"}})
+			x := newExecutor(t, executor.Options{Conn: ev.conn, Decider: engine(t, policy.FailClosed, tc.rules), Recorder: ev.recorder, Cluster: input.Cluster{Name: "prod"}})
 			svc := newService()
 			_, err := x.Run(context.Background(), svc, ev.plan(t, svc, nil))
 			if denied := errors.Is(err, policy.ErrDenied); denied != tc.wantDenied {
@@ -253,7 +254,7 @@ func TestRun_DenyEventNamesOnlyTheDeniedStep(t *testing.T) {
 	if _, err := e.Load(context.Background(), files, policy.Source{Name: "examples"}); err != nil {
 		t.Fatal(err)
 	}
-	x := newExecutor(t, executor.Options{Conn: ev.conn, Decider: e, Recorder: ev.recorder, Cluster: policy.Cluster{Name: "prod"}})
+	x := newExecutor(t, executor.Options{Conn: ev.conn, Decider: e, Recorder: ev.recorder, Cluster: input.Cluster{Name: "prod"}})
 	lb := ev.bareLB(t)
 	svc := newService()
 	svc.Namespace = "default" // public load balancers are allowed there
@@ -306,7 +307,7 @@ func TestDeniedSteps(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ev := newEnv(t, allow)
-			x := newExecutor(t, executor.Options{Conn: ev.conn, Decider: e, Recorder: ev.recorder, Cluster: policy.Cluster{Name: "prod"}})
+			x := newExecutor(t, executor.Options{Conn: ev.conn, Decider: e, Recorder: ev.recorder, Cluster: input.Cluster{Name: "prod"}})
 			lb := ev.bareLB(t)
 			svc := newService()
 			svc.Namespace = "default" // public load balancers are allowed there
@@ -364,7 +365,7 @@ func TestGate_DryRunNeverBlocks(t *testing.T) {
 			if _, err := e.Load(context.Background(), map[string][]byte{"gate.rego": []byte("package ccm\n\n" + failing)}, policy.Source{Name: "test"}); err != nil {
 				t.Fatal(err)
 			}
-			x := newExecutor(t, executor.Options{Conn: ev.conn, Decider: e, Recorder: ev.recorder, Cluster: policy.Cluster{Name: "prod"}})
+			x := newExecutor(t, executor.Options{Conn: ev.conn, Decider: e, Recorder: ev.recorder, Cluster: input.Cluster{Name: "prod"}})
 			var err error
 			var lbID int64
 			if tc.detached {

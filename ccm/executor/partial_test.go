@@ -12,6 +12,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // partialIterations is the number of random Services of TestProperty_StepsFailAlone.
@@ -41,14 +42,14 @@ func TestProperty_StepsFailAlone(t *testing.T) {
 			continue
 		}
 		denied := p.Mutations[r.IntN(len(p.Mutations))].Operation()
-		f.decider.decision = func(in policy.Input) policy.Decision {
+		f.decider.decision = func(in input.Input) policy.Decision {
 			if in.Operation == denied {
 				return policy.Decision{Deny: []policy.Message{{Msg: "not " + denied}}}
 			}
 			return policy.Decision{Allowed: true}
 		}
 		name := fmt.Sprintf("iteration %d: %v with %s denied", i, p.Labels(), denied)
-		run := gate.Gate{Decider: policy.DecideFunc(func(_ context.Context, in policy.Input) policy.Decision {
+		run := gate.Gate{Decider: policy.DecideFunc(func(_ context.Context, in input.Input) policy.Decision {
 			return f.decider.decision(in)
 		})}.Decide(context.Background(), p, nil).Run
 		f.emu.ResetRequests()

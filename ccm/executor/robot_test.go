@@ -9,13 +9,14 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // TestRun_AddIPTarget: an IP target (a Robot node) is added with its policy input naming it;
 // one that a concurrent reconcile added first (target_already_defined) counts as done.
 func TestRun_AddIPTarget(t *testing.T) {
-	var inputs []policy.Input
-	ev := newEnv(t, func(in policy.Input) policy.Decision {
+	var inputs []input.Input
+	ev := newEnv(t, func(in input.Input) policy.Decision {
 		inputs = append(inputs, in)
 		return policy.Decision{Allowed: true}
 	})
@@ -32,7 +33,7 @@ func TestRun_AddIPTarget(t *testing.T) {
 		t.Fatalf("add_target(ip): %v", err)
 	}
 	if len(inputs) != 1 || inputs[0].Operation != "add_target" || inputs[0].Target == nil ||
-		*inputs[0].Target != (policy.LBTarget{Type: "ip", IP: "203.0.113.50"}) {
+		*inputs[0].Target != (input.LBTarget{Type: "ip", IP: "203.0.113.50"}) {
 		t.Errorf("policy inputs = %+v, want one add_target with target {ip 203.0.113.50}", inputs)
 	}
 	// lb (the plan's view) still lacks the target: the API answers target_already_defined.

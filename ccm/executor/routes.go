@@ -14,7 +14,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
 )
 
-// Route operations, as in policy.Input.Operation.
+// Route operations, as in input.Input.Operation.
 const (
 	OpAddRoute    = routeplan.OpAddRoute
 	OpDeleteRoute = routeplan.OpDeleteRoute

@@ -15,6 +15,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 func planned(dest, gw string) routeplan.Route {
@@ -25,15 +26,15 @@ func planned(dest, gw string) routeplan.Route {
 // gateway change is one plan; when the policy allows the delete and denies the add, nothing
 // runs and the old route stays.
 func TestRunRoutes_gatewayChangeDecidedAsAWhole(t *testing.T) {
-	denyCreate := func(in policy.Input) policy.Decision {
-		if in.Action == policy.ActionRouteCreate {
+	denyCreate := func(in input.Input) policy.Decision {
+		if in.Action == input.ActionRouteCreate {
 			return policy.Decision{Deny: []policy.Message{{Msg: "no new routes"}}}
 		}
 		return policy.Decision{Allowed: true}
 	}
 	tests := []struct {
 		name       string
-		decide     func(policy.Input) policy.Decision
+		decide     func(input.Input) policy.Decision
 		wantErr    bool
 		wantRoutes []string
 		wantWrites int

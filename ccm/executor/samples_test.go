@@ -32,7 +32,6 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
-	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
@@ -183,11 +182,11 @@ func recordSamples(t *testing.T) map[string][]byte {
 	for _, sc := range sampleScenarios {
 		s := newSampleEnv(t)
 		sc.run(t, s)
-		i := slices.IndexFunc(s.decider.inputs, func(in policy.Input) bool { return in.Operation == sc.operation })
+		i := slices.IndexFunc(s.decider.inputs, func(in input.Input) bool { return in.Operation == sc.operation })
 		if i < 0 {
 			t.Fatalf("%s: no %s decision among %d", sc.name, sc.operation, len(s.decider.inputs))
 		}
-		b, err := json.MarshalIndent(map[string]policy.Input{sc.name: s.decider.inputs[i]}, "", "  ")
+		b, err := json.MarshalIndent(map[string]input.Input{sc.name: s.decider.inputs[i]}, "", "  ")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,7 +241,7 @@ func newSampleEnv(t *testing.T) *sampleEnv {
 		}
 		_ = namespaces.Add(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}})
 	}
-	cluster := policy.Cluster{Name: "demo", ClusterCIDR: "10.244.0.0/16", Network: &policy.Network{ID: netID, Name: "k8s", IPRange: "10.0.0.0/8"}}
+	cluster := input.Cluster{Name: "demo", ClusterCIDR: "10.244.0.0/16", Network: &input.Network{ID: netID, Name: "k8s", IPRange: "10.0.0.0/8"}}
 	s.exec = newExecutor(t, executor.Options{Conn: testConn(t, endpoint, emu.Token(), clientOpts...), Decider: s.decider, Cluster: cluster,
 		Namespaces: corelisters.NewNamespaceLister(namespaces)})
 	return s

@@ -12,6 +12,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // spoofedAddTarget is the first way past the gate of issue 30: it embeds lbplan.AddTarget, so
@@ -30,8 +31,8 @@ func (m spoofedAddRoute) Request(networkID int64) apireq.Request {
 }
 
 // denyDeletes denies every delete, of load balancers and routes, and allows the rest.
-func denyDeletes(in policy.Input) policy.Decision {
-	if in.Action == policy.ActionLoadBalancerDelete || in.Action == policy.ActionRouteDelete {
+func denyDeletes(in input.Input) policy.Decision {
+	if in.Action == input.ActionLoadBalancerDelete || in.Action == input.ActionRouteDelete {
 		return policy.Decision{Deny: []policy.Message{{Msg: "no deletes"}}}
 	}
 	return policy.Decision{Allowed: true}

@@ -10,13 +10,14 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // TestRun_DryRunDeniedNamesItsDecision: a PolicyDryRunDenied event names the decision ID of
 // each step, as a PolicyDenied event does, so that kubectl leads to the decision log line.
 func TestRun_DryRunDeniedNamesItsDecision(t *testing.T) {
 	t.Parallel()
-	ev := newEnv(t, func(in policy.Input) policy.Decision {
+	ev := newEnv(t, func(in input.Input) policy.Decision {
 		return policy.Decision{ID: "id-" + in.Operation, Allowed: true, DryRun: true, Deny: []policy.Message{{Msg: "would not pass", Code: "W1"}}}
 	})
 	svc := newService()
@@ -36,7 +37,7 @@ func TestRun_DryRunDeniedNamesItsDecision(t *testing.T) {
 func TestRunDetached_StepsFailAlone(t *testing.T) {
 	t.Parallel()
 	var ev *env
-	ev = newEnv(t, func(in policy.Input) policy.Decision {
+	ev = newEnv(t, func(in input.Input) policy.Decision {
 		if in.Target != nil && in.Target.ServerID == ev.servers[0] {
 			return policy.Decision{Deny: []policy.Message{{Msg: "not this node"}}}
 		}

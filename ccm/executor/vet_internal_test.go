@@ -16,6 +16,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // sendsDelete says it is add_target and sends DELETE /load_balancers/{id}.
@@ -81,7 +82,7 @@ func TestSend_RefusesARequestThatIsNotTheDecidedStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	refused := mutationsTotal.WithLabelValues(policy.ActionLoadBalancerUpdate, lbplan.OpAddTarget, resultRefused)
+	refused := mutationsTotal.WithLabelValues(input.ActionLoadBalancerUpdate, lbplan.OpAddTarget, resultRefused)
 	before, _ := testutil.GetCounterMetricValue(refused)
 	emu.ResetRequests()
 	plan := lbplan.Plan{Actual: &lbplan.Actual{ID: id, Name: "web"}, Mutations: []lbplan.Mutation{sendsDelete{}}}

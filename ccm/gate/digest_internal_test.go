@@ -5,25 +5,25 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
-// TestDigest_coversEveryInputField walks every field reachable from policy.Input by
+// TestDigest_coversEveryInputField walks every field reachable from input.Input by
 // reflection (pointers followed, one element of each slice and map) and changes each one in
 // turn: the digest of the denial cache (inputsDigest, Gate.Digest's and DeniedError.Inputs')
 // must change with it, so no field of the policy input, now or added later, can leave a stale
 // denial. A field the walk cannot change (unexported, or of a kind it does not know) fails the
 // test too: teach the walk, do not skip the field.
 func TestDigest_coversEveryInputField(t *testing.T) {
-	digest := func(in policy.Input) string { return inputsDigest("r1", []StepInput{{Input: in}}) }
+	digest := func(in input.Input) string { return inputsDigest("r1", []StepInput{{Input: in}}) }
 	base := fullInput(t)
 	want := digest(base)
 	if want == "" || digest(fullInput(t)) != want {
 		t.Fatal("the digest of one input is empty or differs between two equal inputs")
 	}
-	paths := leafPaths(t, reflect.TypeFor[policy.Input](), "input")
+	paths := leafPaths(t, reflect.TypeFor[input.Input](), "input")
 	if len(paths) < 40 {
-		t.Fatalf("walked %d fields of policy.Input, want them all (more than 40)", len(paths))
+		t.Fatalf("walked %d fields of input.Input, want them all (more than 40)", len(paths))
 	}
 	for _, p := range paths {
 		in := fullInput(t)
@@ -37,10 +37,10 @@ func TestDigest_coversEveryInputField(t *testing.T) {
 	}
 }
 
-// leafPath is one field of policy.Input below pointers, slices and maps, and how to change it.
+// leafPath is one field of input.Input below pointers, slices and maps, and how to change it.
 type leafPath struct {
 	name   string
-	change func(v reflect.Value) // v is the policy.Input, as filled by fill
+	change func(v reflect.Value) // v is the input.Input, as filled by fill
 }
 
 // leafPaths lists the leaves reachable from t (a struct), named from name.
@@ -115,11 +115,11 @@ func wrap(leaves []leafPath, inner func(reflect.Value) reflect.Value) []leafPath
 	return leaves
 }
 
-// fullInput is a policy.Input with every pointer set, one element in every slice and map and
+// fullInput is a input.Input with every pointer set, one element in every slice and map and
 // every leaf non-zero (fill).
-func fullInput(t *testing.T) policy.Input {
+func fullInput(t *testing.T) input.Input {
 	t.Helper()
-	var in policy.Input
+	var in input.Input
 	fill(t, reflect.ValueOf(&in).Elem())
 	return in
 }

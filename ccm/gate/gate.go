@@ -22,6 +22,7 @@ import (
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // Gate decides the plans of one cluster with one decider. The zero value is not usable: set
@@ -31,7 +32,7 @@ type Gate struct {
 	// Decider decides every step. policy.AllowAll{} allows every step.
 	Decider policy.Decider
 	// Cluster is the cluster as policies see it (input.cluster).
-	Cluster policy.Cluster
+	Cluster input.Cluster
 	// NamespaceLabels returns the labels of a namespace for input.service.namespace_labels; nil
 	// leaves that field null. An error makes every decision about a Service of that namespace
 	// an evaluation failure (policy.InputFailer), never an input with the field null.
@@ -44,7 +45,7 @@ type Gate struct {
 // policy input.
 type StepInput struct {
 	Label string
-	Input policy.Input
+	Input input.Input
 }
 
 // StepDecision is one step's input and its decision.
@@ -55,7 +56,7 @@ type StepDecision struct {
 
 // Service returns the policy view of svc (PolicyService) with its namespace's labels. The error
 // says that they could not be read: decisions are then evaluation failures (decide).
-func (g Gate) Service(svc *corev1.Service) (*policy.Service, error) {
+func (g Gate) Service(svc *corev1.Service) (*input.Service, error) {
 	if svc == nil {
 		return nil, nil
 	}
@@ -109,7 +110,7 @@ func (g Gate) DeniedSteps(ctx context.Context, plan lbplan.Plan, svc *corev1.Ser
 // decide decides in; with inputErr set (the Service view is incomplete) the decision is an
 // evaluation failure when the decider can fail an input (policy.InputFailer). A decider that
 // cannot (policy.AllowAll: no policy) decides without the field: no rule can depend on it.
-func (g Gate) decide(ctx context.Context, in policy.Input, inputErr error) policy.Decision {
+func (g Gate) decide(ctx context.Context, in input.Input, inputErr error) policy.Decision {
 	if inputErr != nil {
 		if f, ok := g.Decider.(policy.InputFailer); ok {
 			return f.DecideFailed(ctx, in, inputErr)
@@ -120,7 +121,7 @@ func (g Gate) decide(ctx context.Context, in policy.Input, inputErr error) polic
 
 // DecideInput decides one input as the gate decides a step: see decide. It is for inputs that are
 // no step of a load balancer plan (a route's, RouteInputs).
-func (g Gate) DecideInput(ctx context.Context, in policy.Input) policy.Decision {
+func (g Gate) DecideInput(ctx context.Context, in input.Input) policy.Decision {
 	if g.Audit {
 		in.Audit = true
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/routeplan"
-	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // Inputs returns the policy input of every step of plan (plan.Steps, in order) for the Service
@@ -21,10 +21,10 @@ import (
 // input.cost (inventory.StepCost of the load balancer before and after the step). Pricing
 // travels with the plan: whoever plans sets it (the CCM's load balancer code from its caches,
 // `plan` from its state), so the gate calls back into no one.
-func Inputs(plan lbplan.Plan, cluster policy.Cluster, service *policy.Service) []StepInput {
+func Inputs(plan lbplan.Plan, cluster input.Cluster, service *input.Service) []StepInput {
 	steps := plan.Steps()
 	out := make([]StepInput, 0, len(steps))
-	var inv policy.Inventory
+	var inv input.Inventory
 	if plan.Pricing != nil {
 		inv = plan.Pricing.Inventory
 	}
@@ -43,9 +43,9 @@ func Inputs(plan lbplan.Plan, cluster policy.Cluster, service *policy.Service) [
 
 // priced returns the inventory and the cost that the input of a step carries: inv is the
 // inventory before the step.
-func priced(inv policy.Inventory, in policy.Input, prices inventory.Prices) (*policy.Inventory, *policy.Cost) {
+func priced(inv input.Inventory, in input.Input, prices inventory.Prices) (*input.Inventory, *input.Cost) {
 	after := in.LoadBalancer
-	if in.Action == policy.ActionLoadBalancerDelete {
+	if in.Action == input.ActionLoadBalancerDelete {
 		after = nil
 	}
 	cost := inventory.StepCost(in.Current, after, prices)
@@ -53,9 +53,9 @@ func priced(inv policy.Inventory, in policy.Input, prices inventory.Prices) (*po
 }
 
 // stepInput is the input of one step of plan, without inventory and cost.
-func stepInput(plan lbplan.Plan, st lbplan.Step, cluster policy.Cluster, service *policy.Service) policy.Input {
-	return policy.Input{
-		Version:      policy.InputVersion,
+func stepInput(plan lbplan.Plan, st lbplan.Step, cluster input.Cluster, service *input.Service) input.Input {
+	return input.Input{
+		Version:      input.InputVersion,
 		Action:       st.Mutation.Action(),
 		Operation:    st.Mutation.Operation(),
 		Cluster:      cluster,
@@ -73,13 +73,13 @@ func stepInput(plan lbplan.Plan, st lbplan.Step, cluster policy.Cluster, service
 // RouteInputs returns the policy input of every mutation of plan in cluster, in order. It is
 // pure; the executor's gate of route plans decides exactly these inputs, and the policy audit
 // judges an existing route by the input of its add_route.
-func RouteInputs(plan routeplan.Plan, cluster policy.Cluster) []StepInput {
+func RouteInputs(plan routeplan.Plan, cluster input.Cluster) []StepInput {
 	out := make([]StepInput, 0, len(plan.Mutations))
 	for _, m := range plan.Mutations {
 		r := m.Route()
-		out = append(out, StepInput{Label: m.Label(), Input: policy.Input{
-			Version: policy.InputVersion, Action: m.Action(), Operation: m.Operation(), Cluster: cluster,
-			Route: &policy.Route{Destination: r.Destination.String(), Gateway: r.Gateway.String(), Node: plan.Node},
+		out = append(out, StepInput{Label: m.Label(), Input: input.Input{
+			Version: input.InputVersion, Action: m.Action(), Operation: m.Operation(), Cluster: cluster,
+			Route: &input.Route{Destination: r.Destination.String(), Gateway: r.Gateway.String(), Node: plan.Node},
 		}})
 	}
 	return out
@@ -89,17 +89,17 @@ func RouteInputs(plan routeplan.Plan, cluster policy.Cluster) []StepInput {
 // for a nil svc. It is pure and copies what it takes from svc. The annotations leave out
 // annotation.PolicyRetry, the CCM's own trigger of a retry: a retry is decided on what the
 // Service asks for, not on when it was retried (TestPolicyService_leavesOutTheRetryAnnotation).
-func PolicyService(svc *corev1.Service, nsLabels map[string]string) *policy.Service {
+func PolicyService(svc *corev1.Service, nsLabels map[string]string) *input.Service {
 	if svc == nil {
 		return nil
 	}
-	s := &policy.Service{
+	s := &input.Service{
 		Namespace:                svc.Namespace,
 		Name:                     svc.Name,
 		UID:                      string(svc.UID),
 		Labels:                   copyMap(svc.Labels),
 		Annotations:              copyMap(svc.Annotations),
-		Ports:                    []policy.ServicePort{},
+		Ports:                    []input.ServicePort{},
 		LoadBalancerSourceRanges: append([]string{}, svc.Spec.LoadBalancerSourceRanges...),
 		ExternalTrafficPolicy:    string(svc.Spec.ExternalTrafficPolicy),
 	}
@@ -111,7 +111,7 @@ func PolicyService(svc *corev1.Service, nsLabels map[string]string) *policy.Serv
 		s.NamespaceLabels = copyMap(nsLabels)
 	}
 	for _, p := range svc.Spec.Ports {
-		s.Ports = append(s.Ports, policy.ServicePort{Name: p.Name, Protocol: string(p.Protocol), Port: p.Port, NodePort: p.NodePort})
+		s.Ports = append(s.Ports, input.ServicePort{Name: p.Name, Protocol: string(p.Protocol), Port: p.Port, NodePort: p.NodePort})
 	}
 	return s
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // benchQuota is a quota rule over the inventory and a budget rule over the cost, read on every
@@ -82,13 +83,13 @@ func BenchmarkDecide_inventory(b *testing.B) {
 	for i := range 200 {
 		entries = append(entries, inventory.Entry{
 			ID: int64(i + 1), Name: fmt.Sprintf("lb-%d", i), Type: "lb11", Location: "fsn1", NetworkZone: "eu-central",
-			Owner:     policy.Owner{Kind: inventory.OwnerService, Namespace: fmt.Sprintf("team-%d", i%20), Name: fmt.Sprintf("svc-%d", i)},
+			Owner:     input.Owner{Kind: inventory.OwnerService, Namespace: fmt.Sprintf("team-%d", i%20), Name: fmt.Sprintf("svc-%d", i)},
 			Listeners: 2, Targets: 3,
 		})
 	}
 	priced := plan
 	priced.Pricing = &lbplan.Pricing{Inventory: inventory.Build(entries, prices), Prices: prices}
-	cluster := policy.Cluster{Name: "kubernetes"}
+	cluster := input.Cluster{Name: "kubernetes"}
 	g := gate.Gate{Decider: e, Cluster: cluster, NamespaceLabels: func(string) (map[string]string, error) { return map[string]string{}, nil }}
 	for _, bc := range []struct {
 		name string

@@ -10,6 +10,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/gate"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 const uid = "uid-1"
@@ -27,11 +28,11 @@ func TestDecide_DecidesAgainWhatRuns(t *testing.T) {
 		lbplan.AddService{Listener: l443}, lbplan.AddService{Listener: l80},
 		lbplan.AddTarget{Target: lbplan.Target{ServerID: 3}}, lbplan.AddTarget{Target: lbplan.Target{ServerID: 4}},
 	}}
-	has443 := func(lb *policy.LoadBalancer) bool {
-		return slices.ContainsFunc(lb.Services, func(s policy.LBService) bool { return s.ListenPort == 443 })
+	has443 := func(lb *input.LoadBalancer) bool {
+		return slices.ContainsFunc(lb.Services, func(s input.LBService) bool { return s.ListenPort == 443 })
 	}
 	decisions := 0
-	decide := func(_ context.Context, in policy.Input) policy.Decision {
+	decide := func(_ context.Context, in input.Input) policy.Decision {
 		decisions++
 		switch {
 		case in.Listener != nil && in.Listener.ListenPort == 443:
@@ -70,7 +71,7 @@ func TestDecide_NothingDenied(t *testing.T) {
 		lbplan.AddTarget{Target: lbplan.Target{ServerID: 3}}, lbplan.RemoveTarget{Target: lbplan.Target{ServerID: 4}},
 	}}
 	decisions := 0
-	v := gate.Gate{Decider: policy.DecideFunc(func(context.Context, policy.Input) policy.Decision {
+	v := gate.Gate{Decider: policy.DecideFunc(func(context.Context, input.Input) policy.Decision {
 		decisions++
 		return policy.Decision{Allowed: true}
 	})}.Decide(context.Background(), plan, nil)

@@ -10,7 +10,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/apireq"
 )
 
-// OpChangeDNSPtr is ChangeDNSPtr's operation, as in policy.Input.Operation. It MUST not
+// OpChangeDNSPtr is ChangeDNSPtr's operation, as in input.Input.Operation. It MUST not
 // change: policies match on it.
 const OpChangeDNSPtr = "change_dns_ptr"
 

@@ -9,7 +9,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/apireq"
 )
 
-// OpChangeProtection is ChangeProtection's operation, as in policy.Input.Operation. It MUST
+// OpChangeProtection is ChangeProtection's operation, as in input.Input.Operation. It MUST
 // not change: policies match on it.
 const OpChangeProtection = "change_protection"
 

@@ -14,6 +14,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // TestAuditPlans_EqualsCreate is the audit's property (docs/policy.md § Audit): the audit
@@ -99,7 +100,7 @@ func TestAuditPlans_LeavesOutRefusedMembers(t *testing.T) {
 	refuseC := func(_ context.Context, _ *corev1.Service, plan lbplan.Plan) []int {
 		var out []int
 		for i, st := range plan.Steps() {
-			if slices.ContainsFunc(st.LoadBalancer.Services, func(s policy.LBService) bool { return s.ListenPort == 82 }) {
+			if slices.ContainsFunc(st.LoadBalancer.Services, func(s input.LBService) bool { return s.ListenPort == 82 }) {
 				out = append(out, i)
 			}
 		}
@@ -130,7 +131,7 @@ var _ loadbalancer.StepDenier = noDenials
 // inputsJSON is the JSON of the policy inputs of plan for svc.
 func inputsJSON(t *testing.T, plan lbplan.Plan, svc *corev1.Service) string {
 	t.Helper()
-	b, err := json.MarshalIndent(gate.Inputs(plan, policy.Cluster{Name: clusterName}, gate.PolicyService(svc, nil)), "", " ")
+	b, err := json.MarshalIndent(gate.Inputs(plan, input.Cluster{Name: clusterName}, gate.PolicyService(svc, nil)), "", " ")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ func TestAuditPlans_SkipsRefusedMembers(t *testing.T) {
 	g.mustEnsure(a)
 	g.mustEnsure(b)
 	g.add(c) // joins the group after its load balancer exists
-	g.decider.denyIf = func(in policy.Input) string {
+	g.decider.denyIf = func(in input.Input) string {
 		if in.Listener != nil && in.Listener.ListenPort == 82 {
 			return "port 82 is not allowed"
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // TestDenialCache_derivedFromInputs: what answers a retry from the denial cache is the policy
@@ -29,7 +30,7 @@ func TestDenialCache_derivedFromInputs(t *testing.T) {
 		t.Fatal(err)
 	}
 	exec, err := executor.New(executor.Options{Conn: ev.conn, Decider: ev.decider, Recorder: ev.recorder,
-		Cluster: policy.Cluster{Name: clusterName}, Namespaces: corelisters.NewNamespaceLister(namespaces)})
+		Cluster: input.Cluster{Name: clusterName}, Namespaces: corelisters.NewNamespaceLister(namespaces)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,13 +15,14 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbgroup"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // crossNamespace is the rule of examples/policies/groups.rego for a group that is not listed
 // in cross_namespace_groups, in Go: a step that does not only shrink the load balancer is
 // denied when a member it involves (the acting Service, or the owner of a listener the step
 // adds) lives in another namespace than the leader.
-func crossNamespace(in policy.Input) string {
+func crossNamespace(in input.Input) string {
 	if in.Group == nil || in.Operation == lbplan.OpDeleteService || in.Operation == lbplan.OpRemoveTarget {
 		return ""
 	}
@@ -246,7 +247,7 @@ func TestGroup_DeniedLeaveRetryCostsNothing(t *testing.T) {
 	g.add(b)
 	g.mustEnsure(a)
 	g.mustEnsure(b)
-	g.decider.denyIf = func(in policy.Input) string {
+	g.decider.denyIf = func(in input.Input) string {
 		if in.Operation == "delete_service" {
 			return "listeners stay"
 		}
@@ -283,7 +284,7 @@ func TestGroup_PreviewLeavesOutDeniedMembers(t *testing.T) {
 	g.add(b)
 	denied := func(p lbplan.Plan) []int {
 		var out []int
-		for i, st := range gate.Inputs(p, policy.Cluster{}, gate.PolicyService(a, nil)) {
+		for i, st := range gate.Inputs(p, input.Cluster{}, gate.PolicyService(a, nil)) {
 			if crossNamespace(st.Input) != "" {
 				out = append(out, i)
 			}

@@ -29,7 +29,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
-	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // groupEnv is an env whose load balancers list Services from idx, the informer's stand-in.
@@ -102,7 +102,7 @@ func listenPortsOf(lb *hcloud.LoadBalancer) []int {
 }
 
 // lastGroup is the input.group of the last decision.
-func (g *groupEnv) lastGroup() *policy.Group {
+func (g *groupEnv) lastGroup() *input.Group {
 	g.decider.mu.Lock()
 	defer g.decider.mu.Unlock()
 	if len(g.decider.inputs) == 0 {
@@ -125,10 +125,10 @@ func TestGroup_ThreeMembersShareOneLoadBalancer(t *testing.T) {
 	if got := listenPortsOf(lb); !reflect.DeepEqual(got, []int{22, 80, 443, 8080}) || len(lb.Targets) != 2 {
 		t.Errorf("listeners %v targets %d, want the union of the members' ports and both nodes", got, len(lb.Targets))
 	}
-	want := &policy.Group{Name: "web", Namespace: "shop", Leader: policy.ServiceRef{Namespace: "shop", Name: "a"},
-		Members: []policy.GroupMember{
+	want := &input.Group{Name: "web", Namespace: "shop", Leader: input.ServiceRef{Namespace: "shop", Name: "a"},
+		Members: []input.GroupMember{
 			{Namespace: "shop", Name: "a", Ports: []int{80, 443}}, {Namespace: "shop", Name: "b", Ports: []int{8080}}, {Namespace: "shop", Name: "c", Ports: []int{22}},
-		}, Capacity: policy.GroupCapacity{Type: "lb11", MaxServices: 5, Used: 4}}
+		}, Capacity: input.GroupCapacity{Type: "lb11", MaxServices: 5, Used: 4}}
 	if got := g.lastGroup(); !reflect.DeepEqual(got, want) {
 		t.Errorf("input.group = %+v, want %+v", got, want)
 	}
@@ -821,7 +821,7 @@ func TestGroup_SweepDeletesGroupsWithoutMembers(t *testing.T) {
 			g.decider.mu.Lock()
 			defer g.decider.mu.Unlock()
 			for _, in := range g.decider.inputs {
-				if in.Action != policy.ActionLoadBalancerDelete || in.Service != nil || in.Group == nil || len(in.Group.Members) != 0 || in.Current == nil {
+				if in.Action != input.ActionLoadBalancerDelete || in.Service != nil || in.Group == nil || len(in.Group.Members) != 0 || in.Current == nil {
 					t.Errorf("decision %s %s: service %v, group %+v, current %v; want a delete with no service, the group without members and the load balancer", in.Action, in.Operation, in.Service, in.Group, in.Current)
 				}
 			}

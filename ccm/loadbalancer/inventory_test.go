@@ -15,13 +15,14 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // quota denies a create in a namespace that already has limit load balancers in the input's
 // inventory (a load balancer quota rule, in Go).
-func quota(limit int) func(policy.Input) string {
-	return func(in policy.Input) string {
-		if in.Action != policy.ActionLoadBalancerCreate || in.Inventory == nil || in.Service == nil {
+func quota(limit int) func(input.Input) string {
+	return func(in input.Input) string {
+		if in.Action != input.ActionLoadBalancerCreate || in.Inventory == nil || in.Service == nil {
 			return ""
 		}
 		if n := in.Inventory.Namespaces[in.Service.Namespace].LoadBalancers; n >= limit {
@@ -73,11 +74,11 @@ func TestInventory_decisionsAddNoRequest(t *testing.T) {
 			}
 			continue
 		}
-		if create.Action != policy.ActionLoadBalancerCreate || create.Inventory == nil || create.Cost == nil {
+		if create.Action != input.ActionLoadBalancerCreate || create.Inventory == nil || create.Cost == nil {
 			t.Fatalf("input %s with inventory %v and cost %v, want a create with both", create.Action, create.Inventory != nil, create.Cost != nil)
 		}
 		inv := create.Inventory
-		if len(inv.LoadBalancers) != 1 || inv.LoadBalancers[0].Owner != (policy.Owner{Kind: "service", Namespace: "team-a", Name: "first"}) {
+		if len(inv.LoadBalancers) != 1 || inv.LoadBalancers[0].Owner != (input.Owner{Kind: "service", Namespace: "team-a", Name: "first"}) {
 			t.Fatalf("inventory load balancers = %+v, want the one of team-a/first", inv.LoadBalancers)
 		}
 		if p := inv.LoadBalancers[0].Price; !p.Known || p.MonthlyNet != 5 || p.MonthlyGross != 5.95 {
@@ -86,7 +87,7 @@ func TestInventory_decisionsAddNoRequest(t *testing.T) {
 		if ns := inv.Namespaces["team-a"]; ns.LoadBalancers != 1 || ns.ByType["lb11"] != 1 || inv.Cluster.MonthlyGross != 5.95 {
 			t.Errorf("totals: team-a %+v, cluster %+v", ns, inv.Cluster)
 		}
-		if c := create.Cost; c.Before != (policy.Amount{}) || c.After != (policy.Amount{MonthlyNet: 5, MonthlyGross: 5.95}) || c.Delta != c.After {
+		if c := create.Cost; c.Before != (input.Amount{}) || c.After != (input.Amount{MonthlyNet: 5, MonthlyGross: 5.95}) || c.Delta != c.After {
 			t.Errorf("cost of the create = %+v, want 0 -> 5 / 5.95", c)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/loadbalancer"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/robot"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/robotemu"
-	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 func robotNode(name, providerID, internalIP string) *corev1.Node {
@@ -66,7 +66,7 @@ func TestEnsureLoadBalancer_robotIPTargets(t *testing.T) {
 	if events := ev.events(); !hasEvent(events, "Warning ServerNotFound No server with id 999 was found in Robot") {
 		t.Errorf("events %q, want ServerNotFound for bm-9", events)
 	}
-	var ipInputs []policy.LBTarget
+	var ipInputs []input.LBTarget
 	for _, in := range ev.decider.inputs {
 		if in.Operation == "add_target" && in.Target != nil && in.Target.Type == "ip" {
 			ipInputs = append(ipInputs, *in.Target)

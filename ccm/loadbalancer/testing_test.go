@@ -25,6 +25,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
 	"github.com/policy-ccm/hcloud-policy-ccm/plugins"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 const (
@@ -38,8 +39,8 @@ type decider struct {
 	mu      sync.Mutex
 	denyAll bool
 	deny    map[string]bool
-	denyIf  func(policy.Input) string
-	inputs  []policy.Input
+	denyIf  func(input.Input) string
+	inputs  []input.Input
 	// revision is the policy revision the decider names (Revision); "" names none, and the
 	// CCM then remembers no denial.
 	revision string
@@ -58,7 +59,7 @@ func (d *decider) decisions() int {
 	return len(d.inputs)
 }
 
-func (d *decider) Decide(_ context.Context, in policy.Input) policy.Decision {
+func (d *decider) Decide(_ context.Context, in input.Input) policy.Decision {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.inputs = append(d.inputs, in)
@@ -165,9 +166,9 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 			Spec:       corev1.NodeSpec{ProviderID: fmt.Sprintf("hcloud://%d", id)},
 		})
 	}
-	cluster := policy.Cluster{Name: clusterName, ClusterCIDR: "10.244.0.0/16"}
+	cluster := input.Cluster{Name: clusterName, ClusterCIDR: "10.244.0.0/16"}
 	if ev.network != nil {
-		cluster.Network = &policy.Network{ID: netID, Name: "k8s", IPRange: "10.0.0.0/8"}
+		cluster.Network = &input.Network{ID: netID, Name: "k8s", IPRange: "10.0.0.0/8"}
 	}
 	if ev.exec, err = executor.New(executor.Options{Conn: conn, Decider: ev.decider, Recorder: ev.recorder, Cluster: cluster}); err != nil {
 		t.Fatal(err)

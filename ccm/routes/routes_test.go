@@ -30,21 +30,22 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/hcloudemu"
 	"github.com/policy-ccm/hcloud-policy-ccm/internal/testutil"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // deciderFunc is a policy.Decider.
-type deciderFunc func(policy.Input) policy.Decision
+type deciderFunc func(input.Input) policy.Decision
 
-func (f deciderFunc) Decide(_ context.Context, in policy.Input) policy.Decision { return f(in) }
+func (f deciderFunc) Decide(_ context.Context, in input.Input) policy.Decision { return f(in) }
 
-func allowAll(policy.Input) policy.Decision { return policy.Decision{Allowed: true} }
+func allowAll(input.Input) policy.Decision { return policy.Decision{Allowed: true} }
 
-func denyAll(policy.Input) policy.Decision {
+func denyAll(input.Input) policy.Decision {
 	return policy.Decision{Deny: []policy.Message{{Msg: "frozen"}}}
 }
 
-func denyCreate(in policy.Input) policy.Decision {
-	if in.Action == policy.ActionRouteCreate {
+func denyCreate(in input.Input) policy.Decision {
+	if in.Action == input.ActionRouteCreate {
 		return policy.Decision{Deny: []policy.Message{{Msg: "no new routes"}}}
 	}
 	return policy.Decision{Allowed: true}
@@ -58,7 +59,7 @@ type env struct {
 	servers  map[string]int64
 	indexer  cache.Indexer
 	recorder *record.FakeRecorder // events of Routes
-	decide   func(policy.Input) policy.Decision
+	decide   func(input.Input) policy.Decision
 	routes   *routes.Routes
 }
 
@@ -111,8 +112,8 @@ func (e *env) newRoutes(t *testing.T, clusterCIDR string) *routes.Routes {
 	if err != nil {
 		t.Fatal(err)
 	}
-	decider := deciderFunc(func(in policy.Input) policy.Decision { return e.decide(in) })
-	exec, err := executor.New(executor.Options{Conn: e.conn, Decider: decider, Recorder: record.NewFakeRecorder(100), Cluster: policy.Cluster{Name: "c"}, ActionPollInterval: time.Millisecond})
+	decider := deciderFunc(func(in input.Input) policy.Decision { return e.decide(in) })
+	exec, err := executor.New(executor.Options{Conn: e.conn, Decider: decider, Recorder: record.NewFakeRecorder(100), Cluster: input.Cluster{Name: "c"}, ActionPollInterval: time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +350,7 @@ func TestRoutes_DeleteRoute(t *testing.T) {
 func TestRoutes_gatewayChange(t *testing.T) {
 	tests := []struct {
 		name       string
-		decide     func(policy.Input) policy.Decision
+		decide     func(input.Input) policy.Decision
 		wantDenied bool
 		wantRoutes []string
 		wantWrites int
@@ -579,8 +580,8 @@ func TestRoutes_operationsCounted(t *testing.T) {
 // no request.
 func TestRoutes_AuditPlans(t *testing.T) {
 	e := newEnv(t)
-	var created []policy.Input
-	e.decide = func(in policy.Input) policy.Decision {
+	var created []input.Input
+	e.decide = func(in input.Input) policy.Decision {
 		created = append(created, in)
 		return policy.Decision{Allowed: true}
 	}
@@ -601,8 +602,8 @@ func TestRoutes_AuditPlans(t *testing.T) {
 	if len(plans) != 1 || len(created) != 1 {
 		t.Fatalf("AuditPlans() = %v (CreateRoute decided %d inputs), want the one route to node-1", plans, len(created))
 	}
-	got := gate.RouteInputs(plans[0], policy.Cluster{Name: "c"})
-	if diff := cmp.Diff([]policy.Input{created[0]}, []policy.Input{got[0].Input}); diff != "" {
+	got := gate.RouteInputs(plans[0], input.Cluster{Name: "c"})
+	if diff := cmp.Diff([]input.Input{created[0]}, []input.Input{got[0].Input}); diff != "" {
 		t.Errorf("audit input differs from CreateRoute's (-create +audit):\n%s", diff)
 	}
 	if n := len(e.emu.Counts()); n != 0 {

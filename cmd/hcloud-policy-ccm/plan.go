@@ -12,6 +12,7 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/config"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/inventory"
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // exitError makes the tools exit with code after printing err (nil err: print nothing).
@@ -122,7 +123,7 @@ Exit status: 0 allowed, 1 denied, 2 bad input (a manifest, annotation, policy or
 			}
 			r := ciplan.Run(cmd.Context(), m, ciplan.Options{
 				Config: cfg, Decider: engine, State: state, Prices: prices,
-				Cluster: policy.Cluster{Name: clusterName, ClusterCIDR: clusterCIDR},
+				Cluster: input.Cluster{Name: clusterName, ClusterCIDR: clusterCIDR},
 			})
 			if output == "json" {
 				err = r.WriteJSON(cmd.OutOrStdout())

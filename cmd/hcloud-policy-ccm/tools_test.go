@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
+	"github.com/policy-ccm/hcloud-policy-ccm/policy/input"
 )
 
 // TestToolHelp: each tool's help shows its own flags and none of the CCM's.
@@ -200,7 +201,7 @@ func decisionLogLine(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wrapped map[string]policy.Input
+	var wrapped map[string]input.Input
 	if err := json.Unmarshal(raw, &wrapped); err != nil {
 		t.Fatal(err)
 	}

@@ -2,9 +2,9 @@
 // decides on (Input and the types it reaches), the schema version and the action names.
 //
 // It is a leaf: it imports the standard library only, never OPA or client-go, so that the
-// pure planners (ccm/lbplan, ccm/routeplan) that build inputs link neither (TestPlannersAreLight
-// in ccm/lbplan fails when they do). Package policy re-exports every name here as an alias
-// (policy.Input is input.Input): the engine, the CCM and operators' Go code keep using policy.
+// pure planners (ccm/lbplan, ccm/lbservice, ccm/lbgroup, ccm/routeplan) that build inputs link
+// neither (TestPlannersAreLight in ccm/lbplan fails when they do). Every package, the engine
+// (policy) included, names these types here: each has one name.
 //
 // Field names are the policy contract (docs/policy.md); docs/reference/policy-input.md and
 // docs/policy-input.schema.json are generated from this file by `make generate`.
