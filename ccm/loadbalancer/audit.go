@@ -133,12 +133,12 @@ func (l *LoadBalancers) auditPlan(ctx context.Context, clusterName string, svc *
 	if err != nil {
 		return lbplan.Plan{}, false, err
 	}
-	s.audit = true
+	s = s.forAudit()
 	exists, err := l.auditExists(ctx, s, groups)
 	if err != nil || !exists {
 		return lbplan.Plan{}, false, err
 	}
-	if s.group != "" {
+	if s.groupName() != "" {
 		served, err := l.auditServed(ctx, s)
 		if err != nil || !served {
 			return lbplan.Plan{}, false, err
@@ -146,12 +146,12 @@ func (l *LoadBalancers) auditPlan(ctx context.Context, clusterName string, svc *
 	}
 	// The plan the sync of svc would decide: for a group with the gate (members the policy
 	// refuses, other than svc, are left out as the sync leaves them out).
-	p, err := l.plan(ctx, l.named(ctx, s), nodes, false, func(plan lbplan.Plan) []int { return denied(ctx, svc, plan) })
+	p, err := l.plan(ctx, s.named(ctx, l), nodes, false, func(plan lbplan.Plan) []int { return denied(ctx, svc, plan) })
 	if err != nil {
 		return lbplan.Plan{}, false, err
 	}
 	if p.plan == nil {
-		return lbplan.Plan{}, s.group != "", nil
+		return lbplan.Plan{}, s.groupName() != "", nil
 	}
 	return *p.plan, true, nil
 }
@@ -159,8 +159,8 @@ func (l *LoadBalancers) auditPlan(ctx context.Context, clusterName string, svc *
 // auditExists reports whether s has a load balancer: a group's is in groups (one list of them
 // all), a Service's own is read through the cache.
 func (l *LoadBalancers) auditExists(ctx context.Context, s subject, groups map[string]bool) (bool, error) {
-	if s.group != "" {
-		return groups[s.group], nil
+	if g := s.groupName(); g != "" {
+		return groups[g], nil
 	}
 	lb, _, err := l.labelled(ctx, s, true)
 	return lb != nil, err
@@ -175,7 +175,7 @@ func (l *LoadBalancers) auditServed(ctx context.Context, s subject) (bool, error
 	if err != nil || lb == nil {
 		return false, err
 	}
-	for _, p := range s.svc.Spec.Ports {
+	for _, p := range s.acting().Spec.Ports {
 		if slices.ContainsFunc(lb.Services, func(x lbplan.Listener) bool {
 			return x.ListenPort == int(p.Port) && x.DestinationPort == int(p.NodePort)
 		}) {
@@ -191,7 +191,7 @@ func (l *LoadBalancers) auditServed(ctx context.Context, s subject) (bool, error
 func (l *LoadBalancers) existingGroups(ctx context.Context, clusterName string, svcs []*corev1.Service) (map[string]bool, error) {
 	if !slices.ContainsFunc(svcs, func(svc *corev1.Service) bool {
 		s, err := l.subjectOf(ctx, clusterName, svc)
-		return err == nil && s.group != ""
+		return err == nil && s.groupName() != ""
 	}) {
 		return nil, nil
 	}

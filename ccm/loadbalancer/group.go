@@ -77,7 +77,7 @@ func (l *LoadBalancers) settleGroup(ctx context.Context, svcs ...*corev1.Service
 // denies only for other members' listeners is made again without those members (gp.left); each
 // member's own sync still plans with it, so a denied member keeps its own PolicyDenied.
 // TestGroup_DeniedMemberDoesNotBlockTheGroup tests it.
-func (l *LoadBalancers) planGroup(ctx context.Context, s subject, nodes []*corev1.Node, create bool, denied lbgroup.DeniedSteps) (planned, error) {
+func (l *LoadBalancers) planGroup(ctx context.Context, s groupSubject, nodes []*corev1.Node, create bool, denied lbgroup.DeniedSteps) (planned, error) {
 	svc, cluster, group := s.svc, s.cluster, s.group
 	members, err := l.members(svc, group, true)
 	if err != nil {
@@ -224,11 +224,7 @@ func (l *LoadBalancers) typeInForce(ctx context.Context, leaderD lbplan.Desired,
 // groupBeforeRun does, for a member s.svc of a group, what the plan of a Service of its own
 // does on its way (planWith): the Warning events of the member (groupEvents), its non-TCP ports
 // (advisoryWarnings) and, when it leads, the type warnings (its type is the one in force).
-// Nothing for a Service of its own.
-func (l *LoadBalancers) groupBeforeRun(ctx context.Context, s subject, gp planned, create bool) error {
-	if s.group == "" {
-		return nil
-	}
+func (l *LoadBalancers) groupBeforeRun(ctx context.Context, s groupSubject, gp planned, create bool) error {
 	l.groupEvents(ctx, s.svc, s.group, gp)
 	l.advisoryWarnings(ctx, s.svc, create, phaseNone, nil)
 	if gp.leader == s.svc {
@@ -240,11 +236,8 @@ func (l *LoadBalancers) groupBeforeRun(ctx context.Context, s subject, gp planne
 // groupAfterRun ends the run of a group's plan for its member s.svc: a member that is refused
 // (capacity) or has none of its ports gets an error wrapping ErrGroupNotServed after the plan
 // ran for the others; an Ensure that served it deletes a load balancer it owned alone (a
-// join). Nothing for a Service of its own.
-func (l *LoadBalancers) groupAfterRun(ctx context.Context, s subject, gp planned, create bool) error {
-	if s.group == "" {
-		return nil
-	}
+// join).
+func (l *LoadBalancers) groupAfterRun(ctx context.Context, s groupSubject, gp planned, create bool) error {
 	l.requeueAfterRecreate(s, gp)
 	if err := servedError(s.svc, s.group, gp); err != nil {
 		return err
@@ -262,7 +255,7 @@ func (l *LoadBalancers) groupAfterRun(ctx context.Context, s subject, gp planned
 // it had been deleted (by hand, or by the sweep), and their address is the old one's until their
 // own sync sets the new one (found by the fault soak, issue 45). A group's first create finds no
 // member with an address and requeues nobody.
-func (l *LoadBalancers) requeueAfterRecreate(s subject, gp planned) {
+func (l *LoadBalancers) requeueAfterRecreate(s groupSubject, gp planned) {
 	r, ok := l.denials.(DriftRequeuer)
 	if !ok || gp.plan == nil || len(gp.plan.Mutations) == 0 {
 		return
@@ -294,7 +287,7 @@ func withAddress(svcs []*corev1.Service) []*corev1.Service {
 // deleteOwn deletes the load balancer that carries the UID label of svc, if the cache knows one
 // (a Service that joined a group).
 func (l *LoadBalancers) deleteOwn(ctx context.Context, svc *corev1.Service) error {
-	own, _, err := l.labelled(ctx, subject{svc: svc}, true)
+	own, _, err := l.labelled(ctx, ownSubject{svc: svc}, true)
 	if err != nil || own == nil {
 		return err
 	}
@@ -361,7 +354,7 @@ func servedError(svc *corev1.Service, group string, gp planned) error {
 // a denied leave (the removal of the member's listeners, or the delete of the group's load
 // balancer when it was the last member) costs no request, no decision and no event.
 // TestGroup_DeniedLeaveRetryCostsNothing tests it.
-func (l *LoadBalancers) leaveGroupOnce(ctx context.Context, s subject) error {
+func (l *LoadBalancers) leaveGroupOnce(ctx context.Context, s groupSubject) error {
 	call := denialCall{kind: callDelete, group: s.group, writes: l.denied.groupWriteCount(s.group), svc: s.svc, plan: func(ctx context.Context) (*lbplan.Plan, error) {
 		members, err := l.members(s.svc, s.group, false)
 		if err != nil {
@@ -387,7 +380,7 @@ func (l *LoadBalancers) leaveGroupOnce(ctx context.Context, s subject) error {
 // them) keep the load balancer, which loses only the listeners of ports no member left
 // declares; with no member left in the group's home namespace the load balancer is deleted (delete protection honoured:
 // Warning DeleteProtected, nil). A load balancer svc had of its own is deleted too.
-func (l *LoadBalancers) leaveGroup(ctx context.Context, s subject) error {
+func (l *LoadBalancers) leaveGroup(ctx context.Context, s groupSubject) error {
 	unlock := l.lockGroup(s.group)
 	defer unlock()
 	members, err := l.members(s.svc, s.group, false)
@@ -411,7 +404,7 @@ func (l *LoadBalancers) leaveGroup(ctx context.Context, s subject) error {
 
 // shrinkGroup removes the listeners of s.svc from the group's load balancer lb (read at
 // readAt), or deletes lb when members is empty; the cache keeps what the run left.
-func (l *LoadBalancers) shrinkGroup(ctx context.Context, s subject, members []*corev1.Service, lb *lbplan.Actual, readAt time.Time) error {
+func (l *LoadBalancers) shrinkGroup(ctx context.Context, s groupSubject, members []*corev1.Service, lb *lbplan.Actual, readAt time.Time) error {
 	plan, err := l.planShrink(ctx, s.group, s.svc, members, lb)
 	if err != nil || plan.Empty() {
 		return err
@@ -456,7 +449,7 @@ func (l *LoadBalancers) planShrink(ctx context.Context, group string, svc *corev
 
 // previewLeave is PreviewDelete of a member of group: the plan leaveGroup would run on the
 // group's load balancer (not the delete of a load balancer svc had of its own).
-func (l *LoadBalancers) previewLeave(ctx context.Context, s subject) (lbplan.Plan, error) {
+func (l *LoadBalancers) previewLeave(ctx context.Context, s groupSubject) (lbplan.Plan, error) {
 	members, err := l.members(s.svc, s.group, false)
 	if err != nil {
 		return lbplan.Plan{}, err

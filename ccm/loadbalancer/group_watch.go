@@ -171,7 +171,7 @@ func toResync(leaver *corev1.Service, members []*corev1.Service, home string, by
 // balancer records it, read through the cache (the leaver's own sync has just stored it: no
 // request), else the namespace of its oldest member before leaver left.
 func (l *LoadBalancers) groupHomeAfterLeave(ctx context.Context, cluster, group string, leaver *corev1.Service, members []*corev1.Service) string {
-	lb, _, err := l.labelled(ctx, subject{cluster: cluster, group: group}, true)
+	lb, _, err := l.labelled(ctx, groupSubject{cluster: cluster, group: group}, true)
 	if err != nil {
 		klog.V(2).InfoS("Load balancer group's home read from its oldest member: its load balancer could not be read", "group", group, "err", err)
 		lb = nil
@@ -259,7 +259,7 @@ func (l *LoadBalancers) sweepGroup(ctx context.Context, cluster, group string, l
 	if err := l.settleGroup(ctx, append(members, leaver)...); err != nil {
 		return err
 	}
-	s := subject{svc: leaver, cluster: cluster, group: group}
+	s := groupSubject{svc: leaver, cluster: cluster, group: group}
 	lb, readAt, err := l.labelled(ctx, s, false)
 	if err != nil || lb == nil || lbgroup.HasHomeMember(members, l.groupHome(group, lb, members)) {
 		return err
@@ -399,7 +399,7 @@ func (l *LoadBalancers) sweepOrphan(ctx context.Context, cluster, group string) 
 		return false, fmt.Errorf("list the Services of load balancer group %s: %w", group, err)
 	}
 	members := lbgroup.GroupMembers(slices.DeleteFunc(slices.Clone(all), func(s *corev1.Service) bool { return !l.Serves(s) }), group)
-	s := subject{cluster: cluster, group: group} // no Service: the last member left while no CCM ran
+	s := groupSubject{cluster: cluster, group: group} // no Service: the last member left while no CCM ran
 	lb, readAt, err := l.labelled(ctx, s, true)
 	if err != nil || lb == nil {
 		return false, err

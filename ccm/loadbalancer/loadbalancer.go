@@ -325,7 +325,7 @@ func (l *LoadBalancers) EnsureLoadBalancer(ctx context.Context, clusterName stri
 	s, err := l.subjectOf(ctx, clusterName, svc)
 	var st *corev1.LoadBalancerStatus
 	if err == nil {
-		st, err = l.reconcile(ctx, l.named(ctx, s), nodes, true)
+		st, err = l.reconcile(ctx, s.named(ctx, l), nodes, true)
 	}
 	l.track(svc, err, true)
 	l.synced(svc, err)
@@ -347,7 +347,7 @@ func (l *LoadBalancers) UpdateLoadBalancer(ctx context.Context, clusterName stri
 	}
 	s, err := l.subjectOf(ctx, clusterName, svc)
 	if err == nil {
-		_, err = l.reconcile(ctx, l.named(ctx, s), nodes, false)
+		_, err = l.reconcile(ctx, s.named(ctx, l), nodes, false)
 	}
 	// A missing load balancer is not reconciled here, so only a denial says something; one
 	// deleted behind the CCM's back is recreated by an Ensure (drift.go).
@@ -378,13 +378,15 @@ func (l *LoadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 	compatmetrics.Operation(compatmetrics.OpEnsureLoadBalancerDeleted)
 	// A Service with an invalid group annotation (or without the Service lister) can only have
 	// a load balancer of its own: the normal path deletes it, so the Service can go.
-	s := l.deletedSubject(clusterName, svc)
-	if s.group != "" {
-		err := l.leaveGroupOnce(ctx, s)
-		l.track(svc, err, true)
-		return err
-	}
-	call := denialCall{kind: callDelete, svc: svc, plan: func(ctx context.Context) (*lbplan.Plan, error) {
+	err := l.deletedSubject(clusterName, svc).delete(ctx, l)
+	l.track(svc, err, true)
+	return err
+}
+
+// deleteOwnOnce is the delete of the load balancer of a Service of its own, through the denial
+// cache: an unchanged retry of a denied delete returns the same denial without a request.
+func (l *LoadBalancers) deleteOwnOnce(ctx context.Context, s ownSubject) error {
+	call := denialCall{kind: callDelete, svc: s.svc, plan: func(ctx context.Context) (*lbplan.Plan, error) {
 		lb, _, err := l.labelled(ctx, s, false)
 		if err != nil || lb == nil {
 			return nil, err
@@ -393,21 +395,19 @@ func (l *LoadBalancers) EnsureLoadBalancerDeleted(ctx context.Context, clusterNa
 		return &plan, err
 	}}
 	if err := l.rememberedDenial(ctx, call); err != nil {
-		l.track(svc, err, true)
 		return err
 	}
 	rctx, reads := recordReads(ctx)
-	err := l.ensureDeleted(rctx, svc)
+	err := l.ensureDeleted(rctx, s.svc)
 	l.remember(ctx, call, reads, err)
-	l.track(svc, err, true)
 	return err
 }
 
 // ensureDeleted is EnsureLoadBalancerDeleted of the load balancer of svc's own.
 func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) error {
-	s := subject{svc: svc}
-	defer l.lock(s)()
-	if err := l.exec.Settle(ctx, svc.UID); err != nil { // an Update's detached run (detach.go)
+	s := ownSubject{svc: svc}
+	defer s.lock(l)()
+	if err := s.settle(ctx, l); err != nil { // an Update's detached run (detach.go)
 		return err
 	}
 	lb, readAt, err := l.labelled(ctx, s, false)
@@ -441,7 +441,7 @@ func (l *LoadBalancers) ensureDeleted(ctx context.Context, svc *corev1.Service) 
 // An Update (create false) reads the load balancer through the cache (at most its max age
 // old); an Ensure reads it fresh, so a change behind the CCM's back is seen at once and a load
 // balancer missing from a stale cache can never be created twice.
-func (l *LoadBalancers) planOwn(ctx context.Context, s subject, nodes []*corev1.Node, create bool) (planned, error) {
+func (l *LoadBalancers) planOwn(ctx context.Context, s ownSubject, nodes []*corev1.Node, create bool) (planned, error) {
 	// The pre-plan checks come before any read: the official CCM reads the node selector
 	// first, so a bad one fails before any warning. A bad name is the official's create or
 	// rename failing: it comes after the lookups, and a create reads the type (and warns about
@@ -489,7 +489,7 @@ func (l *LoadBalancers) nameFailure(ctx context.Context, svc *corev1.Service, lb
 }
 
 // planWith is plan once the load balancer lb (nil: none, a create) is found.
-func (l *LoadBalancers) planWith(ctx context.Context, s subject, nodes []*corev1.Node, create bool, lb *lbplan.Actual) (*lbplan.Plan, lbplan.Desired, error) {
+func (l *LoadBalancers) planWith(ctx context.Context, s ownSubject, nodes []*corev1.Node, create bool, lb *lbplan.Actual) (*lbplan.Plan, lbplan.Desired, error) {
 	svc, name, rename := s.svc, s.name, s.rename
 	certs, err := l.certificates(ctx, svc)
 	if err != nil {

@@ -36,7 +36,7 @@ func (l *LoadBalancers) Preview(ctx context.Context, clusterName string, svc *co
 	if err != nil {
 		return lbplan.Plan{}, err
 	}
-	p, err := l.plan(ctx, l.named(ctx, s), nodes, true, denied)
+	p, err := l.plan(ctx, s.named(ctx, l), nodes, true, denied)
 	if err != nil || p.plan == nil {
 		return lbplan.Plan{}, err
 	}
@@ -64,11 +64,12 @@ func (l *LoadBalancers) priced(plan lbplan.Plan) lbplan.Plan {
 // member), without running it: an empty plan when there is none or it has delete protection
 // (the CCM keeps it then). Like Preview it never writes and records no event.
 func (l *LoadBalancers) PreviewDelete(ctx context.Context, clusterName string, svc *corev1.Service) (lbplan.Plan, error) {
-	s := l.deletedSubject(clusterName, svc)
-	if s.group != "" {
-		plan, err := l.previewLeave(silently(ctx), s)
-		return l.priced(plan), err
-	}
+	plan, err := l.deletedSubject(clusterName, svc).previewDelete(silently(ctx), l)
+	return l.priced(plan), err
+}
+
+// previewDeleteOwn is PreviewDelete of the load balancer of a Service of its own.
+func (l *LoadBalancers) previewDeleteOwn(ctx context.Context, s ownSubject) (lbplan.Plan, error) {
 	lb, _, err := l.labelled(ctx, s, false)
 	if err != nil || lb == nil {
 		return lbplan.Plan{}, err
@@ -77,5 +78,5 @@ func (l *LoadBalancers) PreviewDelete(ctx context.Context, clusterName string, s
 	if err != nil { // *lbplan.ProtectedError: kept, nothing to decide
 		return lbplan.Plan{}, nil //nolint:nilerr // a protected load balancer is kept, as EnsureLoadBalancerDeleted does
 	}
-	return l.priced(plan), nil
+	return plan, nil
 }

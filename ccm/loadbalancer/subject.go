@@ -16,69 +16,80 @@ import (
 	"github.com/policy-ccm/hcloud-policy-ccm/policy"
 )
 
-// subject is what one call reconciles: the load balancer of one Service (group "") or the
-// shared load balancer of a load balancer group, for the acting Service svc (nil only for the
-// sweep of a group without members). Every call finds (find, labelled), plans (plan), runs and
-// stores (reconcile, runDetached, stored) and reports the status (status) of its subject with
-// the functions of this file. Only the planning differs: planOwn (loadbalancer.go) or
-// planGroup (group.go), chosen once, in plan.
-type subject struct {
-	svc     *corev1.Service
-	cluster string
-	group   string
-	// name and rename are the name of a Service's own load balancer (l.name: annotation, naming
-	// plugin, default), set by named; a group's name is its leader's, chosen when it is planned.
-	name   string
-	rename bool
-	// audit is set for the audit (AuditPlans): its plan starts from no load balancer (basis), a
-	// create of what the load balancer would be today.
-	audit bool
-}
-
-// basis is the load balancer the plan of s starts from: lb, or none (a create) for the audit.
-func (s subject) basis(lb *lbplan.Actual) *lbplan.Actual {
-	if s.audit {
-		return nil
-	}
-	return lb
+// subject is what one call reconciles: the load balancer of one Service (ownSubject) or the
+// shared load balancer of a load balancer group (groupSubject), for the acting Service (nil
+// only for the sweep of a group without members). Every call finds (find, labelled), plans
+// (plan), runs and stores (reconcile, runDetached, stored) and reports the status (status) of
+// its subject with the functions of this file; what differs between the two is a method of the
+// subject (subject_own.go, subject_group.go), so no function here asks which one it has.
+type subject interface {
+	// acting is the Service the call acts for; nil only for a group's sweep.
+	acting() *corev1.Service
+	// groupName is the group's name, "" for a Service's own load balancer: the key of the
+	// group's write count in the denial cache (denials.go) and of a NameConflictError.
+	groupName() string
+	// named is the subject with its load balancer's name, when it has one before planning (a
+	// Service's own: l.name); a group's is its leader's, chosen when it is planned.
+	named(ctx context.Context, l *LoadBalancers) subject
+	// forAudit is the subject as the audit plans it: from no load balancer (basis).
+	forAudit() subject
+	// basis is the load balancer its plan starts from: lb, or none (a create) for the audit.
+	basis(lb *lbplan.Actual) *lbplan.Actual
+	// lookup is how labelled lists its load balancers: the key of the read (reads.go), what names
+	// the labels in the error of more than one, and the cache's list.
+	lookup(l *LoadBalancers, cached bool) (key, what string, list func(context.Context) ([]*lbplan.Actual, time.Time, error))
+	// adopts reports whether it may take a load balancer with labels that it found by name.
+	adopts(labels map[string]string) bool
+	// plan plans its reconcile (see LoadBalancers.plan).
+	plan(ctx context.Context, l *LoadBalancers, nodes []*corev1.Node, create bool, denied lbgroup.DeniedSteps) (planned, error)
+	// beforeRun and afterRun are its checks around the run of p (reconcile).
+	beforeRun(ctx context.Context, l *LoadBalancers, p planned, create bool) error
+	afterRun(ctx context.Context, l *LoadBalancers, p planned, create bool) error
+	// watch follows a reconcile's end (drift.go: a Service's own load balancer is watched for a
+	// delete behind the CCM's back).
+	watch(ctx context.Context, l *LoadBalancers, create bool, state *lbplan.Actual, err error)
+	// lock locks it against the other reconciles of it in this CCM (subjectLocks) and returns
+	// the unlock.
+	lock(l *LoadBalancers) func()
+	// settle waits until no detached run that writes its load balancer is in flight.
+	settle(ctx context.Context, l *LoadBalancers) error
+	// keep keeps lb (nil: none) as its cached load balancer as of readAt; forget drops it;
+	// converged records state as what its last successful plan left (drift.go).
+	keep(l *LoadBalancers, lb *lbplan.Actual, readAt time.Time)
+	forget(l *LoadBalancers)
+	converged(l *LoadBalancers, state *lbplan.Actual)
+	// statusOptions are the annotations (and defaults) that shape its status on lb.
+	statusOptions(ctx context.Context, l *LoadBalancers, lb *lbplan.Actual) (lbplan.StatusOptions, error)
+	// delete is EnsureLoadBalancerDeleted of it; previewDelete the plan that would run.
+	delete(ctx context.Context, l *LoadBalancers) error
+	previewDelete(ctx context.Context, l *LoadBalancers) (lbplan.Plan, error)
 }
 
 // subjectOf returns the subject of an Ensure, Update or Get of svc: its group when it has the
 // group annotation. A bad value is an InvalidAnnotation error; a group without the Service
 // lister (Options.Services) is an error too: membership is computed from the cluster's Services.
 func (l *LoadBalancers) subjectOf(ctx context.Context, cluster string, svc *corev1.Service) (subject, error) {
-	s := subject{svc: svc, cluster: cluster}
+	own := ownSubject{svc: svc, cluster: cluster}
 	g, err := annotation.Group(svc)
 	switch {
 	case errors.Is(err, annotation.ErrNotSet):
-		return s, nil
+		return own, nil
 	case err != nil:
-		return s, l.invalid(ctx, svc, err)
+		return own, l.invalid(ctx, svc, err)
 	case l.services == nil:
-		return s, fmt.Errorf("load balancer group %s: this CCM runs without the Service informer (loadbalancer.Options.Services), so it cannot know the group's members; remove %q", g, annotation.LBGroup)
+		return own, fmt.Errorf("load balancer group %s: this CCM runs without the Service informer (loadbalancer.Options.Services), so it cannot know the group's members; remove %q", g, annotation.LBGroup)
 	}
-	s.group = g
-	return s, nil
+	return groupSubject{svc: svc, cluster: cluster, group: g}, nil
 }
 
 // deletedSubject returns the subject of a delete of svc: its group when the group annotation is
 // valid and the Service lister is there; otherwise the load balancer of its own, which the
 // delete removes so that the Service can go.
 func (l *LoadBalancers) deletedSubject(cluster string, svc *corev1.Service) subject {
-	s := subject{svc: svc, cluster: cluster}
 	if g, err := annotation.Group(svc); err == nil && l.services != nil {
-		s.group = g
+		return groupSubject{svc: svc, cluster: cluster, group: g}
 	}
-	return s
-}
-
-// named returns s with the name of a Service's own load balancer (l.name); a group's is chosen
-// when it is planned.
-func (l *LoadBalancers) named(ctx context.Context, s subject) subject {
-	if s.group == "" {
-		s.name, s.rename = l.name(ctx, s.cluster, s.svc)
-	}
-	return s
+	return ownSubject{svc: svc, cluster: cluster}
 }
 
 // labelled returns the load balancer carrying the identity labels of s (the UID label of its
@@ -87,7 +98,7 @@ func (l *LoadBalancers) named(ctx context.Context, s subject) subject {
 // (lbcache.Cache.Get or GetGroup: at most its max age old, kept current by the CCM's own
 // writes); without, it is listed by the labels now (one request) and the cache keeps the answer.
 func (l *LoadBalancers) labelled(ctx context.Context, s subject, cached bool) (*lbplan.Actual, time.Time, error) {
-	key, what, list := s.labels(l, cached)
+	key, what, list := s.lookup(l, cached)
 	r, err := read(ctx, key, func() (listed, error) {
 		lbs, readAt, err := list(ctx)
 		return listed{lbs, readAt}, err
@@ -100,27 +111,6 @@ func (l *LoadBalancers) labelled(ctx context.Context, s subject, cached bool) (*
 		return nil, time.Time{}, err
 	}
 	return lb, r.at, nil
-}
-
-// labels returns how labelled lists the load balancers of s: the key of the read (reads.go),
-// what names the labels in the error of more than one, and the cache's list.
-func (s subject) labels(l *LoadBalancers, cached bool) (key, what string, list func(context.Context) ([]*lbplan.Actual, time.Time, error)) {
-	if s.group != "" {
-		get := l.cache.ReadGroup
-		if cached {
-			get = l.cache.GetGroup
-		}
-		return fmt.Sprintf("load balancers of group %s in cluster %s (cached %t)", s.group, s.cluster, cached),
-			lbgroup.GroupSelector(s.group, s.cluster) + ": more than one load balancer carries the group's labels",
-			func(ctx context.Context) ([]*lbplan.Actual, time.Time, error) { return get(ctx, s.group, s.cluster) }
-	}
-	get := l.cache.Read
-	if cached {
-		get = l.cache.Get
-	}
-	uid := string(s.svc.UID)
-	return fmt.Sprintf("load balancers of Service %s (cached %t)", uid, cached), lbplan.LabelServiceUID + "=" + uid,
-		func(ctx context.Context) ([]*lbplan.Actual, time.Time, error) { return get(ctx, uid) }
 }
 
 // listed is what a list of load balancers answered and when it was read.
@@ -147,20 +137,9 @@ func (l *LoadBalancers) find(ctx context.Context, s subject, name string, cached
 	if s.adopts(found.Labels) {
 		return lbplan.NewActual(found), readAt, nil
 	}
-	cerr := &NameConflictError{Name: name, ID: found.ID, OwnerUID: found.Labels[lbplan.LabelServiceUID], Group: s.group, OwnerGroup: found.Labels[lbplan.LabelGroup]}
-	l.warn(ctx, s.svc, ReasonLoadBalancerNameConflict, cerr.Error())
+	cerr := &NameConflictError{Name: name, ID: found.ID, OwnerUID: found.Labels[lbplan.LabelServiceUID], Group: s.groupName(), OwnerGroup: found.Labels[lbplan.LabelGroup]}
+	l.warn(ctx, s.acting(), ReasonLoadBalancerNameConflict, cerr.Error())
 	return nil, time.Time{}, cerr
-}
-
-// adopts reports whether s may take a load balancer with labels that it found by name: a
-// Service one without a group label and without another Service's UID label; a group one with
-// the group's labels.
-func (s subject) adopts(labels map[string]string) bool {
-	if s.group != "" {
-		return labels[lbplan.LabelGroup] == s.group && labels[lbplan.LabelCluster] == s.cluster
-	}
-	uid := labels[lbplan.LabelServiceUID]
-	return (uid == "" || uid == string(s.svc.UID)) && labels[lbplan.LabelGroup] == ""
 }
 
 // planned is a planned reconcile of a subject.
@@ -182,14 +161,10 @@ type planned struct {
 // plan plans the reconcile of s (an Ensure with create, an Update or the audit without); it
 // reads the API but records nothing and never writes (it has no executor call): the Warning
 // events it finds are its planned.notes (notes.go), which reconcile records. denied decides
-// the steps a group plan asks about (planGroup); a Service's own plan does not use it.
+// the steps a group plan asks about (planGroup); a Service's own plan (planOwn) does not use it.
 func (l *LoadBalancers) plan(ctx context.Context, s subject, nodes []*corev1.Node, create bool, denied lbgroup.DeniedSteps) (p planned, err error) {
 	ctx, n := collectNotes(ctx)
-	if s.group != "" {
-		p, err = l.planGroup(ctx, s, nodes, create, denied)
-	} else {
-		p, err = l.planOwn(ctx, s, nodes, create)
-	}
+	p, err = s.plan(ctx, l, nodes, create, denied)
 	p.notes = n.taken()
 	return p, err
 }
@@ -198,17 +173,18 @@ func (l *LoadBalancers) plan(ctx context.Context, s subject, nodes []*corev1.Nod
 // every subject: the denial cache (an unchanged retry of a call whose last run was denied
 // returns the same denial without a request, a new decision or an event; denialCache says what
 // "unchanged" covers), wait for the detached runs that write the load balancer (settle), plan,
-// run (an Ensure whole, an Update detached: runDetached) and store what the run left. A group
-// adds its checks before the run and after it (groupBeforeRun, groupAfterRun); a Service of its
-// own is watched for a delete behind the CCM's back (watchOwn). Two reconciles of one subject
-// never overlap in this CCM (lock).
+// run (an Ensure whole, an Update detached: runDetached) and store what the run left. The
+// subject adds its checks before the run and after it (a group's: groupBeforeRun,
+// groupAfterRun) and follows its end (a Service of its own is watched for a delete behind the
+// CCM's back: watchOwn). Two reconciles of one subject never overlap in this CCM (lock).
 //
 // It is one function so that the path from EnsureLoadBalancer to the HTTP client stays 5 of
 // our frames (TestFrames_EnsureLoadBalancerToTheHTTPClient).
 func (l *LoadBalancers) reconcile(ctx context.Context, s subject, nodes []*corev1.Node, create bool) (st *corev1.LoadBalancerStatus, err error) {
-	call := denialCall{kind: callUpdate, group: s.group, writes: l.denied.groupWriteCount(s.group), svc: s.svc, nodes: nodes,
+	svc, group := s.acting(), s.groupName()
+	call := denialCall{kind: callUpdate, group: group, writes: l.denied.groupWriteCount(group), svc: svc, nodes: nodes,
 		plan: func(ctx context.Context) (*lbplan.Plan, error) {
-			p, err := l.plan(ctx, s, nodes, create, l.gateDenied(ctx, s.svc))
+			p, err := l.plan(ctx, s, nodes, create, l.gateDenied(ctx, svc))
 			return p.plan, err
 		}}
 	if create {
@@ -221,61 +197,37 @@ func (l *LoadBalancers) reconcile(ctx context.Context, s subject, nodes []*corev
 	var state *lbplan.Actual
 	defer func() { // after the unlock (deferred later, run first)
 		l.remember(ctx, call, reads, err)
-		if s.group == "" {
-			l.watchOwn(ctx, s.svc, create, state, err)
-		}
+		s.watch(ctx, l, create, state, err)
 	}()
-	defer l.lock(s)()
-	if err := l.settle(rctx, s); err != nil {
+	defer s.lock(l)()
+	if err := s.settle(rctx, l); err != nil {
 		return nil, err
 	}
-	p, err := l.plan(rctx, s, nodes, create, l.gateDenied(rctx, s.svc))
+	p, err := l.plan(rctx, s, nodes, create, l.gateDenied(rctx, svc))
 	l.record(p.notes)
 	if err != nil || p.plan == nil {
 		return nil, err
 	}
-	if err := l.groupBeforeRun(rctx, s, p, create); err != nil {
+	if err := s.beforeRun(rctx, l, p, create); err != nil {
 		return nil, err
 	}
 	unlock := l.costLock(*p.plan) // decisions that add cost, one at a time (inventory.go)
 	if create {
-		state, err = l.exec.Run(rctx, s.svc, l.priced(*p.plan))
+		state, err = l.exec.Run(rctx, svc, l.priced(*p.plan))
 		l.stored(s, state, p.readAt, err)
 	} else {
 		state, err = l.runDetached(rctx, s, *p.plan, p.readAt)
 	}
 	unlock()
 	l.freed(*p.plan, err)
-	l.wroteGroup(s.group, *p.plan, err)
+	l.wroteGroup(group, *p.plan, err)
 	if err != nil {
 		return nil, err
 	}
-	if err := l.groupAfterRun(rctx, s, p, create); err != nil {
+	if err := s.afterRun(rctx, l, p, create); err != nil {
 		return nil, err
 	}
 	return lbplan.Status(state, p.status), nil
-}
-
-// lock locks s against the other reconciles of s in this CCM (subjectLocks) and returns the
-// unlock: its group, or its Service by UID ("uid:" + UID, which no group name can be).
-func (l *LoadBalancers) lock(s subject) func() {
-	if s.group != "" {
-		return l.lockGroup(s.group)
-	}
-	return l.locks.lock("uid:" + string(s.svc.UID))
-}
-
-// settle waits until no detached run that writes the load balancer of s is in flight (the
-// executor's Settle is per Service): the Service's own, or every member's of a group.
-func (l *LoadBalancers) settle(ctx context.Context, s subject) error {
-	if s.group == "" {
-		return l.exec.Settle(ctx, s.svc.UID) // an Update's detached run (detach.go)
-	}
-	members, err := l.members(s.svc, s.group, true)
-	if err != nil {
-		return err
-	}
-	return l.settleGroup(ctx, members...)
 }
 
 // runDetached runs an Update's plan with executor.RunDetached (target changes return once the
@@ -287,12 +239,12 @@ func (l *LoadBalancers) settle(ctx context.Context, s subject) error {
 func (l *LoadBalancers) runDetached(ctx context.Context, s subject, plan lbplan.Plan, readAt time.Time) (*lbplan.Actual, error) {
 	var kept sync.Mutex
 	kept.Lock()
-	state, err := l.exec.RunDetached(ctx, s.svc, l.priced(plan), func(err error) {
+	state, err := l.exec.RunDetached(ctx, s.acting(), l.priced(plan), func(err error) {
 		kept.Lock()
 		defer kept.Unlock()
-		l.forget(s)
+		s.forget(l)
 		if t, ok := l.denials.(ActionFailureTracker); ok {
-			t.ActionFailed(s.svc, err)
+			t.ActionFailed(s.acting(), err)
 		}
 	})
 	l.stored(s, state, readAt, err)
@@ -309,35 +261,13 @@ func (l *LoadBalancers) runDetached(ctx context.Context, s subject, plan lbplan.
 func (l *LoadBalancers) stored(s subject, state *lbplan.Actual, readAt time.Time, err error) {
 	switch {
 	case err == nil:
-		l.put(s, state, readAt)
-		if s.group == "" {
-			l.converged.set(s.svc, state, time.Now())
-		} else {
-			l.groupsConverged.set(s.group, state, time.Now())
-		}
+		s.keep(l, state, readAt)
+		s.converged(l, state)
 	case errors.Is(err, policy.ErrDenied) && state != nil:
-		l.put(s, state, readAt)
+		s.keep(l, state, readAt)
 	case !errors.Is(err, policy.ErrDenied):
-		l.forget(s)
+		s.forget(l)
 	}
-}
-
-// put keeps lb (nil: none) as the cached load balancer of s as of readAt.
-func (l *LoadBalancers) put(s subject, lb *lbplan.Actual, readAt time.Time) {
-	if s.group != "" {
-		l.cache.PutGroup(s.group, s.cluster, lb, readAt)
-		return
-	}
-	l.cache.Put(string(s.svc.UID), lb, readAt)
-}
-
-// forget drops the cached load balancer of s: the next cached read reads it again.
-func (l *LoadBalancers) forget(s subject) {
-	if s.group != "" {
-		l.cache.ForgetGroup(s.group, s.cluster)
-		return
-	}
-	l.cache.Forget(string(s.svc.UID))
 }
 
 // status is GetLoadBalancer of s: the status of its load balancer, found fresh by its labels
@@ -347,37 +277,11 @@ func (l *LoadBalancers) status(ctx context.Context, s subject) (*corev1.LoadBala
 	if err != nil || lb == nil {
 		return nil, false, err
 	}
-	opts, err := l.statusOptions(ctx, s, lb)
+	opts, err := s.statusOptions(ctx, l, lb)
 	if err != nil {
 		return nil, true, err
 	}
 	return lbplan.Status(lb, opts), true, nil
-}
-
-// statusOptions are the annotations (and defaults) that shape the status of s on lb: the
-// Service's own; a group's leader's (its load balancer's settings), with the acting member's
-// proxy protocol (withOwnProxyProtocol). A bad annotation of a Service is an InvalidAnnotation.
-func (l *LoadBalancers) statusOptions(ctx context.Context, s subject, lb *lbplan.Actual) (lbplan.StatusOptions, error) {
-	if s.group == "" {
-		opts, err := lbservice.NewStatusOptions(s.svc, l.cfg)
-		if err != nil {
-			return opts, l.invalid(ctx, s.svc, err)
-		}
-		return opts, nil
-	}
-	members, err := l.members(s.svc, s.group, true)
-	if err != nil {
-		return lbplan.StatusOptions{}, err
-	}
-	leader := s.svc
-	if len(members) > 0 {
-		leader = lbgroup.GroupLeader(members, l.groupHome(s.group, lb, members))
-	}
-	opts, err := lbservice.NewStatusOptions(leader, l.cfg)
-	if err != nil {
-		return opts, err
-	}
-	return l.withOwnProxyProtocol(opts, s.svc), nil
 }
 
 // withOwnProxyProtocol returns opts with the proxy protocol of svc's own annotations (the ipMode
