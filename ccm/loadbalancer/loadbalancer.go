@@ -1,6 +1,7 @@
 // Package loadbalancer implements cloudprovider.LoadBalancer for Hetzner Cloud: it finds the
 // load balancer of a Service by the hcloud-ccm/service-uid label, builds the desired state
-// (lbplan), and hands the plan to the executor, the only code that writes to the API.
+// (ccm/lbservice), plans (ccm/lbplan) and hands the plan, priced, to the executor, the only code
+// that writes to the API, which decides it through the gate (ccm/gate).
 //
 // UpdateLoadBalancer, called for every Service on each node change, reads the load balancer
 // through ccm/lbcache (one list shared by all Services, at most Options.CacheMaxAge old, kept
@@ -9,12 +10,14 @@
 // A Service with the annotation service.hcloud-policy-ccm.io/load-balancer-group shares the
 // load balancer of its group instead (group.go, docs/shared-load-balancers.md): found by the
 // group and cluster labels, planned from every member (the Service lister, Options.Services)
-// by ccm/lbplan's group functions; a member's UpdateLoadBalancer reads it through the cache
+// by ccm/lbgroup; a member's UpdateLoadBalancer reads it through the cache
 // (one entry per group) and sends target-only changes detached, as for one Service, the other
 // calls read it fresh. WatchGroups (group_watch.go) resyncs the members left when one leaves.
 // Every write of a group is a plan the executor gates too, with input.group set. A Service of
 // its own and a group are both a subject (subject.go): finding, running, storing and the status
-// are written once; only the planning differs (planOwn here, planGroup in group.go).
+// are written once; what differs is a method of the subject (ownSubject in subject_own.go,
+// groupSubject in subject_group.go). Planning is silent: it returns its Warning events as notes
+// (notes.go), which the sync records and Preview, the audit and a denial's replay drop.
 //
 // A denied call is remembered (denials.go): an unchanged retry returns the same denial without a
 // request. "Unchanged" is derived from the policy inputs the gate decided, never from a list of
