@@ -51,49 +51,51 @@ func (g *groupState) plan(ctx context.Context, svc *corev1.Service, group string
 	if gerr != nil {
 		return lbplan.Plan{}, gerr
 	}
-	members := lbgroup.GroupMembers(g.all, group)
-	if len(members) == 0 {
-		return lbplan.Plan{}, fmt.Errorf("load balancer group %s: %s is no member", group, lbplan.Key(svc))
-	}
-	leader, cluster := members[0], o.Cluster.Name
-	name := lbservice.GroupName(leader, cluster, group)
-	res.LoadBalancer = name
 	res.group, res.groupVersion = group, g.version[group]
-	actual, err := g.actual(group, cluster, name, o.State)
-	if err != nil {
-		return lbplan.Plan{}, err
-	}
-	res.Exists = actual != nil
-	home, known := lbgroup.GroupHomeKnown(actual, members)
-	if err := lbgroup.CheckGroupHome(svc, group, home, known, members, actual != nil); err != nil {
-		return lbplan.Plan{}, err
-	}
-	if l := lbgroup.GroupLeader(members, home); l != leader { // the home's oldest member leads
-		leader = l
-		name = lbservice.GroupName(leader, cluster, group)
-		res.LoadBalancer = name
-	}
-	if err := lbservice.CheckName(name, cluster, group); err != nil {
-		return lbplan.Plan{}, err
-	}
-	leaderD, lists, err := memberListeners(svc, lbgroup.LeaderFirst(members, leader), name, o)
-	if err != nil {
-		return lbplan.Plan{}, err
-	}
-	typ := leaderD.Type
-	if actual != nil && !leaderD.TypeSet && actual.Type != "" {
-		typ = actual.Type
-	}
-	out, err := lbgroup.PlanGroup(lbgroup.GroupInput{
-		Group: group, Home: home, Name: name, Labels: lbgroup.GroupDesiredLabels(group, cluster, home),
-		Acting: lbplan.Key(svc), Members: members, Leader: leaderD, Lists: lists,
-		Type: lbgroup.TypeLimit{Name: typ, MaxServices: maxServices[typ]}, Actual: actual,
+	r := &stateReader{g: g, svc: svc, group: group, cluster: o.Cluster.Name, o: o}
+	out, err := lbgroup.PlanShell(ctx, r, lbgroup.Shell{
+		Acting: svc, Group: group, Cluster: o.Cluster.Name, Members: lbgroup.GroupMembers(g.all, group), Create: true,
 	}, deniedSteps(ctx, svc, o, nsLabels))
+	res.LoadBalancer, res.Exists = out.Name, out.Found != nil
 	if err != nil {
 		return lbplan.Plan{}, err
 	}
 	return out.Plan, nil
 }
+
+// stateReader is the group shell's reader (lbgroup.Reader) for `plan`: the state it was given
+// and what the earlier members' plans left, the manifests' listeners, the published
+// max_services; refusals are errors in the report.
+type stateReader struct {
+	g              *groupState
+	svc            *corev1.Service
+	group, cluster string
+	o              Options
+}
+
+func (r *stateReader) Find(_ context.Context, name string) (*lbplan.Actual, error) {
+	return r.g.actual(r.group, r.cluster, name, r.o.State)
+}
+
+func (r *stateReader) Home(lb *lbplan.Actual, members []*corev1.Service) (string, bool) {
+	return lbgroup.GroupHomeKnown(lb, members)
+}
+
+func (r *stateReader) Listeners(_ context.Context, members []*corev1.Service, name string) (lbplan.Desired, []lbgroup.MemberListeners, error) {
+	return memberListeners(r.svc, members, name, r.o)
+}
+
+// Type is the leader's type when it sets one (or for a new load balancer), else the load
+// balancer's, with the published max_services.
+func (r *stateReader) Type(_ context.Context, _ *corev1.Service, d *lbplan.Desired, lb *lbplan.Actual) (lbgroup.TypeLimit, error) {
+	typ := d.Type
+	if lb != nil && !d.TypeSet && lb.Type != "" {
+		typ = lb.Type
+	}
+	return lbgroup.TypeLimit{Name: typ, MaxServices: maxServices[typ]}, nil
+}
+
+func (r *stateReader) Refused(_ context.Context, _ lbgroup.Refusal, err error) error { return err }
 
 // deniedSteps is the lbgroup.DeniedSteps of svc's plan: the steps the CCM's gate denies
 // (gate.Gate.DeniedSteps), priced with o.pricing.

@@ -78,62 +78,72 @@ func (l *LoadBalancers) settleGroup(ctx context.Context, svcs ...*corev1.Service
 // member's own sync still plans with it, so a denied member keeps its own PolicyDenied.
 // TestGroup_DeniedMemberDoesNotBlockTheGroup tests it.
 func (l *LoadBalancers) planGroup(ctx context.Context, s groupSubject, nodes []*corev1.Node, create bool, denied lbgroup.DeniedSteps) (planned, error) {
-	svc, cluster, group := s.svc, s.cluster, s.group
-	members, err := l.members(svc, group, true)
+	members, err := l.members(s.svc, s.group, true)
 	if err != nil {
 		return planned{}, err
 	}
-	if len(members) == 0 { // svc is being deleted or is no load balancer Service
-		return planned{}, fmt.Errorf("load balancer group %s: %s is no member (deleted, or not of type LoadBalancer)", group, lbplan.Key(svc))
-	}
-	gp := planned{leader: members[0]}
-	name := lbservice.GroupName(gp.leader, cluster, group)
-	if err := l.checkName(ctx, svc, name, cluster, group); err != nil {
-		return gp, err
-	}
-	lb, readAt, err := l.find(ctx, s, name, !create)
-	gp.readAt = readAt
-	if err != nil || lb == nil && !create {
-		return gp, err
-	}
-	// The home namespace is the load balancer's label (the oldest member's namespace for a new
-	// one, or one made before the label), remembered when the load balancer is gone: the leader
-	// is the oldest member there, never a member of another namespace that outlived the members
-	// of the home (issue 34 §2), and only a member there creates the load balancer (issue 40 §3).
-	home, known := l.groupHomeKnown(group, lb, members)
-	if err := lbgroup.CheckGroupHome(svc, group, home, known, members, lb != nil); err != nil {
-		l.warn(ctx, svc, ReasonLoadBalancerGroupHome, err.Error())
-		return gp, err
-	}
-	if gp.leader = lbgroup.GroupLeader(members, home); gp.leader != members[0] {
-		name = lbservice.GroupName(gp.leader, cluster, group)
-	}
-	if err := l.checkName(ctx, svc, name, cluster, group); err != nil { // the home's leader names it
-		return gp, err
-	}
-	leaderD, lists, err := l.memberListeners(ctx, svc, group, lbgroup.LeaderFirst(members, gp.leader), nodes, name)
-	if err != nil {
-		return gp, err
-	}
-	if gp.typ, err = l.typeInForce(ctx, leaderD, s.basis(lb)); err != nil {
-		return gp, err
-	}
-	if err := l.checkType(ctx, gp.leader, &leaderD, s.basis(lb)); err != nil {
-		return gp, err
-	}
-	out, err := lbgroup.PlanGroup(lbgroup.GroupInput{
-		Group: group, Home: home, Name: name, Labels: lbgroup.GroupDesiredLabels(group, cluster, home),
-		Acting: lbplan.Key(svc), Members: members, Leader: leaderD, Lists: lists, Type: gp.typ, Actual: s.basis(lb),
+	r := &groupReader{l: l, s: s, nodes: nodes, cached: !create}
+	out, err := lbgroup.PlanShell(ctx, r, lbgroup.Shell{
+		Acting: s.svc, Group: s.group, Cluster: s.cluster, Members: members, Create: create, FromScratch: s.audit,
 	}, denied)
-	if err != nil {
-		return gp, l.invalid(ctx, svc, err)
+	gp := planned{leader: out.Leader, readAt: r.readAt, typ: out.Type}
+	if err != nil || !out.Planned {
+		return gp, err
 	}
 	gp.plan, gp.adm, gp.left = &out.Plan, out.Admission, out.Left
-	gp.status = l.withOwnProxyProtocol(leaderD.Status, svc)
+	gp.status = l.withOwnProxyProtocol(out.LeaderDesired.Status, s.svc)
 	for _, m := range gp.left {
-		klog.InfoS("Load balancer group member left out of this sync: the policy denies its listeners", "group", group, "member", m, "service", klog.KObj(svc))
+		klog.InfoS("Load balancer group member left out of this sync: the policy denies its listeners", "group", s.group, "member", m, "service", klog.KObj(s.svc))
 	}
 	return gp, nil
+}
+
+// groupReader is the group shell's reader (lbgroup.Reader) for one sync of s: the caches and
+// the API, the remembered homes, the refusals as Warning events (notes.go) on the acting member.
+type groupReader struct {
+	l      *LoadBalancers
+	s      groupSubject
+	nodes  []*corev1.Node
+	cached bool      // an Update reads the group's load balancer through the cache
+	readAt time.Time // when Find read it
+}
+
+func (r *groupReader) Find(ctx context.Context, name string) (*lbplan.Actual, error) {
+	lb, readAt, err := r.l.find(ctx, r.s, name, r.cached)
+	r.readAt = readAt
+	return lb, err
+}
+
+func (r *groupReader) Home(lb *lbplan.Actual, members []*corev1.Service) (string, bool) {
+	return r.l.groupHomeKnown(r.s.group, lb, members)
+}
+
+func (r *groupReader) Listeners(ctx context.Context, members []*corev1.Service, name string) (lbplan.Desired, []lbgroup.MemberListeners, error) {
+	return r.l.memberListeners(ctx, r.s.svc, r.s.group, members, r.nodes, name)
+}
+
+func (r *groupReader) Type(ctx context.Context, leader *corev1.Service, d *lbplan.Desired, basis *lbplan.Actual) (lbgroup.TypeLimit, error) {
+	t, err := r.l.typeInForce(ctx, *d, basis)
+	if err != nil {
+		return t, err
+	}
+	return t, r.l.checkType(ctx, leader, d, basis)
+}
+
+// refusalReasons are the Warning events of the shell's refusals; a failed plan is an
+// InvalidAnnotation when an annotation is at fault (invalid).
+var refusalReasons = map[lbgroup.Refusal]string{
+	lbgroup.RefusedName: ReasonLoadBalancerNameConflict,
+	lbgroup.RefusedHome: ReasonLoadBalancerGroupHome,
+}
+
+func (r *groupReader) Refused(ctx context.Context, kind lbgroup.Refusal, err error) error {
+	reason, ok := refusalReasons[kind]
+	if !ok {
+		return r.l.invalid(ctx, r.s.svc, err)
+	}
+	r.l.warn(ctx, r.s.svc, reason, err.Error())
+	return err
 }
 
 // gateDenied is the lbgroup.DeniedSteps of svc's sync: the executor's gate decisions (the
