@@ -270,7 +270,7 @@ func TestGateIsPure(t *testing.T) {
 }
 
 // TestEveryRunIsPriced: pricing travels with the plan (ccm/gate.Inputs). Every call of the
-// executor's Run or RunDetached in ccm/loadbalancer passes its plan through l.priced, so a
+// executor's Run, RunDetached or Decide in ccm/loadbalancer passes its plan through l.priced, so a
 // policy that reads input.inventory or input.cost sees them on every plan the CCM runs; the
 // executor calls back into no one for them.
 func TestEveryRunIsPriced(t *testing.T) {
@@ -290,7 +290,7 @@ func TestEveryRunIsPriced(t *testing.T) {
 					return true
 				}
 				sel, ok := call.Fun.(*ast.SelectorExpr)
-				if !ok || (sel.Sel.Name != "Run" && sel.Sel.Name != "RunDetached") {
+				if !ok || (sel.Sel.Name != "Run" && sel.Sel.Name != "RunDetached" && sel.Sel.Name != "Decide") {
 					return true
 				}
 				if recv, ok := sel.X.(*ast.SelectorExpr); !ok || recv.Sel.Name != "exec" {

@@ -142,7 +142,7 @@ func (x *Executor) RunDetached(ctx context.Context, svc *corev1.Service, plan lb
 	}
 	plan, denied := x.decidePlan(ctx, svc, plan)
 	if denied != nil { // steps fail alone: the rest runs whole, and its event names both
-		return x.runGated(ctx, svc, plan, denied)
+		return x.Send(ctx, Decided{svc: svc, run: plan, denied: denied, made: true})
 	}
 	reqs := plan.Requests()
 	r := newRun(svc, plan)

@@ -25,9 +25,9 @@
 // declared outcome into its result and events, awaits the action and moves the state on (a
 // load balancer's: the mutation's Apply, or the create's answer; routes carry none).
 //
-// Start with New, then Run (load balancers), RunDetached (UpdateLoadBalancer's target changes:
-// returns once the API accepted the first request, the rest ends in the background; detach.go)
-// and RunRoutes (routes).
+// Start with New, then Run (load balancers; or its two halves, Decide and Send), RunDetached
+// (UpdateLoadBalancer's target changes: returns once the API accepted the first request, the
+// rest ends in the background; detach.go) and RunRoutes (routes).
 package executor
 
 import (
@@ -167,27 +167,61 @@ func (x *Executor) Gate() gate.Gate { return x.gate }
 // run of svc still in flight (RunDetached) is waited for first (Settle; its ctx error if ctx
 // ends first).
 func (x *Executor) Run(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) (*lbplan.Actual, error) {
+	d, err := x.Decide(ctx, svc, plan)
+	if err != nil {
+		return nil, err
+	}
+	return x.Send(ctx, d)
+}
+
+// Decided is a plan the gate has decided (Decide): the part of it that runs and the denial of
+// the rest. Only Decide makes one (its fields are unexported: the compiler keeps every other
+// package from building one), and Send sends nothing else, so a plan the gate did not decide
+// cannot be sent through it; the zero Decided is refused (ErrRefused).
+type Decided struct {
+	svc    *corev1.Service
+	run    lbplan.Plan
+	denied *gate.DeniedError
+	made   bool
+}
+
+// Decide is Run's first half: it vets plan's kinds, waits for a detached run of svc in flight
+// (Settle) and decides plan through the gate, recording the decisions' events; it sends
+// nothing. Run is Decide then Send; the load balancer code calls the two itself so that its
+// path to the HTTP client is one frame shorter (TestFrames_EnsureLoadBalancerToTheHTTPClient).
+//
+// # Errors
+//
+// A refusal of a kind (ErrRefused) or the ctx error of Settle; a denial is no error here: it is
+// part of the Decided, and Send reports it.
+func (x *Executor) Decide(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) (Decided, error) {
 	if plan.Empty() {
-		return plan.Actual, nil
+		return Decided{svc: svc, run: plan, made: true}, nil
 	}
 	if err := vetKinds(plan.Mutations); err != nil {
-		return nil, err
+		return Decided{}, err
 	}
 	if svc != nil {
 		if err := x.Settle(ctx, svc.UID); err != nil {
-			return nil, err
+			return Decided{}, err
 		}
 	}
 	run, denied := x.decidePlan(ctx, svc, plan)
-	return x.runGated(ctx, svc, run, denied)
+	return Decided{svc: svc, run: run, denied: denied, made: true}, nil
 }
 
-// runGated sends the requests of run, the part of a plan the gate lets run, and reports a
-// denial of the rest (denied, nil when nothing was denied); see Run.
-func (x *Executor) runGated(ctx context.Context, svc *corev1.Service, plan lbplan.Plan, denied *gate.DeniedError) (*lbplan.Actual, error) {
-	if denied != nil && plan.Empty() {
+// Send is Run's second half: it sends the requests of the part of the plan d lets run and
+// reports the denial of the rest (see Run, which it returns as).
+func (x *Executor) Send(ctx context.Context, d Decided) (*lbplan.Actual, error) {
+	svc, plan, denied := d.svc, d.run, d.denied
+	switch {
+	case !d.made:
+		return nil, fmt.Errorf("%w: a plan the gate did not decide (executor.Decide)", ErrRefused)
+	case denied != nil && plan.Empty():
 		x.event(svc, corev1.EventTypeWarning, ReasonPolicyDenied, denied.Summary())
 		return nil, denied
+	case plan.Empty():
+		return plan.Actual, nil
 	}
 	r := newRun(svc, plan)
 	reqs := plan.Requests()
@@ -260,7 +294,7 @@ func (x *Executor) reportApplied(svc *corev1.Service, applied []lbplan.Mutation)
 // gate decides plan for svc (gate.Gate.Decide) and returns the plan that runs, with a
 // *gate.DeniedError for the steps that do not (nil when nothing is denied). It records the
 // PolicyWarning and PolicyDryRunDenied events of the steps' last decisions and counts each
-// denied mutation; the PolicyDenied event is runGated's, once it knows what was applied. The
+// denied mutation; the PolicyDenied event is Send's, once it knows what was applied. The
 // plan is decided with the Pricing it carries: whoever plans prices it (lbplan.Plan.Pricing).
 func (x *Executor) decidePlan(ctx context.Context, svc *corev1.Service, plan lbplan.Plan) (lbplan.Plan, *gate.DeniedError) {
 	v := x.gate.Decide(ctx, plan, svc)

@@ -68,3 +68,17 @@ func TestRunDetached_StepsFailAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSend_RefusesWhatTheGateDidNotDecide: an executor.Decided that Decide did not make (the
+// zero value: no other package can fill one) is refused and sends nothing.
+func TestSend_RefusesWhatTheGateDidNotDecide(t *testing.T) {
+	t.Parallel()
+	ev := newEnv(t, func(input.Input) policy.Decision { return policy.Decision{Allowed: true} })
+	_, err := ev.exec.Send(context.Background(), executor.Decided{})
+	if !errors.Is(err, executor.ErrRefused) {
+		t.Fatalf("Send(Decided{}) = %v, want ErrRefused", err)
+	}
+	if got := len(ev.emu.Requests()); got != 0 {
+		t.Errorf("%d requests sent, want none", got)
+	}
+}

@@ -13,8 +13,9 @@ import (
 // ourModule prefixes the function names of this repository's code.
 const ourModule = "github.com/policy-ccm/hcloud-policy-ccm/"
 
-// maxOurFrames is issue 23's bound on our frames from EnsureLoadBalancer to the HTTP client.
-const maxOurFrames = 5
+// maxOurFrames is the bound on our frames from EnsureLoadBalancer to the HTTP client (issue 23:
+// 5; issue 41: 4).
+const maxOurFrames = 4
 
 // frameRecorder is a transport that records, for the first POST to a path, the functions of
 // this repository on the stack from EnsureLoadBalancer (outermost) to the transport.

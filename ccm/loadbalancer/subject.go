@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/annotation"
+	"github.com/policy-ccm/hcloud-policy-ccm/ccm/executor"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbgroup"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbplan"
 	"github.com/policy-ccm/hcloud-policy-ccm/ccm/lbservice"
@@ -178,8 +179,9 @@ func (l *LoadBalancers) plan(ctx context.Context, s subject, nodes []*corev1.Nod
 // groupAfterRun) and follows its end (a Service of its own is watched for a delete behind the
 // CCM's back: watchOwn). Two reconciles of one subject never overlap in this CCM (lock).
 //
-// It is one function so that the path from EnsureLoadBalancer to the HTTP client stays 5 of
-// our frames (TestFrames_EnsureLoadBalancerToTheHTTPClient).
+// It is one function, and it calls the executor's Decide and Send itself, so that the path from
+// EnsureLoadBalancer to the HTTP client stays 4 of our frames
+// (TestFrames_EnsureLoadBalancerToTheHTTPClient).
 func (l *LoadBalancers) reconcile(ctx context.Context, s subject, nodes []*corev1.Node, create bool) (st *corev1.LoadBalancerStatus, err error) {
 	svc, group := s.acting(), s.groupName()
 	call := denialCall{kind: callUpdate, group: group, writes: l.denied.groupWriteCount(group), svc: svc, nodes: nodes,
@@ -212,8 +214,11 @@ func (l *LoadBalancers) reconcile(ctx context.Context, s subject, nodes []*corev
 		return nil, err
 	}
 	unlock := l.costLock(*p.plan) // decisions that add cost, one at a time (inventory.go)
-	if create {
-		state, err = l.exec.Run(rctx, svc, l.priced(*p.plan))
+	if create {                   // Decide then Send, not Run: one frame less to the HTTP client
+		var d executor.Decided
+		if d, err = l.exec.Decide(rctx, svc, l.priced(*p.plan)); err == nil {
+			state, err = l.exec.Send(rctx, d)
+		}
 		l.stored(s, state, p.readAt, err)
 	} else {
 		state, err = l.runDetached(rctx, s, *p.plan, p.readAt)
