@@ -32,10 +32,9 @@ type subject interface {
 	// named is the subject with its load balancer's name, when it has one before planning (a
 	// Service's own: l.name); a group's is its leader's, chosen when it is planned.
 	named(ctx context.Context, l *LoadBalancers) subject
-	// forAudit is the subject as the audit plans it: from no load balancer (basis).
+	// forAudit is the subject as the audit plans it: from no load balancer (a create of what
+	// it would be today).
 	forAudit() subject
-	// basis is the load balancer its plan starts from: lb, or none (a create) for the audit.
-	basis(lb *lbplan.Actual) *lbplan.Actual
 	// lookup is how labelled lists its load balancers: the key of the read (reads.go), what names
 	// the labels in the error of more than one, and the cache's list.
 	lookup(l *LoadBalancers, cached bool) (key, what string, list func(context.Context) ([]*lbplan.Actual, time.Time, error))

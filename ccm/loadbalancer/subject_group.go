@@ -18,7 +18,7 @@ type groupSubject struct {
 	svc     *corev1.Service
 	cluster string
 	group   string
-	// audit: the plan starts from no load balancer (basis).
+	// audit: the plan starts from no load balancer (lbgroup.Shell.FromScratch).
 	audit bool
 }
 
@@ -31,13 +31,6 @@ func (s groupSubject) named(context.Context, *LoadBalancers) subject { return s 
 func (s groupSubject) forAudit() subject {
 	s.audit = true
 	return s
-}
-
-func (s groupSubject) basis(lb *lbplan.Actual) *lbplan.Actual {
-	if s.audit {
-		return nil
-	}
-	return lb
 }
 
 func (s groupSubject) lookup(l *LoadBalancers, cached bool) (key, what string, list func(context.Context) ([]*lbplan.Actual, time.Time, error)) {

@@ -38,6 +38,7 @@ func (s ownSubject) forAudit() subject {
 	return s
 }
 
+// basis is the load balancer the plan starts from: lb, or none (a create) for the audit.
 func (s ownSubject) basis(lb *lbplan.Actual) *lbplan.Actual {
 	if s.audit {
 		return nil
